@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"github.com/schooner-ml/schooner/devserver"
+	"github.com/schooner-ml/schooner/gpu/nvml"
+	"github.com/schooner-ml/schooner/workers"
+)
+
+type devFlags struct {
+	dataDir        string
+	ip             string
+	port           int
+	uiPort         int
+	headless       bool
+	namespace      string
+	nodeID         string
+	metricsAddr    string
+	serverLogLevel string
+}
+
+func newDevCommand(g *globals) *cobra.Command {
+	f := &devFlags{}
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run a Temporal server, the Temporal UI, the control worker and a node agent in one process",
+		Long: `dev runs everything schooner needs on one machine: a real Temporal server persisted in
+SQLite under --data-dir (workflows survive a restart), the Temporal UI, schooner's search
+attributes, the control worker and a node agent for this machine.
+
+Point the temporal CLI at it with the flags it prints, e.g.
+  temporal --address 127.0.0.1:7233 --namespace default workflow list
+
+Ctrl-C stops everything within 10 seconds.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := g.logger()
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runDev(ctx, f, log, cmd.OutOrStdout())
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.dataDir, "data-dir", ".schooner", "directory for the Temporal SQLite database and schooner's local state")
+	fs.StringVar(&f.ip, "ip", "127.0.0.1", "address to bind the server and UI to")
+	fs.IntVar(&f.port, "port", 7233, "Temporal gRPC port")
+	fs.IntVar(&f.uiPort, "ui-port", 8233, "Temporal UI port")
+	fs.BoolVar(&f.headless, "headless", false, "do not serve the Temporal UI")
+	fs.StringVar(&f.namespace, "namespace", "default", "Temporal namespace to create and use")
+	fs.StringVar(&f.nodeID, "node-id", defaultNodeID(), "id of this machine's node agent (task queue schooner-node-<id>)")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "127.0.0.1:9464", "serve worker metrics for Prometheus here (empty to disable)")
+	fs.StringVar(&f.serverLogLevel, "server-log-level", "warn", "log level of the embedded Temporal server")
+	return cmd
+}
+
+// devStack is what `schooner dev` runs; Stop tears it down in reverse order.
+type devStack struct {
+	server  *devserver.Server
+	session *session
+	control interface{ Stop() }
+	node    *workers.NodeAgent
+}
+
+func (d *devStack) Stop() {
+	if d.node != nil {
+		d.node.Stop(false)
+	}
+	if d.control != nil {
+		d.control.Stop()
+	}
+	if d.session != nil {
+		d.session.Close()
+	}
+	if d.server != nil {
+		d.server.Stop()
+	}
+}
+
+func runDev(ctx context.Context, f *devFlags, log zerolog.Logger, out io.Writer) error {
+	began := time.Now()
+	stack := &devStack{}
+	srv, err := devserver.Start(devserver.Options{
+		IP: f.ip, Port: f.port, UIPort: f.uiPort, Headless: f.headless,
+		DataDir: f.dataDir, Namespace: f.namespace, Logger: log, ServerLogLevel: f.serverLogLevel,
+	})
+	if err != nil {
+		return err
+	}
+	stack.server = srv
+	defer stopWithin(stack, 10*time.Second, log)
+
+	sess, err := connect(ctx, log, workers.ClientConfig{Address: srv.Address(), Namespace: f.namespace}, f.metricsAddr)
+	if err != nil {
+		return err
+	}
+	stack.session = sess
+	if err := workers.EnsureSearchAttributes(ctx, sess.client, f.namespace); err != nil {
+		return err
+	}
+	control := workers.NewControlWorker(sess.client)
+	if err := control.Start(); err != nil {
+		return fmt.Errorf("starting control worker: %w", err)
+	}
+	stack.control = control
+	stack.node = &workers.NodeAgent{ID: f.nodeID, Hostname: hostname(), GPUs: nvml.Real{}, Client: sess.client, Logger: log}
+	if err := stack.node.Start(ctx); err != nil {
+		return err
+	}
+	printDevBanner(out, srv, f, sess.metricsAddr, time.Since(began))
+	<-ctx.Done()
+	log.Info().Msg("stopping: node agent, workers, UI, Temporal server")
+	return nil
+}
+
+func printDevBanner(out io.Writer, srv *devserver.Server, f *devFlags, metricsAddr string, took time.Duration) {
+	fmt.Fprintf(out, "\nschooner dev is ready (%.1fs)\n", took.Seconds())
+	fmt.Fprintf(out, "  Temporal gRPC   %s   namespace %s\n", srv.Address(), srv.Namespace())
+	if ui := srv.UIAddress(); ui != "" {
+		fmt.Fprintf(out, "  Temporal UI     http://%s/namespaces/%s/workflows\n", ui, srv.Namespace())
+	}
+	if metricsAddr != "" {
+		fmt.Fprintf(out, "  Metrics         http://%s/metrics\n", metricsAddr)
+	}
+	fmt.Fprintf(out, "  Data            %s\n", devserver.DatabaseFile(f.dataDir))
+	fmt.Fprintf(out, "  Node agent      %s (queue schooner-node-%s)\n", f.nodeID, f.nodeID)
+	fmt.Fprintf(out, "\ntemporal CLI:     temporal --address %s --namespace %s workflow list\n", srv.Address(), srv.Namespace())
+	fmt.Fprintf(out, "                  temporal --address %s --namespace %s operator search-attribute list\n", srv.Address(), srv.Namespace())
+	fmt.Fprintf(out, "schooner CLI:     schooner nodes --address %s --namespace %s\n\nCtrl-C to stop.\n", srv.Address(), srv.Namespace())
+}
+
+// stopWithin stops the stack, and if that hangs past limit, says so and exits: a developer
+// pressing Ctrl-C must get their terminal back.
+func stopWithin(stack *devStack, limit time.Duration, log zerolog.Logger) {
+	done := make(chan struct{})
+	began := time.Now()
+	go func() { stack.Stop(); close(done) }()
+	select {
+	case <-done:
+		log.Info().Str("took", time.Since(began).Round(time.Millisecond).String()).Msg("stopped")
+	case <-time.After(limit):
+		log.Error().Msgf("shutdown did not finish within %s; exiting anyway", limit)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+
+	"github.com/schooner-ml/schooner/workers"
+	"github.com/schooner-ml/schooner/workflows"
+)
+
+func newNodesCommand(g *globals) *cobra.Command {
+	var cfg workers.ClientConfig
+	var asJSON bool
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:   "nodes",
+		Short: "Ask every node agent for its GPUs (runs the NodeInventory workflow)",
+		Long: `nodes starts the NodeInventory workflow, which asks every registered node agent for
+its GPU inventory on the agent's own task queue, and prints one row per node. A node whose
+agent does not answer within --wait is shown as unreachable. The same workflow can be started
+with the temporal CLI:
+  temporal workflow execute --type NodeInventory --task-queue schooner-control --input '{}'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := g.logger()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			sess, err := connect(ctx, log, cfg, "")
+			if err != nil {
+				return err
+			}
+			defer sess.Close()
+			run, err := sess.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+				ID:                 fmt.Sprintf("schooner-nodes-%d", time.Now().UnixNano()),
+				TaskQueue:          workflows.ControlQueue,
+				WorkflowRunTimeout: wait + time.Minute,
+				StaticSummary:      "GPU inventory of every node (schooner nodes)",
+			}, workflows.NodeInventory, workflows.InventoryRequest{Wait: wait})
+			if err != nil {
+				return fmt.Errorf("starting NodeInventory: %w", err)
+			}
+			var res workflows.InventoryResult
+			if err := run.Get(ctx, &res); err != nil {
+				return fmt.Errorf("NodeInventory %s: %w", run.GetID(), err)
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(res)
+			}
+			printNodes(cmd.OutOrStdout(), res)
+			return nil
+		},
+	}
+	addClientFlags(cmd.Flags(), &cfg)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the full inventory as JSON")
+	cmd.Flags().DurationVar(&wait, "wait", 10*time.Second, "how long a node agent may take to answer before it is reported unreachable")
+	return cmd
+}
+
+func printNodes(out io.Writer, res workflows.InventoryResult) {
+	if len(res.Nodes) == 0 {
+		fmt.Fprintln(out, "no node agents registered: start one with 'schooner dev' or 'schooner worker node'")
+		return
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tHOST\tGPUS\tMODEL\tMEMORY\tDRIVER\tNOTE")
+	for _, n := range res.Nodes {
+		inv := n.Inventory
+		if n.Error != "" {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t%s\n", n.NodeID, n.Error)
+			continue
+		}
+		mem := "-"
+		if total := inv.TotalMemoryMiB(); total > 0 {
+			mem = fmt.Sprintf("%.1f GiB", float64(total)/1024)
+		}
+		driver := inv.DriverVersion
+		if driver == "" {
+			driver = "-"
+		} else if inv.CUDAVersion != "" {
+			driver += " (CUDA " + inv.CUDAVersion + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", n.NodeID, inv.Hostname, len(inv.GPUs), inv.Model(), mem, driver, inv.Reason)
+	}
+	_ = tw.Flush()
+}

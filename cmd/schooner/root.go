@@ -1,0 +1,40 @@
+package main
+
+import (
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"github.com/schooner-ml/schooner/workers"
+)
+
+// globals are the flags every command shares.
+type globals struct {
+	logLevel  string
+	logFormat string
+}
+
+func (g *globals) logger() (zerolog.Logger, error) {
+	return workers.NewLogger(workers.LogOptions{Level: g.logLevel, Format: g.logFormat})
+}
+
+func newRootCommand() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:   "schooner",
+		Short: "Cost-driven ML on cheap, unreliable and shared GPUs, orchestrated by Temporal",
+		Long: `schooner runs long training jobs on spot GPUs across zones and clouds, keeps LLM
+serving alive when a machine is lost, and packs GPUs that would sit half idle. Every job is a
+durable Temporal workflow: watch it in the Temporal UI, drive it with this CLI or with the
+plain 'temporal' CLI.
+
+Start here:
+  schooner dev               run a Temporal server, its UI and all workers in one process
+  schooner nodes             ask every node agent for its GPUs`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
+	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "console", "log format: console (for people) or json (for log pipelines)")
+	root.AddCommand(newDevCommand(g), newWorkerCommand(g), newNodesCommand(g))
+	return root
+}

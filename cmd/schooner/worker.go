@@ -1,0 +1,103 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/schooner-ml/schooner/gpu/nvml"
+	"github.com/schooner-ml/schooner/workers"
+)
+
+func newWorkerCommand(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Run schooner workers against any Temporal cluster",
+		Long: `worker runs one kind of schooner worker against a Temporal cluster: the embedded
+'schooner dev' server, a self-hosted cluster (mTLS flags) or Temporal Cloud (--api-key).
+Run as many control workers as you like; run one node agent on every GPU machine.`,
+	}
+	cmd.AddCommand(newControlWorkerCommand(g), newNodeWorkerCommand(g))
+	return cmd
+}
+
+func newControlWorkerCommand(g *globals) *cobra.Command {
+	var cfg workers.ClientConfig
+	var metricsAddr string
+	var ensureSA bool
+	cmd := &cobra.Command{
+		Use:   "control",
+		Short: "Run the control worker (queue schooner-control): workflows, cloud and planner activities",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := g.logger()
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			sess, err := connect(ctx, log, cfg, metricsAddr)
+			if err != nil {
+				return err
+			}
+			defer sess.Close()
+			if ensureSA {
+				if err := workers.EnsureSearchAttributes(ctx, sess.client, cfg.Namespace); err != nil {
+					return err
+				}
+			}
+			w := workers.NewControlWorker(sess.client)
+			if err := w.Start(); err != nil {
+				return fmt.Errorf("starting control worker: %w", err)
+			}
+			defer w.Stop()
+			log.Info().Str("address", cfg.Address).Str("namespace", cfg.Namespace).Str("metrics", sess.metricsAddr).Msg("control worker running")
+			<-ctx.Done()
+			return nil
+		},
+	}
+	addClientFlags(cmd.Flags(), &cfg)
+	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", "", "serve worker metrics for Prometheus on this host:port")
+	cmd.Flags().BoolVar(&ensureSA, "ensure-search-attributes", true, "register schooner's search attributes at start (needs operator rights)")
+	return cmd
+}
+
+func newNodeWorkerCommand(g *globals) *cobra.Command {
+	var cfg workers.ClientConfig
+	var metricsAddr, nodeID string
+	var deregister bool
+	cmd := &cobra.Command{
+		Use:   "node",
+		Short: "Run this machine's node agent (queue schooner-node-<id>): GPU inventory and on-machine activities",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := g.logger()
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			sess, err := connect(ctx, log, cfg, metricsAddr)
+			if err != nil {
+				return err
+			}
+			defer sess.Close()
+			agent := &workers.NodeAgent{ID: nodeID, Hostname: hostname(), GPUs: nvml.Real{}, Client: sess.client, Logger: log}
+			if err := agent.Start(ctx); err != nil {
+				return err
+			}
+			log.Info().Str("node", nodeID).Str("address", cfg.Address).Str("metrics", sess.metricsAddr).Msg("node agent running")
+			<-ctx.Done()
+			agent.Stop(deregister)
+			return nil
+		},
+	}
+	addClientFlags(cmd.Flags(), &cfg)
+	cmd.Flags().StringVar(&nodeID, "node-id", defaultNodeID(), "id of this node (its task queue is schooner-node-<id>)")
+	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", "", "serve worker metrics for Prometheus on this host:port")
+	cmd.Flags().BoolVar(&deregister, "deregister-on-exit", false, "remove this node from the registry when stopped (for machines that will not return)")
+	return cmd
+}

@@ -1,0 +1,131 @@
+package devserver
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"go.temporal.io/server/common/authorization"
+	"go.temporal.io/server/common/cluster"
+	"go.temporal.io/server/common/config"
+	"go.temporal.io/server/common/dynamicconfig"
+	"go.temporal.io/server/common/membership/static"
+	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
+	"go.temporal.io/server/common/primitives"
+	sqliteschema "go.temporal.io/server/schema/sqlite"
+	"go.temporal.io/server/temporal"
+)
+
+const clusterName = "active"
+
+// buildConfig is the configuration of a single-host cluster: every service in this
+// process, each on its own loopback port, one history shard, SQLite for both persistence
+// and visibility.
+func buildConfig(opts Options, httpPort int, dbFile string) (*config.Config, map[primitives.ServiceName]static.Hosts, error) {
+	sqlConf, err := sqliteConfig(opts, dbFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	frontend := net.JoinHostPort(opts.IP, strconv.Itoa(opts.Port))
+	var conf config.Config
+	conf.Global.Membership.MaxJoinDuration = 30 * time.Second
+	conf.Global.Membership.BroadcastAddress = opts.IP
+	conf.Persistence.DefaultStore = "sqlite"
+	conf.Persistence.VisibilityStore = "sqlite"
+	conf.Persistence.NumHistoryShards = 1
+	conf.Persistence.DataStores = map[string]config.DataStore{"sqlite": {SQL: sqlConf}}
+	conf.ClusterMetadata = &cluster.Config{
+		FailoverVersionIncrement: 10,
+		MasterClusterName:        clusterName,
+		CurrentClusterName:       clusterName,
+		ClusterInformation: map[string]cluster.ClusterInformation{
+			clusterName: {
+				Enabled:                true,
+				InitialFailoverVersion: 1,
+				RPCAddress:             frontend,
+				HTTPAddress:            net.JoinHostPort(opts.IP, strconv.Itoa(httpPort)),
+				ClusterID:              "5c4f0b1e-7d2a-4c1e-9b8f-3a6d2e1f0c9a", // fixed: one dev cluster per data directory
+			},
+		},
+	}
+	conf.DCRedirectionPolicy.Policy = "noop"
+	conf.Archival.History.State = "disabled"
+	conf.Archival.Visibility.State = "disabled"
+	conf.NamespaceDefaults.Archival.History.State = "disabled"
+	conf.NamespaceDefaults.Archival.Visibility.State = "disabled"
+	conf.PublicClient.HostPort = frontend
+
+	conf.Services = map[string]config.Service{}
+	hosts := map[primitives.ServiceName]static.Hosts{}
+	for _, name := range []primitives.ServiceName{primitives.FrontendService, primitives.HistoryService, primitives.MatchingService, primitives.WorkerService} {
+		svc := config.Service{}
+		svc.RPC.BindOnIP = opts.IP
+		if name == primitives.FrontendService {
+			svc.RPC.GRPCPort = opts.Port
+			svc.RPC.HTTPPort = httpPort
+		} else {
+			port, err := FreePort(opts.IP)
+			if err != nil {
+				return nil, nil, err
+			}
+			svc.RPC.GRPCPort = port
+		}
+		conf.Services[string(name)] = svc
+		hosts[name] = static.SingleLocalHost(net.JoinHostPort(opts.IP, strconv.Itoa(svc.RPC.GRPCPort)))
+	}
+	return &conf, hosts, nil
+}
+
+// sqliteConfig prepares the database: in memory for tests, or a file that is created with
+// its schema on first use and reused afterwards, so workflows survive a restart.
+func sqliteConfig(opts Options, dbFile string) (*config.SQL, error) {
+	conf := &config.SQL{PluginName: sqliteplugin.PluginName}
+	if dbFile == "" {
+		conf.ConnectAttributes = map[string]string{"mode": "memory", "cache": "shared"}
+		conf.DatabaseName = fmt.Sprintf("schooner-%d", time.Now().UnixNano())
+	} else {
+		// WAL keeps readers (visibility queries from the UI) from blocking writers.
+		conf.ConnectAttributes = map[string]string{"mode": "rwc", "journal_mode": "wal", "busy_timeout": "10000"}
+		conf.DatabaseName = dbFile
+		if _, err := os.Stat(dbFile); os.IsNotExist(err) {
+			if err := sqliteschema.SetupSchema(conf); err != nil {
+				_ = os.Remove(dbFile)
+				return nil, fmt.Errorf("creating Temporal schema in %s: %w", filepath.Dir(dbFile), err)
+			}
+		} else if err != nil {
+			return nil, fmt.Errorf("reading database file: %w", err)
+		}
+	}
+	ns, err := sqliteschema.NewNamespaceConfig(clusterName, opts.Namespace, false, nil)
+	if err != nil {
+		return nil, fmt.Errorf("preparing namespace %s: %w", opts.Namespace, err)
+	}
+	if err := sqliteschema.CreateNamespaces(conf, ns); err != nil {
+		return nil, fmt.Errorf("creating namespace %s: %w", opts.Namespace, err)
+	}
+	return conf, nil
+}
+
+func serverOptions(conf *config.Config, hosts map[primitives.ServiceName]static.Hosts, logger serverLogger, opts Options, httpPort int) []temporal.ServerOption {
+	authorizer, _ := authorization.GetAuthorizerFromConfig(&conf.Global.Authorization)
+	claimMapper, _ := authorization.GetClaimMapperFromConfig(&conf.Global.Authorization, logger)
+	dyn := dynamicconfig.StaticClient{
+		// Let the UI and `temporal workflow list` poll freely on a dev box.
+		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
+		dynamicconfig.HistoryCacheHostLevelMaxSize.Key():                 8192,
+		dynamicconfig.MakeKey("component.nexusoperations.callback.endpoint.template"): fmt.Sprintf(
+			"http://%s/namespaces/{{.NamespaceName}}/nexus/callback", net.JoinHostPort(opts.IP, strconv.Itoa(httpPort))),
+	}
+	return []temporal.ServerOption{
+		temporal.WithConfig(conf),
+		temporal.ForServices(temporal.DefaultServices),
+		temporal.WithStaticHosts(hosts),
+		temporal.WithLogger(logger),
+		temporal.WithAuthorizer(authorizer),
+		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
+		temporal.WithDynamicConfigClient(dyn),
+	}
+}

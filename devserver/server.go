@@ -1,0 +1,146 @@
+// Package devserver runs a real Temporal server (SQLite persistence) and the Temporal UI
+// inside the schooner process. It is what makes `schooner dev` and `schooner demo` work on
+// a laptop with no other install. It is deliberately the only package besides cmd and the
+// integration tests that links the server, so unit tests of everything else build fast.
+package devserver
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"github.com/rs/zerolog"
+	uiserver "github.com/temporalio/ui-server/v2/server"
+	"go.temporal.io/server/temporal"
+)
+
+// Options configures the embedded server. Zero values pick sensible defaults.
+type Options struct {
+	// IP to bind (default 127.0.0.1).
+	IP string
+	// Port is the frontend gRPC port (default 7233).
+	Port int
+	// UIPort is the Temporal UI port; 0 with Headless false means 8233.
+	UIPort   int
+	Headless bool
+	// DataDir keeps the SQLite database; empty means in memory (tests).
+	DataDir   string
+	Namespace string
+	Logger    zerolog.Logger
+	// ServerLogLevel filters the server's own, rather chatty, logs: a zerolog level name
+	// (default warn).
+	ServerLogLevel string
+}
+
+// Server is a running embedded Temporal server and UI.
+type Server struct {
+	temporal temporal.Server
+	ui       *uiserver.Server
+	opts     Options
+	stopOnce sync.Once
+}
+
+// DatabaseFile is where the SQLite database lives under dataDir.
+func DatabaseFile(dataDir string) string { return filepath.Join(dataDir, "temporal.db") }
+
+func (o *Options) defaults() {
+	if o.IP == "" {
+		o.IP = "127.0.0.1"
+	}
+	if o.Port == 0 {
+		o.Port = 7233
+	}
+	if o.UIPort == 0 && !o.Headless {
+		o.UIPort = 8233
+	}
+	if o.Namespace == "" {
+		o.Namespace = "default"
+	}
+	if o.ServerLogLevel == "" {
+		o.ServerLogLevel = "warn"
+	}
+}
+
+// Start checks the ports, prepares the database and starts the server and the UI. It
+// returns once the frontend accepts gRPC connections.
+func Start(opts Options) (*Server, error) {
+	opts.defaults()
+	if err := checkFree(opts.IP, opts.Port, "Temporal gRPC", "--port"); err != nil {
+		return nil, err
+	}
+	if !opts.Headless {
+		if err := checkFree(opts.IP, opts.UIPort, "Temporal UI", "--ui-port"); err != nil {
+			return nil, err
+		}
+	}
+	dbFile := ""
+	if opts.DataDir != "" {
+		if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
+			return nil, fmt.Errorf("creating data directory: %w", err)
+		}
+		dbFile = DatabaseFile(opts.DataDir)
+	}
+	httpPort, err := FreePort(opts.IP)
+	if err != nil {
+		return nil, err
+	}
+	cfg, hosts, err := buildConfig(opts, httpPort, dbFile)
+	if err != nil {
+		return nil, err
+	}
+	level, err := zerolog.ParseLevel(opts.ServerLogLevel)
+	if err != nil {
+		return nil, fmt.Errorf("invalid server log level %q: %w", opts.ServerLogLevel, err)
+	}
+	logger := serverLogger{zl: opts.Logger.With().Str("component", "temporal-server").Logger().Level(level)}
+	srv, err := temporal.NewServer(serverOptions(cfg, hosts, logger, opts, httpPort)...)
+	if err != nil {
+		return nil, fmt.Errorf("building Temporal server: %w", err)
+	}
+	if err := srv.Start(); err != nil {
+		return nil, fmt.Errorf("starting Temporal server: %w", err)
+	}
+	s := &Server{temporal: srv, opts: opts}
+	if !opts.Headless {
+		s.ui = newUI(opts)
+		uiErr := make(chan error, 1)
+		go func() { uiErr <- s.ui.Start() }()
+		if err := waitListening(s.UIAddress(), uiErr); err != nil {
+			s.Stop()
+			return nil, fmt.Errorf("starting Temporal UI: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// Address is the frontend gRPC address clients dial.
+func (s *Server) Address() string {
+	return net.JoinHostPort(s.opts.IP, strconv.Itoa(s.opts.Port))
+}
+
+// UIAddress is the host:port of the UI, or "" when headless.
+func (s *Server) UIAddress() string {
+	if s.opts.Headless {
+		return ""
+	}
+	return net.JoinHostPort(s.opts.IP, strconv.Itoa(s.opts.UIPort))
+}
+
+// Namespace is the namespace the server was prepared with.
+func (s *Server) Namespace() string { return s.opts.Namespace }
+
+// Stop shuts the UI and the server down; it is safe to call more than once.
+func (s *Server) Stop() {
+	s.stopOnce.Do(func() {
+		if s.ui != nil {
+			s.ui.Stop()
+		}
+		if err := s.temporal.Stop(); err != nil && !errors.Is(err, net.ErrClosed) {
+			s.opts.Logger.Warn().Err(err).Msg("stopping Temporal server")
+		}
+	})
+}

@@ -1,0 +1,104 @@
+package workers
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+
+	"go.temporal.io/sdk/client"
+)
+
+// ClientConfig says how to reach a Temporal cluster: the embedded dev server, a
+// self-hosted cluster with mTLS, or Temporal Cloud with an API key. The same flags serve
+// every schooner command that talks to Temporal, so one binary scales from a laptop out.
+type ClientConfig struct {
+	Address   string
+	Namespace string
+	// TLSCertFile and TLSKeyFile are the client certificate for mTLS; both or neither.
+	TLSCertFile string
+	TLSKeyFile  string
+	// TLSCAFile verifies the server with a private CA instead of the system roots.
+	TLSCAFile     string
+	TLSServerName string
+	// TLS forces TLS with system roots even without certificate files.
+	TLS    bool
+	APIKey string
+}
+
+// DefaultAddress and DefaultNamespace match `schooner dev` and `temporal server start-dev`.
+const (
+	DefaultAddress   = "127.0.0.1:7233"
+	DefaultNamespace = "default"
+)
+
+// Options builds SDK client options; logger and metrics may be nil.
+func (c ClientConfig) Options(logger *TemporalLogger, metrics client.MetricsHandler) (client.Options, error) {
+	opts := client.Options{HostPort: c.Address, Namespace: c.Namespace}
+	if opts.HostPort == "" {
+		opts.HostPort = DefaultAddress
+	}
+	if opts.Namespace == "" {
+		opts.Namespace = DefaultNamespace
+	}
+	if logger != nil {
+		opts.Logger = logger
+	}
+	if metrics != nil {
+		opts.MetricsHandler = metrics
+	}
+	tlsConf, err := c.tlsConfig()
+	if err != nil {
+		return client.Options{}, err
+	}
+	opts.ConnectionOptions.TLS = tlsConf
+	if c.APIKey != "" {
+		opts.Credentials = client.NewAPIKeyStaticCredentials(c.APIKey)
+	}
+	return opts, nil
+}
+
+func (c ClientConfig) tlsConfig() (*tls.Config, error) {
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		return nil, errors.New("--tls-cert and --tls-key must be given together")
+	}
+	if !c.TLS && c.TLSCertFile == "" && c.TLSCAFile == "" && c.TLSServerName == "" {
+		return nil, nil
+	}
+	conf := &tls.Config{ServerName: c.TLSServerName, MinVersion: tls.VersionTLS12}
+	if c.TLSCertFile != "" {
+		cert, err := tls.LoadX509KeyPair(c.TLSCertFile, c.TLSKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("loading client certificate: %w", err)
+		}
+		conf.Certificates = []tls.Certificate{cert}
+	}
+	if c.TLSCAFile != "" {
+		pem, err := os.ReadFile(c.TLSCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading CA file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("reading CA file %s: no PEM certificates found", c.TLSCAFile)
+		}
+		conf.RootCAs = pool
+	}
+	return conf, nil
+}
+
+// Dial connects and checks the connection, so a wrong address fails here with the address
+// in the message rather than later inside a worker.
+func Dial(ctx context.Context, c ClientConfig, logger *TemporalLogger, metrics client.MetricsHandler) (client.Client, error) {
+	opts, err := c.Options(logger, metrics)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := client.DialContext(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to Temporal at %s (namespace %s): %w", opts.HostPort, opts.Namespace, err)
+	}
+	return cl, nil
+}
