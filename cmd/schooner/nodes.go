@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
+	"github.com/schooner-ml/schooner/gpu"
 	"github.com/schooner-ml/schooner/workers"
 	"github.com/schooner-ml/schooner/workflows"
 )
@@ -90,6 +91,16 @@ func printNodes(out io.Writer, res workflows.InventoryResult) {
 			driver += " (CUDA " + inv.CUDAVersion + ")"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", n.NodeID, inv.Hostname, len(inv.GPUs), inv.Model(), mem, driver, inv.Reason)
+	}
+	_ = tw.Flush()
+}
+
+func printDevices(out io.Writer, devs []gpu.Device) {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "INDEX\tNAME\tMEMORY USED/TOTAL (MiB)\tUTIL\tSM CLOCK\tPOWER\tMIG\tUUID")
+	for _, d := range devs {
+		fmt.Fprintf(tw, "%d\t%s\t%d/%d\t%d%%\t%d MHz\t%.0f W\t%v\t%s\n",
+			d.Index, d.Name, d.MemoryUsedMiB, d.MemoryTotalMiB, d.UtilizationPct, d.SMClockMHz, d.PowerW, d.MIGEnabled, d.UUID)
 	}
 	_ = tw.Flush()
 }
