@@ -29,9 +29,14 @@ type Fake struct {
 	instances map[string]*Instance
 	order     []string
 	next      int
+	events    []Event
 }
 
-var _ Provider = (*Fake)(nil)
+var (
+	_ Provider           = (*Fake)(nil)
+	_ EventSource        = (*Fake)(nil)
+	_ InterruptionSource = (*Fake)(nil)
+)
 
 // NewFake returns a Fake named name with the given offerings.
 func NewFake(name string, offers ...Offering) *Fake {
@@ -51,6 +56,36 @@ func (f *Fake) Reset() {
 	f.instances = map[string]*Instance{}
 	f.order = nil
 	f.next = 0
+	f.events = nil
+}
+
+// record appends an event; f.mu must be held.
+func (f *Fake) record(kind EventKind, inst *Instance) {
+	f.events = append(f.events, Event{Seq: int64(len(f.events) + 1), Time: f.now(), Kind: kind, Instance: *inst})
+}
+
+// EventsSince returns the events after seq.
+func (f *Fake) EventsSince(seq int64) []Event {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if seq < 0 {
+		seq = 0
+	}
+	if seq >= int64(len(f.events)) {
+		return []Event{}
+	}
+	return append([]Event(nil), f.events[seq:]...)
+}
+
+// InterruptionOf returns the interruption of instance id, or nil.
+func (f *Fake) InterruptionOf(id string) *Interruption {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if inst, ok := f.instances[id]; ok && inst.Interruption != nil {
+		cp := *inst.Interruption
+		return &cp
+	}
+	return nil
 }
 
 // InjectError queues err for the next call of op.
@@ -135,6 +170,8 @@ func (f *Fake) Create(_ context.Context, req CreateRequest) ([]Instance, error) 
 		}
 		f.instances[inst.ID] = inst
 		f.order = append(f.order, inst.ID)
+		f.record(EventCreated, inst)
+		f.record(EventRunning, inst)
 		out = append(out, *inst)
 	}
 	if limit, limited := f.Capacity[key]; limited {
@@ -171,6 +208,7 @@ func (f *Fake) Terminate(_ context.Context, ids []string) error {
 	for _, id := range ids {
 		if inst, ok := f.instances[id]; ok && !inst.State.Gone() {
 			inst.State = StateTerminated
+			f.record(EventTerminated, inst)
 		}
 	}
 	return nil
@@ -212,6 +250,7 @@ func (f *Fake) AnnounceNotice(id string, deadline time.Time) error {
 		return fmt.Errorf("no instance %s", id)
 	}
 	inst.Interruption = &Interruption{Kind: Notice, InstanceID: id, Zone: inst.Zone, Deadline: deadline, At: f.now()}
+	f.record(EventNotice, inst)
 	return nil
 }
 
@@ -226,6 +265,7 @@ func (f *Fake) Preempt(id string) error {
 	now := f.now()
 	inst.State = StatePreempted
 	inst.Interruption = &Interruption{Kind: Preempted, InstanceID: id, Zone: inst.Zone, Deadline: now, At: now}
+	f.record(EventPreempted, inst)
 	return nil
 }
 
