@@ -5,7 +5,9 @@
 package catalog
 
 import (
+	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/schooner-ml/schooner/cloud"
@@ -102,3 +104,64 @@ func RegionOf(provider, zone string) string {
 	}
 	return zone
 }
+
+// AttachedName is the schooner name of a GCE machine with accelerators attached:
+// AttachedName("n1-standard-8", "nvidia-tesla-v100", 1) is "n1-standard-8+nvidia-tesla-v100:1".
+func AttachedName(machine, accelerator string, count int) string {
+	return machine + "+" + accelerator + ":" + strconv.Itoa(count)
+}
+
+// Providers lists the providers in the catalog, sorted.
+func (c *Catalog) Providers() []string {
+	set := map[string]bool{}
+	for _, t := range c.Types {
+		set[t.Provider] = true
+	}
+	return sortedKeys(set)
+}
+
+// Zones lists the zones of provider that offer at least one shape, sorted.
+func (c *Catalog) Zones(provider string) []string {
+	set := map[string]bool{}
+	for _, t := range c.Types {
+		if t.Provider == provider {
+			for _, z := range t.Zones {
+				set[z] = true
+			}
+		}
+	}
+	return sortedKeys(set)
+}
+
+// Regions lists the regions of provider's zones, sorted.
+func (c *Catalog) Regions(provider string) []string {
+	set := map[string]bool{}
+	for _, z := range c.Zones(provider) {
+		set[RegionOf(provider, z)] = true
+	}
+	return sortedKeys(set)
+}
+
+// KnownRegions lists the regions the built-in tables were written for, by provider; a zone
+// of the default catalog always falls in one of them.
+func KnownRegions(provider string) []string {
+	switch provider {
+	case "aws":
+		return append([]string(nil), awsRegions...)
+	case "gcp":
+		return append([]string(nil), gcpRegions...)
+	}
+	return nil
+}
+
+func sortedKeys(set map[string]bool) []string {
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// round5 rounds a derived price to five decimals, the precision the price pages use.
+func round5(v float64) float64 { return math.Round(v*1e5) / 1e5 }
