@@ -8,6 +8,7 @@ type Type string
 // The GPU types schooner knows. Memory is in the name because it decides what fits.
 const (
 	V100    Type = "V100-16"
+	V100_32 Type = "V100-32"
 	T4      Type = "T4-16"
 	A10G    Type = "A10G-24"
 	L4      Type = "L4-24"
@@ -19,7 +20,7 @@ const (
 )
 
 // KnownTypes lists every Type in a stable order.
-var KnownTypes = []Type{V100, T4, A10G, L4, A100_40, A100_80, H100, H200, GH200}
+var KnownTypes = []Type{V100, V100_32, T4, A10G, L4, A100_40, A100_80, H100, H200, GH200}
 
 // Known reports whether t is one of KnownTypes.
 func Known(t Type) bool {

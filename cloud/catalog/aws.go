@@ -47,17 +47,14 @@ const (
 //
 // Left out: p5e.48xlarge (H200), because AWS sells it through EC2 Capacity Blocks only and
 // publishes no on-demand price; p5en.48xlarge is the public H200 shape.
-//
-// p3dn.24xlarge carries V100 with 32 GB; gpu has no 32 GB V100 type, so it is listed as
-// gpu.V100 (16 GB), which under-states its memory and so never makes a plan that does not fit.
 func awsTypes() []InstanceType {
 	return []InstanceType{
 		// P3: V100 16 GB.
 		aws("p3.2xlarge", gpu.V100, 1, 8, 61, 3.06, awsSpotP3, awsP3Zones),
 		aws("p3.8xlarge", gpu.V100, 4, 32, 244, 12.24, awsSpotP3, awsP3Zones),
 		aws("p3.16xlarge", gpu.V100, 8, 64, 488, 24.48, awsSpotP3, awsP3Zones),
-		// p3dn.24xlarge is sold in us-east-1 and us-west-2 only.
-		aws("p3dn.24xlarge", gpu.V100, 8, 96, 768, 31.212, awsSpotP3dn,
+		// p3dn.24xlarge: V100 32 GB, sold in us-east-1 and us-west-2 only.
+		aws("p3dn.24xlarge", gpu.V100_32, 8, 96, 768, 31.212, awsSpotP3dn,
 			concat([]string{"us-east-1a", "us-east-1c", "us-east-1d", "us-east-1f"}, awsWest2)),
 		// P4: A100 40 GB (p4d) and 80 GB (p4de, us-east-1 and us-west-2 only).
 		aws("p4d.24xlarge", gpu.A100_40, 8, 96, 1152, 21.957642, awsSpotP4,
