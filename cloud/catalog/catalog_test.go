@@ -69,7 +69,7 @@ func TestRequiredShapesArePresent(t *testing.T) {
 	c := Default()
 	want := map[string]map[string]gpu.Type{
 		"aws": {
-			"p3.2xlarge": gpu.V100, "p3.8xlarge": gpu.V100, "p3.16xlarge": gpu.V100, "p3dn.24xlarge": gpu.V100,
+			"p3.2xlarge": gpu.V100, "p3.8xlarge": gpu.V100, "p3.16xlarge": gpu.V100, "p3dn.24xlarge": gpu.V100_32,
 			"p4d.24xlarge": gpu.A100_40, "p4de.24xlarge": gpu.A100_80, "p5.48xlarge": gpu.H100,
 			"p5en.48xlarge": gpu.H200, "g5.xlarge": gpu.A10G, "g5.2xlarge": gpu.A10G, "g5.12xlarge": gpu.A10G,
 			"g5.48xlarge": gpu.A10G, "g6.xlarge": gpu.L4, "g6.12xlarge": gpu.L4, "g6.48xlarge": gpu.L4,
