@@ -1,0 +1,150 @@
+package ec2api
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/schooner-ml/schooner/cloud"
+)
+
+// IMDSPrefix starts the metadata paths: <IMDSPrefix><instance-id>/latest/... is what instance
+// <instance-id> sees at /latest/... (see the package doc). For a handler served elsewhere than
+// by Start, the endpoint of an instance is the server's base URL + IMDSPrefix + id.
+const IMDSPrefix = "/imds/"
+
+// IMDSv2 headers, spelled as the SDK sends them (header names are case-insensitive).
+const (
+	tokenHeader    = "X-Aws-Ec2-Metadata-Token"
+	tokenTTLHeader = "X-Aws-Ec2-Metadata-Token-Ttl-Seconds"
+	maxTokenTTL    = 21600 // seconds, IMDS's limit
+)
+
+// imdsTokens are the session tokens handed out by PUT /latest/api/token, each valid for one
+// instance until it expires. Expiry runs on the wall clock, not the simulated one: the SDK
+// caches a token for its TTL in wall time, and a compressed clock would expire it under it.
+type imdsTokens struct {
+	mu     sync.Mutex
+	tokens map[string]imdsToken
+}
+
+type imdsToken struct {
+	instance string
+	expires  time.Time
+}
+
+func newIMDSTokens() *imdsTokens { return &imdsTokens{tokens: map[string]imdsToken{}} }
+
+func (t *imdsTokens) issue(instance string, expires time.Time) string {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	tok := base64.RawURLEncoding.EncodeToString(b[:])
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.tokens[tok] = imdsToken{instance: instance, expires: expires}
+	return tok
+}
+
+func (t *imdsTokens) valid(tok, instance string, now time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	it, ok := t.tokens[tok]
+	if ok && !now.Before(it.expires) {
+		delete(t.tokens, tok)
+		return false
+	}
+	return ok && it.instance == instance
+}
+
+// serveIMDS answers /imds/<id>/latest/... as instance <id>'s metadata service: IMDSv2 only
+// (a GET without a valid token is 401), 404 for paths it does not know and for instances the
+// backend does not know.
+func (s *Server) serveIMDS(w http.ResponseWriter, r *http.Request) {
+	rest := strings.TrimPrefix(r.URL.Path, IMDSPrefix)
+	id, p, _ := strings.Cut(rest, "/")
+	if id == "" {
+		http.NotFound(w, r)
+		return
+	}
+	p = "/" + p
+	if p == "/latest/api/token" {
+		s.imdsToken(w, r, id)
+		return
+	}
+	if r.Method != http.MethodGet {
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	if !s.imds.valid(r.Header.Get(tokenHeader), id, time.Now()) {
+		http.Error(w, "Unauthorized", http.StatusUnauthorized)
+		return
+	}
+	got, err := s.backend.Describe(r.Context(), []string{id})
+	if err != nil || len(got) == 0 {
+		http.NotFound(w, r)
+		return
+	}
+	inst := got[0]
+	switch strings.TrimSuffix(p, "/") {
+	case "/latest/meta-data/instance-id":
+		writeText(w, inst.ID)
+	case "/latest/meta-data/instance-type":
+		writeText(w, inst.InstanceType)
+	case "/latest/meta-data/placement/availability-zone":
+		writeText(w, inst.Zone)
+	case "/latest/meta-data/placement/region":
+		writeText(w, inst.Region)
+	case "/latest/meta-data/instance-life-cycle":
+		if inst.Capacity == cloud.Spot {
+			writeText(w, "spot")
+		} else {
+			writeText(w, "on-demand")
+		}
+	case "/latest/meta-data/spot/instance-action":
+		s.instanceAction(w, r, id)
+	default:
+		// Includes events/recommendations/rebalance: the backend gives no rebalance hints.
+		http.NotFound(w, r)
+	}
+}
+
+func (s *Server) imdsToken(w http.ResponseWriter, r *http.Request, id string) {
+	if r.Method != http.MethodPut {
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	ttl, err := strconv.Atoi(r.Header.Get(tokenTTLHeader))
+	if err != nil || ttl < 1 || ttl > maxTokenTTL {
+		http.Error(w, "missing or invalid "+tokenTTLHeader, http.StatusBadRequest)
+		return
+	}
+	tok := s.imds.issue(id, time.Now().Add(time.Duration(ttl)*time.Second))
+	w.Header().Set(tokenTTLHeader, strconv.Itoa(ttl))
+	writeText(w, tok)
+}
+
+// instanceAction is 404 until the backend announces an interruption, then the JSON EC2 shows
+// two minutes ahead: the action and when it will happen.
+func (s *Server) instanceAction(w http.ResponseWriter, r *http.Request, id string) {
+	in := s.backend.InterruptionOf(id)
+	if in == nil {
+		http.NotFound(w, r)
+		return
+	}
+	body, _ := json.Marshal(struct {
+		Action string `json:"action"`
+		Time   string `json:"time"`
+	}{"terminate", in.Deadline.UTC().Format("2006-01-02T15:04:05Z")})
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(body)
+}
+
+func writeText(w http.ResponseWriter, s string) {
+	w.Header().Set("Content-Type", "text/plain")
+	_, _ = w.Write([]byte(s))
+}
