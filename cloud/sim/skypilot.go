@@ -76,11 +76,16 @@ func (c *Config) AttachSkyPilotDir(dir string) error {
 	if err != nil {
 		return err
 	}
+	c.attachTraces(traces)
+	return nil
+}
+
+// attachTraces sets each trace as the capacity of its offering.
+func (c *Config) attachTraces(traces map[Key]*Trace) {
 	if c.Capacity == nil {
 		c.Capacity = map[Key]Capacity{}
 	}
 	for k, t := range traces {
 		c.Capacity[k] = Capacity{Trace: t}
 	}
-	return nil
 }
