@@ -29,6 +29,10 @@ type devFlags struct {
 	nodeID         string
 	metricsAddr    string
 	serverLogLevel string
+	timeScale      float64
+	simSeed        int64
+	simEC2Addr     string
+	simGCEAddr     string
 }
 
 func newDevCommand(g *globals) *cobra.Command {
@@ -65,12 +69,17 @@ Ctrl-C stops everything within 10 seconds.`,
 	fs.StringVar(&f.nodeID, "node-id", defaultNodeID(), "id of this machine's node agent (task queue schooner-node-<id>)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "127.0.0.1:9464", "serve worker metrics for Prometheus here (empty to disable)")
 	fs.StringVar(&f.serverLogLevel, "server-log-level", "warn", "log level of the embedded Temporal server")
+	fs.Float64Var(&f.timeScale, "time-scale", 1, "simulated seconds per wall second in the simulated spot market")
+	fs.Int64Var(&f.simSeed, "sim-seed", 1, "seed of the simulated spot market (same seed, same market)")
+	fs.StringVar(&f.simEC2Addr, "sim-ec2-addr", defaultSimEC2Addr, "where to serve the simulated EC2 API and instance metadata")
+	fs.StringVar(&f.simGCEAddr, "sim-gce-addr", defaultSimGCEAddr, "where to serve the simulated Compute Engine API and metadata server")
 	return cmd
 }
 
 // devStack is what `schooner dev` runs; Stop tears it down in reverse order.
 type devStack struct {
 	server  *devserver.Server
+	sim     *simCloud
 	session *session
 	control interface{ Stop() }
 	node    *workers.NodeAgent
@@ -86,6 +95,7 @@ func (d *devStack) Stop() {
 	if d.session != nil {
 		d.session.Close()
 	}
+	d.sim.Stop()
 	if d.server != nil {
 		d.server.Stop()
 	}
@@ -93,6 +103,9 @@ func (d *devStack) Stop() {
 
 func runDev(ctx context.Context, f *devFlags, log zerolog.Logger, out io.Writer) error {
 	began := time.Now()
+	if f.timeScale <= 0 {
+		return fmt.Errorf("invalid --time-scale %v: must be positive", f.timeScale)
+	}
 	stack := &devStack{}
 	srv, err := devserver.Start(devserver.Options{
 		IP: f.ip, Port: f.port, UIPort: f.uiPort, Headless: f.headless,
@@ -109,6 +122,9 @@ func runDev(ctx context.Context, f *devFlags, log zerolog.Logger, out io.Writer)
 		return err
 	}
 	stack.session = sess
+	if stack.sim, err = startSimCloud(ctx, f, log); err != nil {
+		return err
+	}
 	if err := workers.EnsureSearchAttributes(ctx, sess.client, f.namespace); err != nil {
 		return err
 	}
@@ -121,13 +137,13 @@ func runDev(ctx context.Context, f *devFlags, log zerolog.Logger, out io.Writer)
 	if err := stack.node.Start(ctx); err != nil {
 		return err
 	}
-	printDevBanner(out, srv, f, sess.metricsAddr, time.Since(began))
+	printDevBanner(out, srv, f, sess.metricsAddr, stack.sim, time.Since(began))
 	<-ctx.Done()
 	log.Info().Msg("stopping: node agent, workers, UI, Temporal server")
 	return nil
 }
 
-func printDevBanner(out io.Writer, srv *devserver.Server, f *devFlags, metricsAddr string, took time.Duration) {
+func printDevBanner(out io.Writer, srv *devserver.Server, f *devFlags, metricsAddr string, sc *simCloud, took time.Duration) {
 	fmt.Fprintf(out, "\nschooner dev is ready (%.1fs)\n", took.Seconds())
 	fmt.Fprintf(out, "  Temporal gRPC   %s   namespace %s\n", srv.Address(), srv.Namespace())
 	if ui := srv.UIAddress(); ui != "" {
@@ -138,9 +154,14 @@ func printDevBanner(out io.Writer, srv *devserver.Server, f *devFlags, metricsAd
 	}
 	fmt.Fprintf(out, "  Data            %s\n", devserver.DatabaseFile(f.dataDir))
 	fmt.Fprintf(out, "  Node agent      %s (queue schooner-node-%s)\n", f.nodeID, f.nodeID)
+	fmt.Fprintf(out, "  Simulated cloud seed %d, %gx wall time, starts %s (simulated)\n", f.simSeed, f.timeScale, sc.market.Now().Format(time.RFC3339))
+	fmt.Fprintf(out, "    EC2 API       %s   (instance metadata: %s<instance-id>/latest/meta-data/spot/instance-action)\n", sc.ec2.Addr(), sc.ec2.Addr()+"/imds/")
+	fmt.Fprintf(out, "    Compute API   %s   (metadata: %s/vm/<name>/computeMetadata/v1/instance/preempted)\n", sc.gce.URL(), sc.gce.URL())
 	fmt.Fprintf(out, "\ntemporal CLI:     temporal --address %s --namespace %s workflow list\n", srv.Address(), srv.Namespace())
 	fmt.Fprintf(out, "                  temporal --address %s --namespace %s operator search-attribute list\n", srv.Address(), srv.Namespace())
-	fmt.Fprintf(out, "schooner CLI:     schooner nodes --address %s --namespace %s\n\nCtrl-C to stop.\n", srv.Address(), srv.Namespace())
+	fmt.Fprintf(out, "schooner CLI:     schooner nodes --address %s --namespace %s\n", srv.Address(), srv.Namespace())
+	fmt.Fprintf(out, "                  schooner cloud offerings --cloud aws --aws-endpoint %s\n", sc.ec2.Addr())
+	fmt.Fprintf(out, "                  schooner cloud offerings --cloud gcp --gcp-endpoint %s\n\nCtrl-C to stop.\n", sc.gce.URL())
 }
 
 // stopWithin stops the stack, and if that hangs past limit, says so and exits: a developer

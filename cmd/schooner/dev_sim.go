@@ -1,0 +1,66 @@
+//go:build !agentonly
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall"
+
+	"github.com/rs/zerolog"
+
+	"github.com/schooner-ml/schooner/cloud/sim"
+	"github.com/schooner-ml/schooner/cloud/sim/ec2api"
+	"github.com/schooner-ml/schooner/cloud/sim/gceapi"
+)
+
+// simCloud is the simulated spot market `schooner dev` runs, with the EC2 and Compute faces
+// that let the real AWS and GCP SDKs (and `schooner cloud --cloud sim`) reach it.
+type simCloud struct {
+	market *sim.Market
+	ec2    *ec2api.Server
+	gce    *gceapi.Server
+	cancel context.CancelFunc
+}
+
+func startSimCloud(ctx context.Context, f *devFlags, log zerolog.Logger) (*simCloud, error) {
+	m, err := newSimMarket(f.simSeed, f.timeScale)
+	if err != nil {
+		return nil, err
+	}
+	s := &simCloud{market: m}
+	s.ec2 = ec2api.New(m, ec2api.Options{Now: m.Now})
+	if err := s.ec2.Start(f.simEC2Addr); err != nil {
+		return nil, listenError("simulated EC2 API", f.simEC2Addr, "--sim-ec2-addr", err)
+	}
+	s.gce = gceapi.NewServer(m, gceapi.Options{Project: simGCPProject, Now: m.Now})
+	if err := s.gce.Start(f.simGCEAddr); err != nil {
+		_ = s.ec2.Close()
+		return nil, listenError("simulated Compute API", f.simGCEAddr, "--sim-gce-addr", err)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	go func() {
+		if err := m.Run(runCtx); err != nil && !errors.Is(err, context.Canceled) {
+			log.Error().Err(err).Msg("simulated market stopped")
+		}
+	}()
+	return s, nil
+}
+
+func (s *simCloud) Stop() {
+	if s == nil {
+		return
+	}
+	s.cancel()
+	_ = s.ec2.Close()
+	_ = s.gce.Close()
+}
+
+func listenError(what, addr, flag string, err error) error {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("%s port %s is already in use; choose another with %s", what, addr, flag)
+	}
+	return fmt.Errorf("serving %s on %s: %w", what, addr, err)
+}
