@@ -109,7 +109,8 @@ type Estimate struct {
 type StageEstimate struct {
 	// Compute is the slowest replica's forward+backward time for one microbatch.
 	Compute float64 `json:"compute_s"`
-	// Comm is the p2p time to the next stage (activations forward, gradients back).
+	// Comm is the stage's p2p time per microbatch: activations sent to the next stage plus
+	// gradients sent back to the previous one (middle stages pay both).
 	Comm float64 `json:"comm_s"`
 	// Update is the slowest replica's optimizer step.
 	Update float64 `json:"update_s"`

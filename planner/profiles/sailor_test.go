@@ -1,0 +1,273 @@
+package profiles
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/schooner-ml/schooner/gpu"
+	"github.com/schooner-ml/schooner/planner"
+)
+
+// sharedSailor is Sailor's data as published, in the shared data folder next to the
+// repository. Tests that need it fail without it: it is the reference the bundle is
+// checked against.
+const sharedSailor = "../../../shared/data/sailor"
+
+func requireSharedSailor(t *testing.T) {
+	t.Helper()
+	_, err := os.Stat(filepath.Join(sharedSailor, sailorLLMInfo))
+	require.NoError(t, err, "Sailor's data must be at %s (see shared/data/README.md)", sharedSailor)
+}
+
+func TestImportSailorEqualsBundle(t *testing.T) {
+	t.Parallel()
+	requireSharedSailor(t)
+	models, notes, err := ImportSailorWithNotes(sharedSailor)
+	require.NoError(t, err)
+	bundledModels, bundledNet, err := Bundled()
+	require.NoError(t, err)
+	assert.Equal(t, bundledModels, models)
+
+	net, err := ImportSailorNetwork(sharedSailor)
+	require.NoError(t, err)
+	assert.Equal(t, bundledNet, net)
+
+	joined := strings.Join(notes, "\n")
+	assert.Contains(t, joined, "GPT-Neo-2.7/GH-96/profile.json: 26 layers")
+	for _, skipped := range []string{"RTX-2080", "RTX-3090", "Titan-RTX"} {
+		assert.Contains(t, joined, skipped+"/profile.json: not a cloud GPU schooner offers, skipped")
+	}
+	assert.Contains(t, joined, "OPT-30/V100-16/profile.json: tp 8 has no memory")
+}
+
+func TestBundledModels(t *testing.T) {
+	t.Parallel()
+	models, _, err := Bundled()
+	require.NoError(t, err)
+	require.ElementsMatch(t, planner.BuiltinModels(), mapKeys(models))
+
+	want := map[string]struct {
+		layers, seq int
+		gpus        []gpu.Type
+	}{
+		"OPT-350":     {26, 2048, []gpu.Type{gpu.A100_40, gpu.A100_80, gpu.V100, gpu.GH200}},
+		"GPT-Neo-2.7": {34, 2048, []gpu.Type{gpu.A100_40, gpu.A100_80, gpu.V100}},
+		"LLAMA-3-8":   {35, 8192, []gpu.Type{gpu.A100_40, gpu.V100, gpu.GH200}},
+		"OPT-30":      {50, 2048, []gpu.Type{gpu.A100_40, gpu.V100, gpu.GH200}},
+	}
+	for name, w := range want {
+		m := models[name]
+		assert.Equal(t, name, m.Name)
+		assert.Equal(t, w.layers, m.NumLayers(), name)
+		assert.Equal(t, w.seq, m.SeqLen, name)
+		assert.ElementsMatch(t, w.gpus, mapKeys(m.Compute), name)
+		for g, c := range m.Compute {
+			assert.False(t, c.Derived, "%s %s", name, g)
+			assert.Equal(t, g, c.GPU)
+			assert.Contains(t, c.Source, "measured: Sailor Planner/sailor_planner/profiles/")
+		}
+		require.NoError(t, checkModel(m), name)
+	}
+
+	// Sailor's paper: OPT-350M on A100-40, mbs 1, TP 2, one transformer layer: 1.908 ms
+	// forward, 3.398 ms backward, 1.504 ms update. That is every block but the first
+	// (layer 1 measured 1.853 and 3.388 ms).
+	opt := models["OPT-350"].Compute[gpu.A100_40].Times[2][1]
+	for layer := 2; layer <= 24; layer++ {
+		assert.Equal(t, planner.LayerTime{Fwd: 0.001908, Bwd: 0.003398, Update: 0.001504}, opt[layer], "layer %d", layer)
+	}
+	assert.Equal(t, planner.LayerTime{Fwd: 0.001853, Bwd: 0.003388, Update: 0.001504}, opt[1])
+	assert.Equal(t, 12596224.0, models["OPT-350"].Mem[1][1].ParamsFloats)
+	assert.Equal(t, 2097152.0, models["OPT-350"].Mem[1][1].ActOutputFloats)
+
+	// Bundled returns copies.
+	models["OPT-350"].Compute[gpu.A100_40].Times[2][1][2].Fwd = 99
+	again, _, err := Bundled()
+	require.NoError(t, err)
+	assert.Equal(t, 0.001908, again["OPT-350"].Compute[gpu.A100_40].Times[2][1][2].Fwd)
+}
+
+func TestBundledNetwork(t *testing.T) {
+	t.Parallel()
+	_, n, err := Bundled()
+	require.NoError(t, err)
+	require.NoError(t, checkNetwork(n))
+	assert.ElementsMatch(t, []gpu.Type{gpu.A100_40, gpu.A100_80, gpu.V100, gpu.GH200}, mapKeys(n.IntraNode))
+	assert.ElementsMatch(t, []gpu.Type{gpu.A100_40, gpu.A100_80, gpu.V100, gpu.GH200}, mapKeys(n.InterNode))
+	assert.Equal(t, 248876169884.0839, n.IntraNode[gpu.A100_40][2].PeakBps)
+	assert.Equal(t, 22934533176.529446, n.InterNode[gpu.GH200][1].PeakBps)
+
+	// Five zones, every ordered pair measured; the fastest fit per pair.
+	assert.Len(t, n.Zones, 5)
+	for a, m := range n.Zones {
+		assert.Len(t, m, 4, a)
+	}
+	assert.Equal(t, 6654214604.308426, n.Zones["us-central1-a"]["us-central1-b"].PeakBps)
+	assert.Equal(t, 1091637396.6324494, n.Zones["us-central1-a"]["us-west1-b"].PeakBps)
+
+	assert.Equal(t, 0.01, n.Egress["us-central1-a"]["us-central1-b"])
+	assert.Equal(t, 0.02, n.Egress["us-west1-b"]["us-central1-f"])
+	_, same := n.Egress["us-central1-a"]["us-central1-a"]
+	assert.False(t, same, "same-zone prices are implicit")
+
+	// The defaults copy Sailor's fits exactly.
+	def := planner.DefaultNetwork()
+	for g, byCount := range n.IntraNode {
+		for c, l := range byCount {
+			assert.Equal(t, l, def.IntraNode[g][c], "intra %s %d", g, c)
+		}
+	}
+	for g, byCount := range n.InterNode {
+		for c, l := range byCount {
+			assert.Equal(t, l, def.InterNode[g][c], "inter %s %d", g, c)
+		}
+	}
+	assert.Equal(t, n.Zones["us-central1-a"]["us-central1-b"], def.InterZone)
+	assert.Equal(t, n.Zones["us-central1-a"]["us-west1-b"], def.InterRegion)
+}
+
+// The heterogeneous multizone file in shared/data is not bundled: its real entries never
+// beat the homogeneous file's and its placeholders are dropped, so both give the same links.
+func TestImportSailorHeterogeneousPlaceholders(t *testing.T) {
+	t.Parallel()
+	requireSharedSailor(t)
+	_, notes, err := importSailorNetwork(dirSource(sharedSailor))
+	require.NoError(t, err)
+	assert.Contains(t, strings.Join(notes, "\n"), "placeholders")
+}
+
+// copySailor makes a writable copy of the bundled Sailor tree to break.
+func copySailor(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	src := bundleSource()
+	require.NoError(t, os.CopyFS(dir, src.fsys))
+	return dir
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+}
+
+func TestImportSailorBadInput(t *testing.T) {
+	t.Parallel()
+	profile := func(dir string) string {
+		return filepath.Join(dir, "Planner/sailor_planner/profiles/OPT-350/A100-40/profile.json")
+	}
+	oneMBS := func(layers string) string { return `{"1": {"1": {` + layers + `}}}` }
+	cases := []struct {
+		name  string
+		setup func(dir string)
+		want  []string
+	}{
+		{"malformed profile", func(dir string) { writeFile(t, profile(dir), `{"1": {"1": {"0": [1, 2, 3],}}}`) },
+			[]string{"OPT-350/A100-40/profile.json", "malformed JSON at line 1"}},
+		{"missing layer", func(dir string) {
+			writeFile(t, profile(dir), oneMBS(`"0": [0.1, 0.1, 0.1], "2": [0.1, 0.1, 0.1]`))
+		}, []string{"profile.json", "mbs 1 tp 1", "layer 2 is out of range", "missing"}},
+		{"negative time", func(dir string) {
+			var layers []string
+			for i := 0; i < 26; i++ {
+				v := "0.001"
+				if i == 5 {
+					v = "-0.001"
+				}
+				layers = append(layers, `"`+strconv.Itoa(i)+`": [0.001, `+v+`, 0.001]`)
+			}
+			writeFile(t, profile(dir), oneMBS(strings.Join(layers, ",")))
+		}, []string{"profile.json", "mbs 1 tp 1", "layer 5", "bwd time is -0.001"}},
+		{"two numbers", func(dir string) { writeFile(t, profile(dir), oneMBS(`"0": [0.1, 0.1]`)) },
+			[]string{"layer 0 has 2 numbers"}},
+		{"layer counts differ inside a file", func(dir string) {
+			writeFile(t, profile(dir), `{"1": {"1": {"0": [1,1,1], "1": [1,1,1]}, "2": {"0": [1,1,1]}}}`)
+		}, []string{"profile.json", "mbs 1 tp 2 has 1 layers, other entries 2"}},
+		{"llm_info layer counts differ between TP degrees", func(dir string) {
+			writeFile(t, filepath.Join(dir, sailorLLMInfo), `{"M": {
+				"1": {"0": {"params_floats": 1, "act_output_floats": 1, "act_input_floats": 1, "act_mem_floats": 1}},
+				"2": {"0": {"params_floats": 1, "act_output_floats": 1, "act_input_floats": 1, "act_mem_floats": 1},
+				      "1": {"params_floats": 1, "act_output_floats": 1, "act_input_floats": 1, "act_mem_floats": 1}}}}`)
+		}, []string{"llm_info.json", "model M tp 2 has 2 layers, other TP degrees 1"}},
+		{"llm_info negative", func(dir string) {
+			writeFile(t, filepath.Join(dir, sailorLLMInfo), `{"M": {"1": {"0": {"params_floats": -1, "act_output_floats": 1, "act_input_floats": 1, "act_mem_floats": 1}}}}`)
+		}, []string{"llm_info.json", "model M tp 1: layer 0 has -1 floats"}},
+		{"llm_info field missing", func(dir string) {
+			writeFile(t, filepath.Join(dir, sailorLLMInfo), `{"M": {"1": {"0": {"params_floats": 1}}}}`)
+		}, []string{"llm_info.json", "lacks a *_floats field"}},
+		{"llm_info missing", func(dir string) { require.NoError(t, os.Remove(filepath.Join(dir, sailorLLMInfo))) },
+			[]string{"llm_info.json", "not exist"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dir := copySailor(t)
+			c.setup(dir)
+			_, err := ImportSailor(dir)
+			require.Error(t, err)
+			for _, w := range c.want {
+				assert.Contains(t, err.Error(), w)
+			}
+			if !strings.Contains(c.name, "llm_info missing") {
+				var fe *FileError
+				assert.True(t, errors.As(err, &fe), "%v", err)
+			}
+		})
+	}
+}
+
+func TestImportSailorSkipsWholeProfilesWithTheWrongLayerCount(t *testing.T) {
+	t.Parallel()
+	dir := copySailor(t)
+	writeFile(t, filepath.Join(dir, "Planner/sailor_planner/profiles/OPT-350/A100-40/profile.json"),
+		`{"1": {"1": {"0": [1,1,1], "1": [1,1,1]}}}`)
+	models, notes, err := ImportSailorWithNotes(dir)
+	require.NoError(t, err)
+	assert.NotContains(t, models["OPT-350"].Compute, gpu.A100_40)
+	assert.Contains(t, strings.Join(notes, "\n"), "OPT-350/A100-40/profile.json: 2 layers, Planner/llm_info.json has 26")
+}
+
+func TestImportSailorNetworkBadInput(t *testing.T) {
+	t.Parallel()
+	for name, c := range map[string]struct {
+		file, content, want string
+	}{
+		"short fit":    {sailorIntraNode, `{"A100-40": {"2": [[1, 2], 5]}}`, "A100-40 2 GPUs per node: fit coefficients [1, 2] are not three numbers"},
+		"no peak":      {sailorIntraNode, `{"A100-40": {"2": [[1, 2, 3]]}}`, "fit has 1 elements"},
+		"bad count":    {sailorNetCoeffs, `{"inter": {"V100-16": {"x": [[1, 2, 3], 5]}}}`, `GPUs per node "x"`},
+		"no inter":     {sailorNetCoeffs, `{"intra": {}}`, `no "inter" section`},
+		"bad cost":     {sailorCommCost, `{"a": {"b": -0.01}}`, "a -> b costs -0.01"},
+		"malformed":    {sailorMultizone, `{"a": `, "malformed JSON"},
+		"missing cost": {sailorCommCost, "", "not exist"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dir := copySailor(t)
+			path := filepath.Join(dir, filepath.FromSlash(c.file))
+			if c.content == "" {
+				require.NoError(t, os.Remove(path))
+			} else {
+				writeFile(t, path, c.content)
+			}
+			_, err := ImportSailorNetwork(dir)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), filepath.Base(c.file))
+			assert.Contains(t, err.Error(), c.want)
+		})
+	}
+}
+
+func mapKeys[K comparable, V any](m map[K]V) []K {
+	out := make([]K, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}

@@ -1,0 +1,88 @@
+package planner
+
+import (
+	"github.com/schooner-ml/schooner/gpu"
+)
+
+// Hand-built profiles and networks whose numbers make expected results easy to compute.
+
+const ms = 1e-3
+
+// toyModel has n layers; every layer at TP 1 holds paramsFloats parameters, keeps
+// actMemFloats activation floats per sample and outputs actOutFloats; TP 2 halves params and
+// activations memory.
+func toyModel(n int, paramsFloats, actMemFloats, actOutFloats float64) *ModelProfile {
+	m := &ModelProfile{Name: "toy", SeqLen: 1024, Mem: map[int][]LayerMem{}, Compute: map[gpu.Type]*Compute{}}
+	for _, tp := range []int{1, 2} {
+		layers := make([]LayerMem, n)
+		for i := range layers {
+			layers[i] = LayerMem{
+				ParamsFloats:    paramsFloats / float64(tp),
+				ActMemFloats:    actMemFloats / float64(tp),
+				ActOutputFloats: actOutFloats,
+				ActInputFloats:  actOutFloats,
+			}
+		}
+		m.Mem[tp] = layers
+	}
+	return m
+}
+
+// withCompute gives m a profile for g at tp and mbs where every layer takes t.
+func withCompute(m *ModelProfile, g gpu.Type, tp, mbs int, t LayerTime) *ModelProfile {
+	c := m.Compute[g]
+	if c == nil {
+		c = &Compute{GPU: g, Source: "test", Times: map[int]map[int][]LayerTime{}}
+		m.Compute[g] = c
+	}
+	if c.Times[tp] == nil {
+		c.Times[tp] = map[int][]LayerTime{}
+	}
+	layers := make([]LayerTime, m.NumLayers())
+	for i := range layers {
+		layers[i] = t
+	}
+	c.Times[tp][mbs] = layers
+	return m
+}
+
+// flatLink moves gbps GB/s whatever the message size, plus latency per message.
+func flatLink(gbps, latency float64) Link {
+	return Link{Coeffs: [3]float64{0, 0, gbps}, PeakBps: gbps * 1e9, LatencyS: latency}
+}
+
+// flatNet uses one link for everything: inside machines, between machines, zones, regions.
+// Crossing zones costs 0.01 USD/GB, regions 0.02, as on GCP in the US.
+func flatNet(l Link) *Network {
+	n := &Network{
+		IntraNode:            map[gpu.Type]map[int]Link{},
+		InterNode:            map[gpu.Type]map[int]Link{},
+		InterZone:            l,
+		InterRegion:          l,
+		EgressInterZone:      0.01,
+		EgressInterRegion:    0.02,
+		EgressInterContinent: 0.05,
+	}
+	for _, g := range gpu.KnownTypes {
+		n.IntraNode[g] = map[int]Link{}
+		n.InterNode[g] = map[int]Link{}
+		for _, k := range []int{1, 2, 4, 8} {
+			n.IntraNode[g][k] = l
+			n.InterNode[g][k] = l
+		}
+	}
+	return n
+}
+
+// replica is a replica of g at tp on a machine of 8 GPUs, in zone (region us-central1).
+func replica(g gpu.Type, tp int, zone string, usd float64) Replica {
+	return Replica{GPU: g, TP: tp, Zone: zone, Region: "us-central1", GPUsPerNode: 8, USDPerGPUHour: usd}
+}
+
+func stage(first, last int, rs ...Replica) Stage {
+	return Stage{FirstLayer: first, LastLayer: last, Replicas: rs}
+}
+
+func plan(gbs, mbs int, stages ...Stage) *Plan {
+	return &Plan{Model: "toy", GlobalBatch: gbs, MicroBatch: mbs, Stages: stages}
+}
