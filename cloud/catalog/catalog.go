@@ -107,8 +107,31 @@ func RegionOf(provider, zone string) string {
 
 // AttachedName is the schooner name of a GCE machine with accelerators attached:
 // AttachedName("n1-standard-8", "nvidia-tesla-v100", 1) is "n1-standard-8+nvidia-tesla-v100:1".
+// Without an accelerator it is the machine type alone (a2-highgpu-1g carries its GPUs).
 func AttachedName(machine, accelerator string, count int) string {
+	if accelerator == "" || count <= 0 {
+		return machine
+	}
 	return machine + "+" + accelerator + ":" + strconv.Itoa(count)
+}
+
+// SplitAttachedName is the inverse of AttachedName: the machine type, the attached
+// accelerator and its count ("" and 0 for a machine type that carries its GPUs). A missing
+// or unreadable count means one accelerator.
+func SplitAttachedName(name string) (machine, accelerator string, count int) {
+	mt, rest, ok := strings.Cut(name, "+")
+	if !ok {
+		return name, "", 0
+	}
+	acc, n, ok := strings.Cut(rest, ":")
+	if !ok {
+		return mt, acc, 1
+	}
+	count, err := strconv.Atoi(n)
+	if err != nil || count < 1 {
+		count = 1
+	}
+	return mt, acc, count
 }
 
 // Providers lists the providers in the catalog, sorted.

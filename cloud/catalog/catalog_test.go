@@ -178,3 +178,12 @@ func TestRegionOf(t *testing.T) {
 func TestAttachedName(t *testing.T) {
 	assert.Equal(t, "n1-standard-8+nvidia-tesla-v100:1", AttachedName("n1-standard-8", "nvidia-tesla-v100", 1))
 }
+
+func TestAttachedNameRoundTrip(t *testing.T) {
+	assert.Equal(t, "n1-standard-8+nvidia-tesla-v100:2", AttachedName("n1-standard-8", "nvidia-tesla-v100", 2))
+	assert.Equal(t, "a2-highgpu-1g", AttachedName("a2-highgpu-1g", "", 0), "a machine type that carries its GPUs")
+	mt, acc, n := SplitAttachedName("n1-standard-8+nvidia-tesla-v100:2")
+	assert.Equal(t, []any{"n1-standard-8", "nvidia-tesla-v100", 2}, []any{mt, acc, n})
+	mt, acc, n = SplitAttachedName("a2-highgpu-1g")
+	assert.Equal(t, []any{"a2-highgpu-1g", "", 0}, []any{mt, acc, n})
+}

@@ -110,33 +110,6 @@ func requestID(clientToken string, n, attempt int) string {
 	return fmt.Sprintf("%s-%s-%s-%s-%s", h[0:8], h[8:12], h[12:16], h[16:20], h[20:32])
 }
 
-// joinShape and splitShape translate between the catalog's shape names and GCE's machine
-// type plus guest accelerators: "n1-standard-8+nvidia-tesla-v100:1" is machine type
-// n1-standard-8 with one nvidia-tesla-v100; a name without '+' is a machine type that
-// carries its GPUs (or none).
-func joinShape(machineType, accelerator string, count int) string {
-	if accelerator == "" || count <= 0 {
-		return machineType
-	}
-	return fmt.Sprintf("%s+%s:%d", machineType, accelerator, count)
-}
-
-func splitShape(name string) (machineType, accelerator string, count int) {
-	mt, rest, ok := strings.Cut(name, "+")
-	if !ok {
-		return name, "", 0
-	}
-	acc, n, ok := strings.Cut(rest, ":")
-	if !ok {
-		return mt, acc, 1
-	}
-	count, err := strconv.Atoi(n)
-	if err != nil || count < 1 {
-		count = 1
-	}
-	return mt, acc, count
-}
-
 // lastSegment is the name at the end of a GCE link ("zones/z/machineTypes/t" or a URL).
 func lastSegment(link string) string {
 	link = strings.TrimRight(link, "/")

@@ -161,11 +161,11 @@ func (p *Provider) zonesFor(id string) []string {
 func (p *Provider) shapeOf(name string) catalog.InstanceType {
 	if t, ok := p.opts.Catalog.Lookup(ProviderName, name); ok {
 		if t.MachineType == "" {
-			t.MachineType, t.AcceleratorType, t.AcceleratorCount = splitShape(name)
+			t.MachineType, t.AcceleratorType, t.AcceleratorCount = catalog.SplitAttachedName(name)
 		}
 		return t
 	}
-	mt, acc, n := splitShape(name)
+	mt, acc, n := catalog.SplitAttachedName(name)
 	return catalog.InstanceType{Provider: ProviderName, Name: name, MachineType: mt, AcceleratorType: acc,
 		AcceleratorCount: n, GPUs: n}
 }
@@ -182,7 +182,7 @@ func (p *Provider) shapeNamed(machineType, accelerator string, count int) catalo
 			return t
 		}
 	}
-	return p.shapeOf(joinShape(machineType, accelerator, count))
+	return p.shapeOf(catalog.AttachedName(machineType, accelerator, count))
 }
 
 func contains(set []string, v string) bool {

@@ -38,16 +38,3 @@ func TestParseFilter(t *testing.T) {
 		}
 	}
 }
-
-func TestShapeNames(t *testing.T) {
-	if got := shapeName("n1-standard-8", "nvidia-tesla-v100", 2); got != "n1-standard-8+nvidia-tesla-v100:2" {
-		t.Fatal(got)
-	}
-	mt, acc, n := splitShape("n1-standard-8+nvidia-tesla-v100:2")
-	if mt != "n1-standard-8" || acc != "nvidia-tesla-v100" || n != 2 {
-		t.Fatal(mt, acc, n)
-	}
-	if mt, acc, n := splitShape("a2-highgpu-1g"); mt != "a2-highgpu-1g" || acc != "" || n != 0 {
-		t.Fatal(mt, acc, n)
-	}
-}

@@ -3,6 +3,7 @@ package gceapi
 import (
 	"context"
 	"fmt"
+	"github.com/schooner-ml/schooner/cloud/catalog"
 	"net/http"
 
 	"cloud.google.com/go/compute/apiv1/computepb"
@@ -97,7 +98,7 @@ func (h *Handler) parseInsert(ctx context.Context, c call, req *computepb.Instan
 	if err != nil {
 		return nil, "", err
 	}
-	shape := shapeName(sp.machineType, sp.accelerator, sp.accelCount)
+	shape := catalog.AttachedName(sp.machineType, sp.accelerator, sp.accelCount)
 	o, bad := findShape(offers, shape)
 	switch bad {
 	case "machineType":

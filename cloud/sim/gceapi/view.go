@@ -1,6 +1,7 @@
 package gceapi
 
 import (
+	"github.com/schooner-ml/schooner/cloud/catalog"
 	"strconv"
 	"strings"
 
@@ -31,7 +32,7 @@ func (h *Handler) specOf(inst cloud.Instance) *spec {
 	if sp, ok := h.specs[inst.ID]; ok {
 		return sp
 	}
-	mt, acc, n := splitShape(inst.InstanceType)
+	mt, acc, n := catalog.SplitAttachedName(inst.InstanceType)
 	sp := &spec{machineType: mt, accelerator: acc, accelCount: n, spot: inst.Capacity == cloud.Spot, onHostMaintenance: "TERMINATE"}
 	if sp.spot {
 		sp.action = "DELETE"

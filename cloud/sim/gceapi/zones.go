@@ -2,6 +2,7 @@ package gceapi
 
 import (
 	"context"
+	"github.com/schooner-ml/schooner/cloud/catalog"
 	"net/http"
 
 	"github.com/schooner-ml/schooner/cloud"
@@ -33,13 +34,13 @@ func (h *Handler) zoneOfferings(ctx context.Context, c call) ([]cloud.Offering, 
 // of the request is wrong: the machine type, or the accelerator attached to a machine type
 // that exists.
 func findShape(offers []cloud.Offering, shape string) (cloud.Offering, string) {
-	mt, _, _ := splitShape(shape)
+	mt, _, _ := catalog.SplitAttachedName(shape)
 	known := false
 	for _, o := range offers {
 		if o.InstanceType == shape {
 			return o, ""
 		}
-		if m, _, _ := splitShape(o.InstanceType); m == mt {
+		if m, _, _ := catalog.SplitAttachedName(o.InstanceType); m == mt {
 			known = true
 		}
 	}
