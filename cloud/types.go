@@ -6,6 +6,7 @@
 package cloud
 
 import (
+	"slices"
 	"time"
 
 	"github.com/schooner-ml/schooner/gpu"
@@ -72,31 +73,12 @@ type OfferingFilter struct {
 // Match reports whether o passes the filter.
 func (f OfferingFilter) Match(o Offering) bool {
 	return matchAny(f.Regions, o.Region) && matchAny(f.Zones, o.Zone) &&
-		matchAny(f.InstanceTypes, o.InstanceType) && matchAnyGPU(f.GPUTypes, o.GPUType)
+		matchAny(f.InstanceTypes, o.InstanceType) && matchAny(f.GPUTypes, o.GPUType)
 }
 
-func matchAny(set []string, v string) bool {
-	if len(set) == 0 {
-		return true
-	}
-	for _, s := range set {
-		if s == v {
-			return true
-		}
-	}
-	return false
-}
-
-func matchAnyGPU(set []gpu.Type, v gpu.Type) bool {
-	if len(set) == 0 {
-		return true
-	}
-	for _, s := range set {
-		if s == v {
-			return true
-		}
-	}
-	return false
+// matchAny reports whether v is in set; an empty set matches everything.
+func matchAny[T comparable](set []T, v T) bool {
+	return len(set) == 0 || slices.Contains(set, v)
 }
 
 // CreateRequest asks for Count instances of one offering. Providers may fulfil it in part:

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/schooner-ml/schooner/cloud"
@@ -138,13 +139,5 @@ func checkNames(what string, names, known []string) error {
 
 // in reports whether v is in set; an empty set holds everything.
 func in(set []string, v string) bool {
-	if len(set) == 0 {
-		return true
-	}
-	for _, s := range set {
-		if s == v {
-			return true
-		}
-	}
-	return false
+	return len(set) == 0 || slices.Contains(set, v)
 }
