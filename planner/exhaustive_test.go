@@ -104,24 +104,9 @@ func exModel(rng *rand.Rand, l int, types []gpu.Type) *ModelProfile {
 func exNetwork(rng *rand.Rand) *Network {
 	intra := flatLink(50+100*rng.Float64(), 5e-6)
 	inter := flatLink(5+20*rng.Float64(), 2e-5)
-	n := &Network{
-		IntraNode:            map[gpu.Type]map[int]Link{},
-		InterNode:            map[gpu.Type]map[int]Link{},
-		InterZone:            flatLink(1+3*rng.Float64(), 1e-4),
-		InterRegion:          flatLink(0.2+0.8*rng.Float64(), 1e-3),
-		EgressInterZone:      0.01,
-		EgressInterRegion:    0.02,
-		EgressInterContinent: 0.05,
-	}
-	for _, g := range gpu.KnownTypes {
-		n.IntraNode[g] = map[int]Link{}
-		n.InterNode[g] = map[int]Link{}
-		for _, k := range []int{1, 2, 4, 8} {
-			n.IntraNode[g][k] = intra
-			n.InterNode[g][k] = inter
-		}
-	}
-	return n
+	interZone := flatLink(1+3*rng.Float64(), 1e-4)
+	interRegion := flatLink(0.2+0.8*rng.Float64(), 1e-3)
+	return layeredNet(intra, inter, interZone, interRegion)
 }
 
 var exZones = []struct{ zone, region string }{

@@ -52,13 +52,16 @@ func flatLink(gbps, latency float64) Link {
 }
 
 // flatNet uses one link for everything: inside machines, between machines, zones, regions.
+func flatNet(l Link) *Network { return layeredNet(l, l, l, l) }
+
+// layeredNet has one link per level, the same for every GPU type and machine size.
 // Crossing zones costs 0.01 USD/GB, regions 0.02, as on GCP in the US.
-func flatNet(l Link) *Network {
+func layeredNet(intra, inter, interZone, interRegion Link) *Network {
 	n := &Network{
 		IntraNode:            map[gpu.Type]map[int]Link{},
 		InterNode:            map[gpu.Type]map[int]Link{},
-		InterZone:            l,
-		InterRegion:          l,
+		InterZone:            interZone,
+		InterRegion:          interRegion,
 		EgressInterZone:      0.01,
 		EgressInterRegion:    0.02,
 		EgressInterContinent: 0.05,
@@ -67,8 +70,8 @@ func flatNet(l Link) *Network {
 		n.IntraNode[g] = map[int]Link{}
 		n.InterNode[g] = map[int]Link{}
 		for _, k := range []int{1, 2, 4, 8} {
-			n.IntraNode[g][k] = l
-			n.InterNode[g][k] = l
+			n.IntraNode[g][k] = intra
+			n.InterNode[g][k] = inter
 		}
 	}
 	return n
