@@ -1,0 +1,83 @@
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/schooner-ml/schooner/checkpoint/store"
+)
+
+// ReadShard downloads and verifies one rank's shard of a step: the metadata (against the
+// step's COMMIT, when there is one), then every chunk's and the whole data's CRC-32C. A
+// mismatch wraps ErrCorrupt; a missing object wraps ErrNoCheckpoint.
+func (r *Remote) ReadShard(ctx context.Context, step int64, rank int) (Shard, ShardMeta, error) {
+	meta, err := r.readMeta(ctx, step, rank)
+	if err != nil {
+		return Shard{}, ShardMeta{}, err
+	}
+	rc, err := r.Store.Get(ctx, remoteDataKey(step, rank))
+	if errors.Is(err, store.ErrNotFound) {
+		return Shard{}, ShardMeta{}, fmt.Errorf("step %d rank %d data in %s: %w", step, rank, r.Store, ErrNoCheckpoint)
+	}
+	if err != nil {
+		return Shard{}, ShardMeta{}, fmt.Errorf("reading step %d rank %d data: %w", step, rank, err)
+	}
+	defer rc.Close()
+	buf := make([]byte, meta.Size)
+	if _, err := io.ReadFull(rc, buf); err != nil {
+		switch {
+		case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+			return Shard{}, ShardMeta{}, fmt.Errorf("step %d rank %d data in %s is shorter than %d bytes: %w", step, rank, r.Store, meta.Size, ErrCorrupt)
+		case errors.Is(err, store.ErrChecksum):
+			return Shard{}, ShardMeta{}, fmt.Errorf("step %d rank %d data in %s: %w: %w", step, rank, r.Store, ErrCorrupt, err)
+		}
+		return Shard{}, ShardMeta{}, fmt.Errorf("reading step %d rank %d data: %w", step, rank, err)
+	}
+	// Reading on to the end finds an object longer than its metadata says (and lets the
+	// store check the object's own checksum); the chunk checksums below are the real test.
+	n, err := io.Copy(io.Discard, io.LimitReader(rc, 1))
+	switch {
+	case n > 0:
+		return Shard{}, ShardMeta{}, fmt.Errorf("step %d rank %d data in %s is longer than %d bytes: %w", step, rank, r.Store, meta.Size, ErrCorrupt)
+	case errors.Is(err, store.ErrChecksum):
+		return Shard{}, ShardMeta{}, fmt.Errorf("step %d rank %d data in %s: %w: %w", step, rank, r.Store, ErrCorrupt, err)
+	}
+	shard, err := DecodeShard(meta, buf)
+	if err != nil {
+		return Shard{}, ShardMeta{}, fmt.Errorf("in %s: %w", r.Store, err)
+	}
+	return shard, meta, nil
+}
+
+// readMeta downloads, decodes and cross-checks one rank's metadata of a step.
+func (r *Remote) readMeta(ctx context.Context, step int64, rank int) (ShardMeta, error) {
+	mb, err := r.getSmall(ctx, remoteMetaKey(step, rank))
+	if errors.Is(err, store.ErrNotFound) {
+		return ShardMeta{}, fmt.Errorf("step %d rank %d metadata in %s: %w", step, rank, r.Store, ErrNoCheckpoint)
+	}
+	if err != nil {
+		return ShardMeta{}, fmt.Errorf("reading step %d rank %d metadata: %w", step, rank, err)
+	}
+	meta, err := DecodeShardMeta(mb)
+	if err != nil {
+		return ShardMeta{}, fmt.Errorf("step %d rank %d metadata in %s: %v: %w", step, rank, r.Store, err, ErrCorrupt)
+	}
+	if meta.Step != step || meta.Rank != rank {
+		return ShardMeta{}, fmt.Errorf("step %d rank %d metadata in %s describes step %d rank %d: %w",
+			step, rank, r.Store, meta.Step, meta.Rank, ErrCorrupt)
+	}
+	c, err := r.Commit(ctx, step)
+	switch {
+	case errors.Is(err, ErrNoCheckpoint): // not durable (yet): nothing to check against
+	case err != nil:
+		return ShardMeta{}, err
+	case rank >= len(c.Ranks) || c.Ranks[rank].Rank != rank:
+		return ShardMeta{}, fmt.Errorf("step %d commit in %s lists no rank %d: %w", step, r.Store, rank, ErrCorrupt)
+	case c.Ranks[rank].MetaCRC32C != CRC32C(mb):
+		return ShardMeta{}, fmt.Errorf("step %d rank %d metadata in %s changed after the commit (crc32c %08x, committed %08x): %w",
+			step, rank, r.Store, CRC32C(mb), c.Ranks[rank].MetaCRC32C, ErrCorrupt)
+	}
+	return meta, nil
+}

@@ -1,0 +1,98 @@
+package checkpoint
+
+import (
+	"context"
+	"fmt"
+	"hash/crc32"
+	"sync"
+)
+
+// maxCopiers bounds the goroutines one Save uses to copy chunks into staging: copying is
+// memory-bandwidth bound and a few cores saturate it.
+const maxCopiers = 4
+
+// copyBlock is how much is copied before it is checksummed: small enough that the checksum
+// reads the bytes from the CPU cache the copy just wrote them to, instead of from memory again.
+const copyBlock = 256 << 10
+
+// stageTask is one chunk to copy into its staging buffer.
+type stageTask struct {
+	idx    int
+	buf    []byte
+	pieces [][]byte // tensor data, in order, exactly filling the chunk
+}
+
+// stage copies the shard's bytes into staging buffers, chunk by chunk, checksumming each chunk
+// as it is copied, and queues every staged chunk for the writers. Buffers are taken in chunk
+// order by the calling goroutine (that is where back-pressure blocks); the copying itself is
+// spread over e.copiers goroutines. It returns once every byte is staged.
+func (e *Engine) stage(ctx context.Context, ck *inflight, shard Shard) error {
+	if ck.slot == nil {
+		return fmt.Errorf("no slot available in %s", e.opts.Dir)
+	}
+	n := min(e.copiers, len(ck.meta.Chunks))
+	if n == 0 {
+		return nil
+	}
+	tasks := make(chan stageTask)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for t := range tasks {
+				e.copyChunk(ck, t)
+			}
+		}()
+	}
+	err := e.dispatch(ctx, ck, shard, tasks)
+	close(tasks)
+	wg.Wait()
+	return err
+}
+
+// dispatch cuts the tensors into chunk-sized lists of pieces and hands each chunk, with a
+// staging buffer, to the copiers.
+func (e *Engine) dispatch(ctx context.Context, ck *inflight, shard Shard, tasks chan<- stageTask) error {
+	ti, off := 0, int64(0) // cursor: shard.Tensors[ti].Data[off:]
+	for idx, c := range ck.meta.Chunks {
+		buf, err := e.staging.get(ctx)
+		if err != nil {
+			return err
+		}
+		var pieces [][]byte
+		for need := c.Length; need > 0; {
+			d := shard.Tensors[ti].Data[off:]
+			if len(d) == 0 {
+				ti, off = ti+1, 0
+				continue
+			}
+			take := min(int64(len(d)), need)
+			pieces = append(pieces, d[:take])
+			off += take
+			need -= take
+		}
+		ck.chunks.Add(1) // done by the writer
+		tasks <- stageTask{idx: idx, buf: buf, pieces: pieces}
+	}
+	return nil
+}
+
+// copyChunk copies one chunk into its buffer block by block, checksumming each block while it
+// is still in cache, and queues the chunk for the writers.
+func (e *Engine) copyChunk(ck *inflight, t stageTask) {
+	var crc uint32
+	at := 0
+	for _, p := range t.pieces {
+		for len(p) > 0 {
+			n := min(len(p), copyBlock)
+			dst := t.buf[at : at+n]
+			copy(dst, p[:n])
+			crc = crc32.Update(crc, Castagnoli, dst)
+			at += n
+			p = p[n:]
+		}
+	}
+	ck.meta.Chunks[t.idx].CRC32C = crc
+	e.jobs <- chunkJob{ck: ck, idx: t.idx, buf: t.buf, n: int64(at)}
+}

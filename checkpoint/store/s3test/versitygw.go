@@ -1,0 +1,196 @@
+// Package s3test runs a real S3 service for tests: versitygw with its posix backend in a
+// temporary directory. Tests of the S3 store and of the checkpoint remote tier use it so they
+// exercise multipart uploads, checksums and listings as a real service implements them.
+package s3test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/schooner-ml/schooner/checkpoint/store"
+)
+
+// Version is the versitygw release the tests are written against.
+const Version = "v1.8.0"
+
+// InstallHint is the failure message when versitygw is missing: a missing service must fail
+// the tests loudly, never skip them.
+const InstallHint = "versitygw not installed: go install github.com/versity/versitygw/cmd/versitygw@" + Version
+
+// The root credentials of every test gateway.
+const (
+	AccessKey = "schooner-test"
+	SecretKey = "schooner-test-secret"
+)
+
+// Gateway is a running versitygw with one bucket.
+type Gateway struct {
+	Endpoint string // http://127.0.0.1:port
+	Bucket   string
+	Dir      string // the posix backend's root; Dir/Bucket holds the objects as files
+}
+
+// Binary finds versitygw on PATH or in $(go env GOPATH)/bin.
+func Binary() (string, error) {
+	if p, err := exec.LookPath("versitygw"); err == nil {
+		return p, nil
+	}
+	gopath := os.Getenv("GOPATH")
+	if gopath == "" {
+		out, err := exec.Command("go", "env", "GOPATH").Output()
+		if err == nil {
+			gopath = string(bytes.TrimSpace(out))
+		}
+	}
+	if gopath == "" {
+		if home, err := os.UserHomeDir(); err == nil {
+			gopath = filepath.Join(home, "go")
+		}
+	}
+	for _, dir := range filepath.SplitList(gopath) {
+		p := filepath.Join(dir, "bin", "versitygw")
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			return p, nil
+		}
+	}
+	return "", errors.New(InstallHint)
+}
+
+// Start runs a gateway for the test with a bucket named "ckpt" and stops it at cleanup. It
+// fails the test if versitygw is not installed or does not come up.
+func Start(t testing.TB) *Gateway {
+	t.Helper()
+	bin, err := Binary()
+	if err != nil {
+		t.Fatal(err.Error())
+	}
+	root := t.TempDir()
+	var lastErr error
+	for range 3 { // the free port may be taken between choosing and binding it
+		port, err := freePort()
+		if err != nil {
+			t.Fatalf("choosing a port for versitygw: %v", err)
+		}
+		g, err := launch(t, bin, root, port)
+		if err == nil {
+			return g
+		}
+		lastErr = err
+	}
+	t.Fatalf("starting versitygw: %v", lastErr)
+	return nil
+}
+
+// freePort asks the OS for a port that is free now.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// launch starts versitygw on port, waits until it answers S3 requests and makes the bucket.
+func launch(t testing.TB, bin, root string, port int) (*Gateway, error) {
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	var logs syncBuffer
+	cmd := exec.Command(bin, "--port", addr, "--access", AccessKey, "--secret", SecretKey,
+		"--region", "us-east-1", "--quiet", "posix", root)
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("running %s: %w", bin, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stop := func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	}
+	g := &Gateway{Endpoint: "http://" + addr, Bucket: "ckpt", Dir: root}
+	client := g.Client(t)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(g.Bucket)})
+		cancel()
+		if err == nil {
+			break
+		}
+		select {
+		case werr := <-exited:
+			return nil, fmt.Errorf("versitygw exited (%v): %s", werr, logs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return nil, fmt.Errorf("versitygw at %s did not answer within 30s: %w; output: %s", addr, err, logs.String())
+		}
+		time.Sleep(20 * time.Millisecond) // polling for readiness, not waiting on an outcome
+	}
+	t.Cleanup(stop)
+	return g, nil
+}
+
+// Client is an SDK client for the gateway, for setup and for poking at objects directly.
+func (g *Gateway) Client(t testing.TB) *s3.Client {
+	t.Helper()
+	s, err := g.Store(t, "")
+	if err != nil {
+		t.Fatalf("making an s3 client: %v", err)
+	}
+	return s.Client()
+}
+
+// Store is an S3 store on the gateway's bucket under prefix with the smallest part size S3
+// allows, so multipart paths run on objects of a few MiB.
+func (g *Gateway) Store(t testing.TB, prefix string) (*store.S3, error) {
+	t.Helper()
+	return store.NewS3(context.Background(), store.S3Options{
+		Bucket: g.Bucket, Prefix: prefix, Endpoint: g.Endpoint, Region: "us-east-1",
+		AccessKeyID: AccessKey, SecretAccessKey: SecretKey, PartSize: store.MinPartSize,
+	})
+}
+
+// URL is the s3:// URL of the bucket under prefix; credentials go in the environment.
+func (g *Gateway) URL(prefix string) string {
+	return "s3://" + g.Bucket + "/" + prefix + "?endpoint=" + g.Endpoint + "&part_size=5MiB"
+}
+
+// Env sets the AWS credential variables for the test so Open and the CLI find them.
+func (g *Gateway) Env(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", SecretKey)
+	t.Setenv("AWS_REGION", "us-east-1")
+}
+
+// syncBuffer collects the gateway's output from two pipes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

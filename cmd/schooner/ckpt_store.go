@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"github.com/schooner-ml/schooner/checkpoint"
+	"github.com/schooner-ml/schooner/checkpoint/store"
+	"github.com/schooner-ml/schooner/workers"
+)
+
+// storeFlagHelp describes --store once for every command that takes it.
+const storeFlagHelp = "where the checkpoints are: s3://bucket/prefix[?endpoint=…&region=…], file:///dir, or local:///dir (a node's engine directories)"
+
+func addCkptStoreCommands(cmd *cobra.Command, g *globals) {
+	cmd.AddCommand(newCkptLsCommand(g), newCkptVerifyCommand(g), newCkptRestoreCommand(g))
+}
+
+// ckptLogger is the shared logger, writing where the command's errors go (so tests see it).
+func ckptLogger(cmd *cobra.Command, g *globals) (zerolog.Logger, error) {
+	return workers.NewLogger(workers.LogOptions{Level: g.logLevel, Format: g.logFormat, Out: cmd.ErrOrStderr()})
+}
+
+// openCkptSource opens --store: the remote tier over an object store, or a local root of
+// engine directories (local:///dir). remote is nil for a local root.
+func openCkptSource(ctx context.Context, url string, log zerolog.Logger) (src checkpoint.Source, remote *checkpoint.Remote, err error) {
+	if url == "" {
+		return nil, nil, errors.New("--store is required, e.g. --store s3://bucket/job-7 or --store file:///var/lib/ckpt")
+	}
+	if rest, ok := strings.CutPrefix(url, "local://"); ok {
+		if !filepath.IsAbs(rest) {
+			return nil, nil, fmt.Errorf("store URL %q: the path must be absolute, as in local:///var/lib/schooner/ckpt", url)
+		}
+		return checkpoint.LocalRoot(rest, log), nil, nil
+	}
+	s, err := store.Open(ctx, url, store.WithLogger(log))
+	if err != nil {
+		return nil, nil, err
+	}
+	// Retain < 0: these commands only read, and must never prune.
+	r := &checkpoint.Remote{Store: s, Retain: -1, Logger: log}
+	return r, r, nil
+}
+
+func newCkptLsCommand(g *globals) *cobra.Command {
+	var url string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "ls",
+		Short: "List the checkpoint steps in a store, newest first",
+		Long: `ls lists every step in a checkpoint store, newest first: durable steps (every rank's shard
+uploaded and the step's COMMIT written) and incomplete ones (an upload in progress or
+abandoned), with the parallel plan they were taken under, their size, when they were taken
+and whether they were emergency checkpoints taken on a preemption notice.
+
+  schooner ckpt ls --store s3://ckpts/job-7
+  schooner ckpt ls --store file:///mnt/nfs/ckpt --json
+  schooner ckpt ls --store local:///var/lib/schooner/ckpt`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := ckptLogger(cmd, g)
+			if err != nil {
+				return err
+			}
+			src, remote, err := openCkptSource(cmd.Context(), url, log)
+			if err != nil {
+				return err
+			}
+			var infos []checkpoint.StepInfo
+			if remote != nil {
+				infos, err = remote.Steps(cmd.Context())
+			} else {
+				infos, err = localStepInfos(cmd.Context(), src)
+			}
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if infos == nil {
+					infos = []checkpoint.StepInfo{}
+				}
+				return printJSON(cmd.OutOrStdout(), infos)
+			}
+			printStepInfos(cmd.OutOrStdout(), infos)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&url, "store", "", storeFlagHelp)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the steps as JSON")
+	return cmd
+}
+
+// localStepInfos describes a local root's durable steps; only those are visible there.
+func localStepInfos(ctx context.Context, src checkpoint.Source) ([]checkpoint.StepInfo, error) {
+	steps, err := src.DurableSteps(ctx)
+	if err != nil {
+		return nil, err
+	}
+	infos := make([]checkpoint.StepInfo, len(steps))
+	for i, s := range steps {
+		infos[i] = checkpoint.StepInfo{Step: s, Durable: true}
+	}
+	return infos, nil
+}
+
+func printStepInfos(out io.Writer, infos []checkpoint.StepInfo) {
+	if len(infos) == 0 {
+		fmt.Fprintln(out, "no checkpoints")
+		return
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "STEP\tSTATE\tWORLD\tPLAN\tSIZE\tCREATED\tEMERGENCY")
+	for _, in := range infos {
+		state := "durable"
+		if !in.Durable {
+			state = fmt.Sprintf("incomplete (%d of %d ranks)", len(in.Ranks), in.World)
+		}
+		if in.Problem != "" {
+			state += " [unreadable: " + in.Problem + "]"
+		}
+		plan, world, size, created := "-", "-", "-", "-"
+		if in.World > 0 {
+			world = fmt.Sprint(in.World)
+			plan = fmt.Sprintf("pp=%d dp=%d tp=%d", in.Plan.PP, in.Plan.DP, in.Plan.TP)
+		}
+		if in.Size > 0 {
+			size = humanBytes(in.Size)
+		}
+		if !in.Created.IsZero() {
+			created = in.Created.Local().Format(time.DateTime)
+		}
+		emergency := "-"
+		if in.Emergency {
+			emergency = "yes"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", in.Step, state, world, plan, size, created, emergency)
+	}
+	_ = tw.Flush()
+}
+
+// humanBytes prints a byte count in binary units.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// sortedDesc sorts steps newest first.
+func sortedDesc(steps []int64) []int64 {
+	sort.Slice(steps, func(i, j int) bool { return steps[i] > steps[j] })
+	return steps
+}

@@ -1,0 +1,150 @@
+package workflows
+
+import (
+	"time"
+
+	"github.com/schooner-ml/schooner/cloud"
+	"github.com/schooner-ml/schooner/planner"
+	"github.com/schooner-ml/schooner/training"
+)
+
+// Workflow type names of the training flow.
+const (
+	WorkflowTrainingJob = "TrainingJob"
+	WorkflowFleet       = "Fleet"
+)
+
+// Messages of a TrainingJob: what the CLI, the node agents and the plain temporal CLI send.
+const (
+	SignalPreemptionNotice    = "preemption-notice"
+	SignalProgress            = "progress"
+	SignalCheckpointCommitted = "checkpoint-committed"
+	UpdateSetBudget           = "set-budget"
+	UpdateResize              = "resize"
+	UpdatePause               = "pause"
+	UpdateResume              = "resume"
+	QueryStatus               = "status"
+)
+
+// Job phases, as SchoonerPhase shows them.
+const (
+	PhasePlanning   = "planning"
+	PhaseAcquiring  = "acquiring"
+	PhaseTraining   = "training"
+	PhaseRecovering = "recovering"
+	PhasePaused     = "paused"
+	PhaseReleasing  = "releasing"
+	PhaseCompleted  = "completed"
+	PhaseFailed     = "failed"
+	PhaseCancelled  = "cancelled"
+)
+
+// TrainingJobInput starts a job. Carried (nil on a fresh start) is the state handed over by
+// continue-as-new.
+type TrainingJobInput struct {
+	Spec training.Spec `json:"spec"`
+	// TimeScale is simulated seconds per wall second of the cloud the job runs on (1 for a
+	// real cloud); iteration times and notice periods are converted with it.
+	TimeScale   float64        `json:"time_scale,omitempty"`
+	SubmittedAt time.Time      `json:"submitted_at"`
+	Carried     *JobCarryState `json:"carried,omitempty"`
+}
+
+// JobCarryState is everything a job needs to go on after continue-as-new: the job's
+// accounting and the instances it holds.
+type JobCarryState struct {
+	Status    JobStatus        `json:"status"`
+	Instances []cloud.Instance `json:"instances"`
+}
+
+// PreemptionNotice is sent by a node agent when its instance's metadata announces a
+// preemption (Kind notice, with the deadline) or the instance is gone (Kind preempted).
+type PreemptionNotice struct {
+	InstanceID string                 `json:"instance_id"`
+	Kind       cloud.InterruptionKind `json:"kind"`
+	Deadline   time.Time              `json:"deadline,omitempty"`
+}
+
+// CheckpointCommitted is sent when a rank's shard of a step is durable in the job's store.
+type CheckpointCommitted struct {
+	Epoch     int   `json:"epoch"`
+	Rank      int   `json:"rank"`
+	Step      int64 `json:"step"`
+	Emergency bool  `json:"emergency,omitempty"`
+}
+
+// SetBudgetRequest changes the budget; zero fields remove that cap.
+type SetBudgetRequest struct {
+	Budget training.Budget `json:"budget"`
+}
+
+// ResizeRequest bounds the GPUs the job may hold (MaxGPUs 0: no bound); the job replans.
+type ResizeRequest struct {
+	MaxGPUs int `json:"max_gpus"`
+}
+
+// PlanRecord is one entry of a job's plan history.
+type PlanRecord struct {
+	Epoch     int              `json:"epoch"`
+	At        time.Time        `json:"at"`
+	Reason    string           `json:"reason"` // "initial", "preemption", "capacity", "deadline", "resize", "budget", "resume"
+	Summary   string           `json:"summary"`
+	Plan      planner.Plan     `json:"plan"`
+	Estimate  planner.Estimate `json:"estimate"`
+	Instances []string         `json:"instances"`
+	FromStep  int64            `json:"from_step"`
+}
+
+// JobStatus is what the status query returns and the job's result ends with.
+type JobStatus struct {
+	JobID      string `json:"job_id"`
+	Name       string `json:"name"`
+	Phase      string `json:"phase"`
+	Iteration  int64  `json:"iteration"`
+	Iterations int64  `json:"iterations"`
+	// GPUs by "provider/zone/gpu(capacity)" held now.
+	GPUs map[string]int `json:"gpus"`
+	// CostUSD so far; USDPerHour at the current holding.
+	CostUSD    float64 `json:"cost_usd"`
+	USDPerHour float64 `json:"usd_per_hour"`
+	// OnDemandCostUSD is what the same plan history would have cost on demand.
+	OnDemandCostUSD float64 `json:"on_demand_cost_usd"`
+	Preemptions     int     `json:"preemptions"`
+	Replans         int     `json:"replans"`
+	Epoch           int     `json:"epoch"`
+	// LastCheckpoint is the newest durable step (-1 none); Restores counts restores.
+	LastCheckpoint       int64           `json:"last_checkpoint"`
+	CheckpointsCommitted int             `json:"checkpoints_committed"`
+	Restores             int             `json:"restores"`
+	LostIterations       int64           `json:"lost_iterations"`
+	Budget               training.Budget `json:"budget"`
+	Paused               bool            `json:"paused"`
+	Plans                []PlanRecord    `json:"plans"`
+	StartedAt            time.Time       `json:"started_at"`
+	UpdatedAt            time.Time       `json:"updated_at"`
+	Error                string          `json:"error,omitempty"`
+}
+
+// TimelinePoint is a sample of the job taken at every event that changes it (acquisition,
+// preemption, replan, checkpoint, progress signal), kept for the report's timeline; the
+// workflow thins old points so the history stays bounded.
+type TimelinePoint struct {
+	At        time.Time      `json:"at"`
+	Iteration int64          `json:"iteration"`
+	CostUSD   float64        `json:"cost_usd"`
+	GPUs      map[string]int `json:"gpus"` // same keys as JobStatus.GPUs
+	Event     string         `json:"event,omitempty"`
+}
+
+// Activity names of the training flow, shared by the registration in package workers and the
+// calls in the workflows.
+const (
+	ActivityJobOfferings       = "JobOfferings"
+	ActivityPlanJob            = "PlanJob" // a local activity
+	ActivityAcquireInstances   = "AcquireInstances"
+	ActivityDescribeInstances  = "DescribeInstances"
+	ActivityReleaseInstances   = "ReleaseInstances"
+	ActivityLatestCheckpoint   = "LatestDurableCheckpoint"
+	ActivityRunTrainer         = "RunTrainer" // on the instance's node queue
+	ActivityVerifyTrainedState = "VerifyTrainedState"
+)
