@@ -1,0 +1,235 @@
+package training
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"path"
+	"regexp"
+	"strings"
+
+	"github.com/schooner-ml/schooner/gpu"
+	"github.com/schooner-ml/schooner/planner"
+)
+
+// Clouds a spec may name under resources.clouds.
+var knownClouds = []string{"aws", "gcp"}
+
+// namePattern keeps the job name safe inside a workflow id and a task queue name.
+var namePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$`)
+
+// FieldError is one problem with a spec, named by the field's path as the spec spells it
+// ("checkpoint.every"), so a user can find it in their file.
+type FieldError struct {
+	Field   string
+	Problem string
+}
+
+func (e FieldError) Error() string { return e.Field + ": " + e.Problem }
+
+// ValidationError lists every problem of a spec at once: fixing a file one error per
+// submission is a poor way to spend an afternoon.
+type ValidationError struct {
+	Problems []FieldError
+}
+
+func (e *ValidationError) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.Error()
+	}
+	return fmt.Sprintf("invalid training spec (%d problems):\n  %s", len(e.Problems), strings.Join(lines, "\n  "))
+}
+
+// Validate checks the spec and returns a *ValidationError naming every bad field, or nil.
+// Call it on WithDefaults' result: empty optional fields are errors here.
+func (s Spec) Validate() error {
+	v := &validator{}
+	if s.Name == "" {
+		v.add("name", "required")
+	} else if !namePattern.MatchString(s.Name) {
+		v.add("name", "%q must be 1-40 lowercase letters, digits or '-', starting and ending with a letter or digit", s.Name)
+	}
+	v.model(s.Model)
+	if s.GlobalBatch < 1 {
+		v.add("global_batch", "must be ≥ 1")
+	}
+	if s.SeqLen < 0 {
+		v.add("seq_len", "must be ≥ 0 (0: the model's default)")
+	}
+	if s.Iterations < 1 {
+		v.add("iterations", "must be ≥ 1")
+	}
+	if s.Objective != ObjectiveThroughput && s.Objective != ObjectiveCost {
+		v.add("objective", "must be one of %s, %s (got %q)", ObjectiveThroughput, ObjectiveCost, s.Objective)
+	}
+	if s.Budget.USDPerHour < 0 {
+		v.add("budget.usd_per_hour", "must be ≥ 0 (0: no cap)")
+	}
+	if s.Budget.TotalUSD < 0 {
+		v.add("budget.total_usd", "must be ≥ 0 (0: no cap)")
+	}
+	if s.Deadline != "" {
+		if _, err := ParseDeadline(s.Deadline); err != nil {
+			v.add("deadline", "%v", err)
+		}
+	}
+	v.resources(s.Resources)
+	switch s.Spot {
+	case SpotOnly, SpotWithFallback, OnDemandOnly:
+	default:
+		v.add("spot", "must be one of %s, %s, %s (got %q)", SpotOnly, SpotWithFallback, OnDemandOnly, s.Spot)
+	}
+	v.checkpoint(s.Checkpoint, s.Iterations)
+	v.trainer(s.Trainer)
+	if len(v.problems) == 0 {
+		return nil
+	}
+	return &ValidationError{Problems: v.problems}
+}
+
+// Problems returns the field errors of err when it is a *ValidationError.
+func Problems(err error) []FieldError {
+	var ve *ValidationError
+	if errors.As(err, &ve) {
+		return ve.Problems
+	}
+	return nil
+}
+
+type validator struct{ problems []FieldError }
+
+func (v *validator) add(field, format string, args ...any) {
+	v.problems = append(v.problems, FieldError{Field: field, Problem: fmt.Sprintf(format, args...)})
+}
+
+func (v *validator) model(m Model) {
+	dims := m.Layers != 0 || m.Hidden != 0 || m.Heads != 0 || m.FFN != 0 || m.Vocab != 0
+	switch {
+	case m.Name != "" && dims:
+		v.add("model", "give a built-in name or dimensions, not both")
+	case m.Name != "":
+		if _, ok := planner.ResolveModelName(m.Name); !ok {
+			v.add("model.name", "unknown model %q; known: %s", m.Name, strings.Join(planner.BuiltinModels(), ", "))
+		}
+	case !dims:
+		v.add("model", "required: a built-in name (%s) or layers, hidden and heads", strings.Join(planner.BuiltinModels(), ", "))
+	default:
+		for _, f := range []struct {
+			name string
+			val  int
+			must bool
+		}{{"layers", m.Layers, true}, {"hidden", m.Hidden, true}, {"heads", m.Heads, true}, {"ffn", m.FFN, false}, {"vocab", m.Vocab, false}} {
+			if f.val < 0 || (f.must && f.val == 0) {
+				v.add("model."+f.name, "must be ≥ 1")
+			}
+		}
+		if m.Hidden > 0 && m.Heads > 0 && m.Hidden%m.Heads != 0 {
+			v.add("model.heads", "must divide model.hidden (%d)", m.Hidden)
+		}
+	}
+}
+
+func (v *validator) resources(r Resources) {
+	for i, c := range r.Clouds {
+		if !contains(knownClouds, c) {
+			v.add(fmt.Sprintf("resources.clouds[%d]", i), "unknown cloud %q; known: %s", c, strings.Join(knownClouds, ", "))
+		}
+	}
+	for i, g := range r.GPUTypes {
+		if !gpu.Known(gpu.Type(g)) {
+			known := make([]string, len(gpu.KnownTypes))
+			for j, k := range gpu.KnownTypes {
+				known[j] = string(k)
+			}
+			v.add(fmt.Sprintf("resources.gpu_types[%d]", i), "unknown GPU type %q; known: %s", g, strings.Join(known, ", "))
+		}
+	}
+	for i, z := range r.Zones {
+		if strings.TrimSpace(z) == "" {
+			v.add(fmt.Sprintf("resources.zones[%d]", i), "must not be empty")
+		}
+	}
+	for i, z := range r.Regions {
+		if strings.TrimSpace(z) == "" {
+			v.add(fmt.Sprintf("resources.regions[%d]", i), "must not be empty")
+		}
+	}
+	if r.MaxGPUs < 0 {
+		v.add("resources.max_gpus", "must be ≥ 0 (0: no cap)")
+	}
+}
+
+func (v *validator) checkpoint(c Checkpoint, iterations int64) {
+	if c.Every < 1 {
+		v.add("checkpoint.every", "must be ≥ 1")
+	} else if iterations >= 1 && c.Every > iterations {
+		v.add("checkpoint.every", "must be ≤ iterations (%d), or the job never checkpoints", iterations)
+	}
+	if c.Store == "" {
+		v.add("checkpoint.store", "required: an object store that outlives the machines (s3://bucket/prefix or file:///abs/dir)")
+		return
+	}
+	if err := checkStoreURL(c.Store); err != nil {
+		v.add("checkpoint.store", "%v", err)
+	}
+}
+
+// checkStoreURL checks the shape of a store URL without opening it: validation must not
+// reach the network. checkpoint/store.Open makes the final decision.
+func checkStoreURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("not a URL: %v", err)
+	}
+	switch u.Scheme {
+	case "s3":
+		if u.Host == "" {
+			return fmt.Errorf("missing bucket in %q: want s3://bucket/prefix", raw)
+		}
+		if u.User != nil {
+			return fmt.Errorf("credentials do not belong in the URL; use AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+		}
+	case "file":
+		if u.Host != "" && u.Host != "localhost" {
+			return fmt.Errorf("file URLs take no host (%q); write file:///abs/dir", u.Host)
+		}
+		if u.Path == "" || !path.IsAbs(u.Path) {
+			return fmt.Errorf("the path of %q must be absolute, as in file:///var/lib/ckpt", raw)
+		}
+	case "":
+		return fmt.Errorf("%q has no scheme: want s3://bucket/prefix or file:///abs/dir", raw)
+	default:
+		return fmt.Errorf("unsupported scheme %q (want s3 or file)", u.Scheme)
+	}
+	return nil
+}
+
+func (v *validator) trainer(t Trainer) {
+	switch t.Kind {
+	case TrainerSim:
+		if len(t.Command) > 0 {
+			v.add("trainer.command", "only for trainer.kind command (kind is sim)")
+		}
+	case TrainerCommand:
+		if len(t.Command) == 0 || strings.TrimSpace(t.Command[0]) == "" {
+			v.add("trainer.command", "required when trainer.kind is command")
+		}
+	default:
+		v.add("trainer.kind", "must be one of %s, %s (got %q)", TrainerSim, TrainerCommand, t.Kind)
+	}
+	for k := range t.Env {
+		if strings.HasPrefix(k, "SCHOONER_") {
+			v.add("trainer.env."+k, "reserved: SCHOONER_* variables are set by schooner")
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
