@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 )
@@ -18,20 +19,44 @@ func newReplayer(t *testing.T) worker.WorkflowReplayer {
 	r := worker.NewWorkflowReplayer()
 	r.RegisterWorkflowWithOptions(NodeRegistry, workflow.RegisterOptions{Name: "NodeRegistry"})
 	r.RegisterWorkflowWithOptions(NodeInventory, workflow.RegisterOptions{Name: "NodeInventory"})
+	r.RegisterWorkflowWithOptions(TrainingJob, workflow.RegisterOptions{Name: WorkflowTrainingJob})
+	r.RegisterWorkflowWithOptions(Fleet, workflow.RegisterOptions{Name: WorkflowFleet})
 	return r
+}
+
+// originalIDs are the workflow ids of the recorded histories whose code derives names from
+// its own id (a TrainingJob names its Fleet children after the job): replayed under the
+// replayer's default id, they would differ. The ids are those of the integration test that
+// records them (integration/training_test.go).
+var originalIDs = map[string]string{
+	"training_job.json": "train-complete-test01",
+	"fleet.json":        "train-complete-test01-fleet-1-0-0",
 }
 
 // TestReplayCommittedHistories replays every history under testdata/replay against the
 // current code. A failure means a change broke determinism for workflows already running:
 // guard it with workflow.GetVersion instead of editing the history. Histories are recorded
-// from real runs by `SCHOONER_RECORD_HISTORY=1 go test ./integration/`.
+// from real runs by `SCHOONER_RECORD_HISTORY=1 go test ./integration/` (the training job's
+// and its Fleet children's histories come from TestTrainingJobCompletes, a demo-shaped run
+// with injected preemptions).
 func TestReplayCommittedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "replay", "*.json"))
 	require.NoError(t, err)
 	require.NotEmpty(t, files, "no committed histories found: the replay harness would test nothing")
 	for _, f := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".json"), func(t *testing.T) {
-			require.NoError(t, newReplayer(t).ReplayWorkflowHistoryFromJSONFile(nil, f))
+			id, ok := originalIDs[filepath.Base(f)]
+			if !ok {
+				require.NoError(t, newReplayer(t).ReplayWorkflowHistoryFromJSONFile(nil, f))
+				return
+			}
+			r, err := os.Open(f)
+			require.NoError(t, err)
+			defer r.Close()
+			h, err := client.HistoryFromJSON(r, client.HistoryJSONOptions{})
+			require.NoError(t, err)
+			require.NoError(t, newReplayer(t).ReplayWorkflowHistoryWithOptions(nil, h,
+				worker.ReplayWorkflowHistoryOptions{OriginalExecution: workflow.Execution{ID: id}}))
 		})
 	}
 }

@@ -48,6 +48,8 @@ type TrainingJobInput struct {
 	TimeScale   float64        `json:"time_scale,omitempty"`
 	SubmittedAt time.Time      `json:"submitted_at"`
 	Carried     *JobCarryState `json:"carried,omitempty"`
+	// Options tunes the control loop; zero fields take the defaults of JobOptions.
+	Options JobOptions `json:"options,omitempty"`
 }
 
 // JobCarryState is everything a job needs to go on after continue-as-new: the job's
@@ -55,6 +57,33 @@ type TrainingJobInput struct {
 type JobCarryState struct {
 	Status    JobStatus        `json:"status"`
 	Instances []cloud.Instance `json:"instances"`
+	// OnDemandPrices are the on-demand prices of the held instances by id, for the
+	// on-demand comparison.
+	OnDemandPrices map[string]float64 `json:"on_demand_prices,omitempty"`
+	// Unavailable and Avoided are the steering caches with their expiry in workflow time.
+	Unavailable []ExpiringKey `json:"unavailable,omitempty"`
+	Avoided     []ExpiringKey `json:"avoided,omitempty"`
+	// Placement is the running plan's rank → instance map, so the next run relaunches the
+	// same plan without planning again.
+	Placement []RankPlacement `json:"placement,omitempty"`
+	// ModelLayers of the running plan.
+	ModelLayers int `json:"model_layers,omitempty"`
+	// SpotOnlyIterSeconds is the iteration time of the last spot-only plan (deadline check).
+	SpotOnlyIterSeconds float64 `json:"spot_only_iter_seconds,omitempty"`
+}
+
+// ExpiringKey is an offering key (Zone alone for an avoided zone) remembered until Until.
+type ExpiringKey struct {
+	Key   cloud.OfferingKey `json:"key"`
+	Until time.Time         `json:"until"`
+}
+
+// RankPlacement is the instance a rank of the running plan runs on.
+type RankPlacement struct {
+	Rank       int    `json:"rank"`
+	Stage      int    `json:"stage"`
+	Replica    int    `json:"replica"`
+	InstanceID string `json:"instance_id"`
 }
 
 // PreemptionNotice is sent by a node agent when its instance's metadata announces a
@@ -123,6 +152,19 @@ type JobStatus struct {
 	StartedAt            time.Time       `json:"started_at"`
 	UpdatedAt            time.Time       `json:"updated_at"`
 	Error                string          `json:"error,omitempty"`
+	// Notices counts preemption notices received; Instances are the held instance ids.
+	Notices   int      `json:"notices"`
+	Instances []string `json:"instances,omitempty"`
+	// Zones held now, sorted (SchoonerZones).
+	Zones []string `json:"zones,omitempty"`
+	// StateVerified is true when the final durable step matched an uninterrupted simulated
+	// run bit for bit (sim trainer only); VerifyError says why not.
+	StateVerified bool   `json:"state_verified"`
+	VerifyError   string `json:"verify_error,omitempty"`
+	// LeakedInstances counts instances still tagged with the job after the final release.
+	LeakedInstances int `json:"leaked_instances"`
+	// Timeline samples the job at every event (at most maxTimeline points).
+	Timeline []TimelinePoint `json:"timeline,omitempty"`
 }
 
 // TimelinePoint is a sample of the job taken at every event that changes it (acquisition,
@@ -147,4 +189,5 @@ const (
 	ActivityLatestCheckpoint   = "LatestDurableCheckpoint"
 	ActivityRunTrainer         = "RunTrainer" // on the instance's node queue
 	ActivityVerifyTrainedState = "VerifyTrainedState"
+	ActivityListJobInstances   = "ListJobInstances"
 )
