@@ -23,6 +23,8 @@ type NodeAgent struct {
 	GPUs     nvml.Library
 	Client   client.Client
 	Logger   zerolog.Logger
+	// Trainer, when set, runs the training jobs' RunTrainer activities on this machine.
+	Trainer *activities.Trainer
 
 	worker  worker.Worker
 	started time.Time
@@ -46,6 +48,9 @@ func (a *NodeAgent) Start(ctx context.Context) error {
 
 	a.worker = worker.New(a.Client, workflows.NodeQueue(a.ID), worker.Options{})
 	a.worker.RegisterActivityWithOptions(node.Inventory, activity.RegisterOptions{Name: workflows.ActivityInventory})
+	if a.Trainer != nil {
+		RegisterNodeTrainer(a.worker, a.Trainer)
+	}
 	if err := a.worker.Start(); err != nil {
 		return fmt.Errorf("starting node worker %s: %w", a.ID, err)
 	}
