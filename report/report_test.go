@@ -1,0 +1,103 @@
+package report
+
+import (
+	"bytes"
+	"encoding/xml"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/schooner-ml/schooner/planner"
+	"github.com/schooner-ml/schooner/workflows"
+)
+
+func sampleStatus() workflows.JobStatus {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	plan := func(zones ...string) planner.Plan {
+		var p planner.Plan
+		for _, z := range zones {
+			p.Stages = append(p.Stages, planner.Stage{Replicas: []planner.Replica{{GPU: "V100-16", TP: 1, Zone: z}}})
+		}
+		return p
+	}
+	a, b := "aws/us-west-2a/V100-16(spot)", "aws/us-east-2b/V100-16(spot)"
+	return workflows.JobStatus{
+		JobID: "train-demo-abc123", Name: "demo <x>", Phase: workflows.PhaseCompleted,
+		Iteration: 100, Iterations: 100, CostUSD: 3, OnDemandCostUSD: 10, Preemptions: 1, Notices: 1,
+		Replans: 1, CheckpointsCommitted: 4, Restores: 1, LostIterations: 25, StartedAt: t0, UpdatedAt: at(30),
+		Plans: []workflows.PlanRecord{
+			{Epoch: 1, At: at(1), Reason: "initial", Summary: "2 stages", Plan: plan("us-west-2a", "us-west-2a"), Estimate: planner.Estimate{IterTime: 2}},
+			{Epoch: 2, At: at(12), Reason: "preemption", Summary: "1 stage | east", Plan: plan("us-east-2b"), FromStep: 50, Estimate: planner.Estimate{IterTime: 4}},
+		},
+		Timeline: []workflows.TimelinePoint{
+			{At: at(0), Event: "submitted"},
+			{At: at(2), GPUs: map[string]int{a: 2}, Event: "acquired"},
+			{At: at(8), Iteration: 75, CostUSD: 1, GPUs: map[string]int{a: 2}},
+			{At: at(10), Iteration: 75, CostUSD: 1.2, GPUs: map[string]int{a: 1}, Event: "preempted i-1"},
+			{At: at(12), Iteration: 50, CostUSD: 1.3, GPUs: map[string]int{b: 1}, Event: "replanned"},
+			{At: at(14), Iteration: 60, CostUSD: 1.5, GPUs: map[string]int{b: 1}},
+			{At: at(30), Iteration: 100, CostUSD: 3, Event: "released"},
+		},
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	s := Summarize(sampleStatus(), Facts{Wall: 31500 * time.Millisecond, TimeScale: 60, StateVerified: true, InjectedPreemptions: 1})
+	assert.Equal(t, "completed", s.Status)
+	assert.Equal(t, 70.0, s.SavingsPct)
+	assert.Equal(t, 0.8, s.Goodput, "100 useful of 125 computed")
+	assert.Equal(t, 2, s.DistinctPlans)
+	assert.Equal(t, 4.0, s.RecoverySeconds, "from the preemption at 10 s to progress past step 50 at 14 s")
+	assert.Equal(t, 4.0*60+25*3, s.LostSimSeconds)
+	assert.Equal(t, 31.5, s.WallSeconds)
+	require.Len(t, s.Plans, 2)
+	assert.Equal(t, 2, s.Plans[0].GPUs)
+}
+
+func TestTimelineIsWellFormedSVG(t *testing.T) {
+	var buf bytes.Buffer
+	require.NoError(t, WriteTimeline(&buf, sampleStatus()))
+	out := buf.String()
+	dec := xml.NewDecoder(strings.NewReader(out))
+	for {
+		_, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err, "the SVG must parse as XML")
+	}
+	assert.Contains(t, out, "aws/us-east-2b/V100-16(spot)")
+	assert.Contains(t, out, "demo &lt;x&gt;", "text is escaped")
+	assert.Contains(t, out, "preempted i-1")
+	assert.Equal(t, 3, strings.Count(out, "stroke=\"#d62728\" stroke-width=\"1.5\"><title>"), "one preemption marker per panel")
+}
+
+func TestTimelineWithoutSamples(t *testing.T) {
+	st := sampleStatus()
+	st.Timeline = nil
+	var buf bytes.Buffer
+	require.NoError(t, WriteTimeline(&buf, st))
+	assert.Contains(t, buf.String(), "</svg>")
+}
+
+func TestWriteFiles(t *testing.T) {
+	st := sampleStatus()
+	s := Summarize(st, Facts{Wall: time.Minute, TimeScale: 60})
+	files, err := Write(t.TempDir(), "demo", s, st)
+	require.NoError(t, err)
+	md, err := os.ReadFile(files.Markdown)
+	require.NoError(t, err)
+	text := string(md)
+	assert.Contains(t, text, "![timeline](demo-timeline.svg)")
+	assert.Contains(t, text, "| 2 | 12.0 | preemption | 1 | 50 |")
+	assert.Contains(t, text, "1 stage / east", "pipes in summaries do not break the table")
+	assert.Contains(t, text, "state verified | no")
+	_, err = os.Stat(files.Timeline)
+	require.NoError(t, err)
+}

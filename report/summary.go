@@ -1,0 +1,183 @@
+package report
+
+import (
+	"strings"
+	"time"
+
+	"github.com/schooner-ml/schooner/workflows"
+)
+
+// Summary is the end-of-job account: what `schooner demo --json` prints as one object and
+// the Markdown report's first table. Times are wall seconds unless the name says simulated.
+type Summary struct {
+	JobID                string  `json:"job_id"`
+	Status               string  `json:"status"`
+	Iterations           int64   `json:"iterations"`
+	IterationsTotal      int64   `json:"iterations_total"`
+	Preemptions          int     `json:"preemptions"`
+	Notices              int     `json:"notices"`
+	InjectedPreemptions  int     `json:"injected_preemptions"`
+	Replans              int     `json:"replans"`
+	DistinctPlans        int     `json:"distinct_plans"`
+	CheckpointsCommitted int     `json:"checkpoints_committed"`
+	Restores             int     `json:"restores"`
+	LostIterations       int64   `json:"lost_iterations"`
+	CostUSD              float64 `json:"cost_usd"`
+	OnDemandCostUSD      float64 `json:"on_demand_cost_usd"`
+	SavingsPct           float64 `json:"savings_pct"`
+	// Goodput is the share of computed iterations that counted (not redone after a restore).
+	Goodput float64 `json:"goodput"`
+	// RecoverySeconds is the wall time from each preemption to training again, summed.
+	RecoverySeconds float64 `json:"recovery_seconds"`
+	// LostSimSeconds is the simulated time lost to preemptions: recovery plus redone work.
+	LostSimSeconds  float64 `json:"lost_sim_seconds"`
+	LeakedInstances int     `json:"leaked_instances"`
+	StateVerified   bool    `json:"state_verified"`
+	VerifyError     string  `json:"verify_error,omitempty"`
+	WallSeconds     float64 `json:"wall_seconds"`
+	TimeScale       float64 `json:"time_scale"`
+	Error           string  `json:"error,omitempty"`
+	Plans           []Plan  `json:"plans"`
+}
+
+// Plan is one line of the plan history.
+type Plan struct {
+	Epoch       int       `json:"epoch"`
+	At          time.Time `json:"at"`
+	Reason      string    `json:"reason"`
+	Summary     string    `json:"summary"`
+	GPUs        int       `json:"gpus"`
+	FromStep    int64     `json:"from_step"`
+	IterSeconds float64   `json:"iter_seconds"`
+	USDPerHour  float64   `json:"usd_per_hour"`
+}
+
+// Facts are what the caller knows beyond the job's status: leaks are counted from the
+// provider after the job ended, state verification may be repeated outside the workflow.
+type Facts struct {
+	Wall                time.Duration
+	TimeScale           float64
+	LeakedInstances     int
+	StateVerified       bool
+	VerifyError         string
+	InjectedPreemptions int
+}
+
+// Summarize builds the summary of a job from its final status.
+func Summarize(st workflows.JobStatus, f Facts) Summary {
+	s := Summary{
+		JobID: st.JobID, Status: st.Phase, Iterations: st.Iteration, IterationsTotal: st.Iterations,
+		Preemptions: st.Preemptions, Notices: st.Notices, InjectedPreemptions: f.InjectedPreemptions,
+		Replans: st.Replans, CheckpointsCommitted: st.CheckpointsCommitted, Restores: st.Restores,
+		LostIterations: st.LostIterations, CostUSD: round(st.CostUSD, 4), OnDemandCostUSD: round(st.OnDemandCostUSD, 4),
+		LeakedInstances: f.LeakedInstances, StateVerified: f.StateVerified, VerifyError: f.VerifyError,
+		WallSeconds: round(f.Wall.Seconds(), 2), TimeScale: f.TimeScale, Error: st.Error,
+	}
+	if st.OnDemandCostUSD > 0 {
+		s.SavingsPct = round(100*(1-st.CostUSD/st.OnDemandCostUSD), 1)
+	}
+	if done := st.Iteration + st.LostIterations; done > 0 {
+		s.Goodput = round(float64(st.Iteration)/float64(done), 4)
+	}
+	shapes := map[string]bool{}
+	for _, p := range st.Plans {
+		s.Plans = append(s.Plans, Plan{
+			Epoch: p.Epoch, At: p.At, Reason: p.Reason, Summary: p.Summary, GPUs: planGPUs(p),
+			FromStep: p.FromStep, IterSeconds: round(p.Estimate.IterTime, 4), USDPerHour: round(p.Estimate.USDPerHour, 4),
+		})
+		shapes[shapeOf(p)] = true
+	}
+	s.DistinctPlans = len(shapes)
+	recovery := recoverySeconds(st)
+	s.RecoverySeconds = round(recovery, 2)
+	scale := f.TimeScale
+	if scale <= 0 {
+		scale = 1
+	}
+	s.LostSimSeconds = round(recovery*scale+float64(st.LostIterations)*meanIterSeconds(st), 1)
+	return s
+}
+
+// planGPUs counts the GPUs of a plan.
+func planGPUs(p workflows.PlanRecord) int {
+	n := 0
+	for _, st := range p.Plan.Stages {
+		for _, r := range st.Replicas {
+			n += r.TP
+		}
+	}
+	return n
+}
+
+// shapeOf names a plan by its layout (stages, replicas and where they run), so the summary
+// can tell a replan to the same plan from one to a different plan.
+func shapeOf(p workflows.PlanRecord) string {
+	var b strings.Builder
+	for _, st := range p.Plan.Stages {
+		b.WriteString("[")
+		for _, r := range st.Replicas {
+			b.WriteString(string(r.GPU) + "@" + r.Zone + ";")
+		}
+		b.WriteString("]")
+	}
+	return b.String()
+}
+
+// recoverySeconds sums, for every replan after the first plan that was caused by a
+// preemption, the wall time from the preemption event before it to the first sample that
+// shows training progressing past the step it restored from.
+func recoverySeconds(st workflows.JobStatus) float64 {
+	total := 0.0
+	for _, p := range st.Plans {
+		if p.Reason != "preemption" {
+			continue
+		}
+		var from time.Time
+		for _, pt := range st.Timeline {
+			if pt.At.After(p.At) {
+				break
+			}
+			if strings.Contains(strings.ToLower(pt.Event), "preempt") {
+				from = pt.At
+			}
+		}
+		if from.IsZero() {
+			from = p.At
+		}
+		to := p.At
+		for _, pt := range st.Timeline {
+			if pt.At.After(p.At) && pt.Iteration > p.FromStep {
+				to = pt.At
+				break
+			}
+		}
+		total += to.Sub(from).Seconds()
+	}
+	return total
+}
+
+// meanIterSeconds is the mean predicted iteration time of the plans, simulated seconds.
+func meanIterSeconds(st workflows.JobStatus) float64 {
+	sum, n := 0.0, 0
+	for _, p := range st.Plans {
+		if p.Estimate.IterTime > 0 {
+			sum += p.Estimate.IterTime
+			n++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / float64(n)
+}
+
+func round(x float64, digits int) float64 {
+	p := 1.0
+	for i := 0; i < digits; i++ {
+		p *= 10
+	}
+	if x < 0 {
+		return -float64(int64(-x*p+0.5)) / p
+	}
+	return float64(int64(x*p+0.5)) / p
+}
