@@ -42,7 +42,9 @@ func newDevCommand(g *globals) *cobra.Command {
 		Short: "Run a Temporal server, the Temporal UI, the control worker and a node agent in one process",
 		Long: `dev runs everything schooner needs on one machine: a real Temporal server persisted in
 SQLite under --data-dir (workflows survive a restart), the Temporal UI, schooner's search
-attributes, the control worker and a node agent for this machine.
+attributes, the control worker (with the training activities, on the simulated spot market),
+a node agent for this machine and one node agent per simulated instance, so training jobs run:
+  schooner train submit examples/demo.yaml --time-scale <same as --time-scale> --watch
 
 Point the temporal CLI at it with the flags it prints, e.g.
   temporal --address 127.0.0.1:7233 --namespace default workflow list
@@ -83,9 +85,14 @@ type devStack struct {
 	session *session
 	control interface{ Stop() }
 	node    *workers.NodeAgent
+	// nodes are the node agents of the simulated instances.
+	nodes interface{ Stop() }
 }
 
 func (d *devStack) Stop() {
+	if d.nodes != nil {
+		d.nodes.Stop()
+	}
 	if d.node != nil {
 		d.node.Stop(false)
 	}
@@ -95,7 +102,9 @@ func (d *devStack) Stop() {
 	if d.session != nil {
 		d.session.Close()
 	}
-	d.sim.Stop()
+	if d.sim != nil {
+		d.sim.Stop()
+	}
 	if d.server != nil {
 		d.server.Stop()
 	}
@@ -128,11 +137,9 @@ func runDev(ctx context.Context, f *devFlags, log zerolog.Logger, out io.Writer)
 	if err := workers.EnsureSearchAttributes(ctx, sess.client, f.namespace); err != nil {
 		return err
 	}
-	control := workers.NewControlWorker(sess.client)
-	if err := control.Start(); err != nil {
-		return fmt.Errorf("starting control worker: %w", err)
+	if err := stack.startTraining(ctx, f.timeScale, f.dataDir, log); err != nil {
+		return err
 	}
-	stack.control = control
 	stack.node = &workers.NodeAgent{ID: f.nodeID, Hostname: hostname(), GPUs: nvml.Real{}, Client: sess.client, Logger: log}
 	if err := stack.node.Start(ctx); err != nil {
 		return err
@@ -159,7 +166,8 @@ func printDevBanner(out io.Writer, srv *devserver.Server, f *devFlags, metricsAd
 	fmt.Fprintf(out, "    Compute API   %s   (metadata: %s/vm/<name>/computeMetadata/v1/instance/preempted)\n", sc.gce.URL(), sc.gce.URL())
 	fmt.Fprintf(out, "\ntemporal CLI:     temporal --address %s --namespace %s workflow list\n", srv.Address(), srv.Namespace())
 	fmt.Fprintf(out, "                  temporal --address %s --namespace %s operator search-attribute list\n", srv.Address(), srv.Namespace())
-	fmt.Fprintf(out, "schooner CLI:     schooner nodes --address %s --namespace %s\n", srv.Address(), srv.Namespace())
+	fmt.Fprintf(out, "schooner CLI:     schooner train submit examples/demo.yaml --time-scale %g --address %s --watch\n", f.timeScale, srv.Address())
+	fmt.Fprintf(out, "                  schooner nodes --address %s --namespace %s\n", srv.Address(), srv.Namespace())
 	fmt.Fprintf(out, "                  schooner cloud offerings --cloud aws --aws-endpoint %s\n", sc.ec2.Addr())
 	fmt.Fprintf(out, "                  schooner cloud offerings --cloud gcp --gcp-endpoint %s\n\nCtrl-C to stop.\n", sc.gce.URL())
 }

@@ -9,10 +9,16 @@ import (
 	"syscall"
 
 	"github.com/rs/zerolog"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/schooner-ml/schooner/activities"
 
 	"github.com/schooner-ml/schooner/cloud/sim"
 	"github.com/schooner-ml/schooner/cloud/sim/ec2api"
 	"github.com/schooner-ml/schooner/cloud/sim/gceapi"
+	trainsim "github.com/schooner-ml/schooner/trainer/sim"
+	"github.com/schooner-ml/schooner/workers"
 )
 
 // simCloud is the simulated spot market `schooner dev` runs, with the EC2 and Compute faces
@@ -39,14 +45,26 @@ func startSimCloud(ctx context.Context, f *devFlags, log zerolog.Logger) (*simCl
 		_ = s.ec2.Close()
 		return nil, listenError("simulated Compute API", f.simGCEAddr, "--sim-gce-addr", err)
 	}
+	s.run(log)
+	return s, nil
+}
+
+// runSimMarket runs a market's clock with no HTTP faces (what `schooner demo` needs).
+func runSimMarket(m *sim.Market, log zerolog.Logger) *simCloud {
+	s := &simCloud{market: m}
+	s.run(log)
+	return s
+}
+
+// run advances the market's clock until Stop.
+func (s *simCloud) run(log zerolog.Logger) {
 	runCtx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	go func() {
-		if err := m.Run(runCtx); err != nil && !errors.Is(err, context.Canceled) {
+		if err := s.market.Run(runCtx); err != nil && !errors.Is(err, context.Canceled) {
 			log.Error().Err(err).Msg("simulated market stopped")
 		}
 	}()
-	return s, nil
 }
 
 func (s *simCloud) Stop() {
@@ -54,8 +72,20 @@ func (s *simCloud) Stop() {
 		return
 	}
 	s.cancel()
-	_ = s.ec2.Close()
-	_ = s.gce.Close()
+	if s.ec2 != nil {
+		_ = s.ec2.Close()
+	}
+	if s.gce != nil {
+		_ = s.gce.Close()
+	}
+}
+
+// newTrainingControlWorker is the control worker with the training activities on the
+// simulated market; VerifyTrainedState compares against trainer/sim's uninterrupted run.
+func newTrainingControlWorker(c client.Client, m *sim.Market) worker.Worker {
+	return workers.NewControlWorkerWith(c, workers.ControlOptions{
+		Training: &activities.Training{Provider: m, Verify: trainsim.VerifyStep},
+	})
 }
 
 func listenError(what, addr, flag string, err error) error {

@@ -29,13 +29,17 @@ plain 'temporal' CLI.
 
 Start here:
   schooner dev               run a Temporal server, its UI and all workers in one process
+  schooner demo              run a spot training job end to end on a simulated market
+  schooner train submit job.yaml --watch
+                             start a training job and follow it
   schooner nodes             ask every node agent for its GPUs`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "console", "log format: console (for people) or json (for log pipelines)")
-	root.AddCommand(newWorkerCommand(g), newNodesCommand(g), newGPUCommand(), newCloudCommand(), newPlanCommand(g), newCkptCommand(g))
+	root.AddCommand(newWorkerCommand(g), newNodesCommand(g), newGPUCommand(), newCloudCommand(), newPlanCommand(g), newCkptCommand(g), newTrainCommand(g))
 	addEmbeddedCommands(root, g)
+	addDemoCommand(root, g)
 	return root
 }

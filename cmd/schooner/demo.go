@@ -1,0 +1,218 @@
+//go:build !agentonly
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"github.com/schooner-ml/schooner/examples"
+	"github.com/schooner-ml/schooner/report"
+	"github.com/schooner-ml/schooner/training"
+	"github.com/schooner-ml/schooner/workflows"
+)
+
+type demoFlags struct {
+	dataDir   string
+	outDir    string
+	store     string
+	specPath  string
+	ip        string
+	port      int
+	uiPort    int
+	headless  bool
+	asJSON    bool
+	noFaults  bool
+	timeScale float64
+	seed      int64
+	timeout   time.Duration
+}
+
+func newDemoCommand(g *globals) *cobra.Command {
+	f := &demoFlags{}
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Run a spot training job end to end on an embedded Temporal server and a simulated spot market",
+		Long: `demo starts everything in this process: a Temporal server (and its UI unless --headless),
+the simulated spot market replaying real AWS spot traces, the control worker and one node
+agent per simulated instance. It submits examples/demo.yaml and follows it.
+
+To make sure the job meets preemptions and replans to a different plan, the demo injects
+faults on top of the traces, and says which preemptions it injected:
+  at 25% of the iterations  an injected preemption WITH a notice of one training instance
+                            (the trainers take an emergency checkpoint)
+  at 55% of the iterations  the zone of another instance is drained (no spot capacity left
+                            there) and that instance is preempted WITHOUT notice, so the
+                            replan must use other offerings
+Market preemptions from the traces come on top.
+
+At the end it prints a summary (cost against the same plans on on-demand, goodput, time lost
+to preemptions, checkpoints, plan history), checks the final checkpoint bit for bit against an
+uninterrupted run, lists any instance still tagged with the job, and writes demo-report.md and
+demo-timeline.svg into --out. The exit status is non-zero if the job did not complete, the
+state is not verified or an instance leaked.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("log-level") {
+				g.logLevel = "warn" // the progress view tells the story; --log-level info for more
+			}
+			log, err := g.logger()
+			if err != nil {
+				return err
+			}
+			ctx, stop := interruptible(cmd)
+			defer stop()
+			progress := cmd.OutOrStdout()
+			if f.asJSON {
+				progress = cmd.ErrOrStderr() // stdout carries the one JSON object only
+			}
+			sum, err := runDemo(ctx, f, log, progress)
+			if f.asJSON && sum.JobID != "" {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				if jerr := enc.Encode(sum); jerr != nil && err == nil {
+					err = jerr
+				}
+			}
+			return err
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.dataDir, "data-dir", "", "directory for the Temporal database and the checkpoint store (default: a temporary directory, removed at the end)")
+	fs.StringVar(&f.outDir, "out", "schooner-demo", "where to write demo-report.md and demo-timeline.svg")
+	fs.StringVar(&f.store, "store", "", "checkpoint store URL (default file://<data-dir>/store; s3://bucket/prefix?endpoint=... for S3)")
+	fs.StringVar(&f.specPath, "spec", "", "run this job spec instead of the bundled examples/demo.yaml")
+	fs.StringVar(&f.ip, "ip", "127.0.0.1", "address to bind the server and UI to")
+	fs.IntVar(&f.port, "port", 0, "Temporal gRPC port (0: a free one)")
+	fs.IntVar(&f.uiPort, "ui-port", 8233, "Temporal UI port (a free one if taken)")
+	fs.BoolVar(&f.headless, "headless", false, "do not serve the Temporal UI")
+	fs.BoolVar(&f.asJSON, "json", false, "print the summary as one JSON object on stdout (progress goes to stderr)")
+	fs.BoolVar(&f.noFaults, "no-faults", false, "inject no faults: only the market's own preemptions")
+	fs.Float64Var(&f.timeScale, "time-scale", 60, "simulated seconds per wall second")
+	fs.Int64Var(&f.seed, "seed", 1, "seed of the simulated market")
+	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "give up (and cancel the job) after this much wall time")
+	return cmd
+}
+
+// demoSpec is the bundled demo job (or --spec), with the checkpoint store pointed at store.
+func demoSpec(f *demoFlags, store string, errOut io.Writer) (training.Spec, error) {
+	var spec training.Spec
+	var err error
+	if f.specPath != "" {
+		if spec, err = loadSpec(f.specPath, errOut); err != nil {
+			return spec, err
+		}
+	} else if spec, err = training.ParseSpec(examples.DemoYAML, training.FormatYAML); err != nil {
+		return spec, fmt.Errorf("reading the bundled demo spec: %w", err)
+	}
+	spec = spec.WithDefaults()
+	spec.Checkpoint.Store = store
+	return spec, spec.Validate()
+}
+
+func runDemo(ctx context.Context, f *demoFlags, log zerolog.Logger, out io.Writer) (report.Summary, error) {
+	began := time.Now()
+	if f.timeScale <= 0 {
+		return report.Summary{}, fmt.Errorf("invalid --time-scale %v: must be positive", f.timeScale)
+	}
+	dataDir := f.dataDir
+	if dataDir == "" {
+		tmp, err := os.MkdirTemp("", "schooner-demo-")
+		if err != nil {
+			return report.Summary{}, fmt.Errorf("creating a data directory: %w", err)
+		}
+		defer os.RemoveAll(tmp)
+		dataDir = tmp
+	}
+	store, err := demoStoreURL(dataDir, f.store)
+	if err != nil {
+		return report.Summary{}, err
+	}
+	spec, err := demoSpec(f, store, out)
+	if err != nil {
+		return report.Summary{}, err
+	}
+	stack, err := startTrainingStack(ctx, stackOptions{
+		DataDir: dataDir, IP: f.ip, Port: f.port, UIPort: f.uiPort, Headless: f.headless,
+		TimeScale: f.timeScale, Seed: f.seed, Log: log,
+	})
+	if err != nil {
+		return report.Summary{}, err
+	}
+	defer stopWithin(stack, 15*time.Second, log)
+	fmt.Fprintf(out, "schooner demo: Temporal %s", stack.server.Address())
+	if ui := stack.server.UIAddress(); ui != "" {
+		fmt.Fprintf(out, ", UI http://%s/namespaces/%s/workflows", ui, stack.server.Namespace())
+	}
+	fmt.Fprintf(out, "\n  simulated market: real AWS spot traces, %gx wall time; checkpoints in %s\n", f.timeScale, store)
+
+	jobCtx, stopJob := context.WithTimeout(ctx, f.timeout)
+	defer stopJob()
+	id, err := submitJob(jobCtx, stack.session.client, spec, f.timeScale)
+	if err != nil {
+		return report.Summary{}, err
+	}
+	fmt.Fprintf(out, "  job %s: %d iterations of %s, checkpoint every %d\n", id, spec.Iterations, modelName(spec.Model), spec.Checkpoint.Every)
+	fmt.Fprintf(out, "  follow it with: temporal --address %s workflow query --workflow-id %s --type status\n\n", stack.server.Address(), id)
+
+	faults := &faultSchedule{market: stack.sim.market, client: stack.session.client, jobID: id, out: out, log: log}
+	if !f.noFaults {
+		faults.steps = defaultFaults()
+	}
+	faultsDone := make(chan struct{})
+	go func() { defer close(faultsDone); faults.run(jobCtx) }()
+
+	st, werr := watchJob(jobCtx, stack.session.client, id, out, isTerminal(out), time.Second)
+	stopJob()
+	<-faultsDone
+	if werr != nil {
+		log.Error().Err(werr).Str("job", id).Msg("the job did not finish; cancelling it")
+		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		if cst, err := cancelJob(cctx, stack.session.client, id, time.Minute); err == nil {
+			st = cst
+		}
+		cancel()
+	}
+	facts := report.Facts{Wall: time.Since(began), TimeScale: f.timeScale, InjectedPreemptions: faults.injected}
+	vctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	facts.LeakedInstances, err = leakedInstances(vctx, stack.sim.market, id)
+	if err != nil {
+		return report.Summary{}, err
+	}
+	if verr := verifyFinalState(vctx, spec, st); verr != nil {
+		facts.VerifyError = verr.Error()
+	} else {
+		facts.StateVerified = true
+	}
+	if st.JobID == "" {
+		st.JobID = id
+	}
+	sum := report.Summarize(st, facts)
+	files, err := report.Write(f.outDir, "demo", sum, st)
+	if err != nil {
+		return sum, err
+	}
+	printDemoSummary(out, sum, files)
+	switch {
+	case werr != nil:
+		return sum, fmt.Errorf("demo job %s: %w", id, werr)
+	case st.Phase != workflows.PhaseCompleted:
+		return sum, fmt.Errorf("demo job %s ended %s: %s", id, st.Phase, st.Error)
+	case !sum.StateVerified:
+		return sum, fmt.Errorf("demo job %s: final state not verified: %s", id, sum.VerifyError)
+	case sum.LeakedInstances > 0:
+		return sum, fmt.Errorf("demo job %s: %d instances still running after the job", id, sum.LeakedInstances)
+	}
+	return sum, nil
+}
+
+// addDemoCommand adds `schooner demo`, which links the embedded server (left out of
+// agentonly builds, see demo_agentonly.go).
+func addDemoCommand(root *cobra.Command, g *globals) { root.AddCommand(newDemoCommand(g)) }

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/schooner-ml/schooner/workers"
+	"github.com/schooner-ml/schooner/workflows"
+)
+
+func newTrainStatusCommand(g *globals) *cobra.Command {
+	var cfg workers.ClientConfig
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status JOB-ID",
+		Short: "Query a job's status (the workflow's status query)",
+		Long: `status asks the job's workflow for its status. The same with the temporal CLI:
+  temporal workflow query --workflow-id JOB-ID --type status`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, stop := interruptible(cmd)
+			defer stop()
+			tc, err := dialTrain(ctx, g, cfg)
+			if err != nil {
+				return err
+			}
+			defer tc.Close()
+			st, err := queryStatus(ctx, tc.c, args[0])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(st)
+			}
+			printStatus(cmd.OutOrStdout(), st)
+			return nil
+		},
+	}
+	addClientFlags(cmd.Flags(), &cfg)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the whole status as JSON")
+	return cmd
+}
+
+// printStatus prints the compact form: the live view's lines and the plan history.
+func printStatus(out io.Writer, st workflows.JobStatus) {
+	fmt.Fprintln(out, strings.Join(renderView(st), "\n"))
+	if len(st.Plans) > 1 {
+		fmt.Fprintln(out, "plan history:")
+		for _, p := range st.Plans {
+			fmt.Fprintf(out, "  epoch %-3d %-11s from step %-6d %s\n", p.Epoch, p.Reason, p.FromStep, p.Summary)
+		}
+	}
+}

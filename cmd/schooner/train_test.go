@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/schooner-ml/schooner/workflows"
+)
+
+func TestNewJobID(t *testing.T) {
+	id := newJobID("demo")
+	assert.Regexp(t, regexp.MustCompile(`^train-demo-[a-z0-9]{6}$`), id)
+	assert.NotEqual(t, id, newJobID("demo"))
+}
+
+func TestLoadSpecPrintsEveryProblem(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("name: Bad_Name\nmodel: {name: nope}\nglobal_batch: 0\niterations: 10\ncheckpoint: {every: 0, store: gs://x}\nspot: cheap\n"), 0o644))
+	var errOut bytes.Buffer
+	_, err := loadSpec(path, &errOut)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "nothing started")
+	for _, field := range []string{"name:", "model.name:", "global_batch:", "checkpoint.every:", "checkpoint.store:", "spot:"} {
+		assert.Contains(t, errOut.String(), "  "+field, "every problem is printed")
+	}
+}
+
+func TestLoadSpecAcceptsTheExamples(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "*.yaml"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		spec, err := loadSpec(f, os.Stderr)
+		require.NoError(t, err, f)
+		assert.NotEmpty(t, spec.Trainer.Kind, "defaults applied")
+	}
+}
+
+func viewStatus() workflows.JobStatus {
+	return workflows.JobStatus{
+		JobID: "train-demo-abc123", Phase: workflows.PhaseTraining, Iteration: 150, Iterations: 600, Epoch: 2,
+		GPUs:    map[string]int{"aws/us-west-2a/V100-16(spot)": 4, "aws/us-east-2b/V100-16(spot)": 2, "aws/x/none": 0},
+		Zones:   []string{"us-east-2b", "us-west-2a"},
+		CostUSD: 1.5, USDPerHour: 7.5, OnDemandCostUSD: 4, Preemptions: 1, Replans: 1, LastCheckpoint: 125,
+		Plans: []workflows.PlanRecord{{Epoch: 2, Reason: "preemption", Summary: "P=2 D=1"}},
+	}
+}
+
+func TestRenderView(t *testing.T) {
+	out := strings.Join(renderView(viewStatus()), "\n")
+	assert.Contains(t, out, "phase TRAINING")
+	assert.Contains(t, out, "iteration 150/600  ")
+	assert.Contains(t, out, strings.Repeat("█", 8)+strings.Repeat("░", 24), "a quarter of the bar")
+	assert.Contains(t, out, " 25.0%")
+	assert.Contains(t, out, "GPUs 6:")
+	assert.Contains(t, out, "aws us-east-2b V100-16(spot)")
+	assert.NotContains(t, out, "aws x none", "empty holdings are not listed")
+	assert.Contains(t, out, "$1.50 so far, $7.50/h")
+	assert.Contains(t, out, "preemptions survived 1")
+	assert.Contains(t, out, "last checkpoint step 125")
+	assert.Contains(t, out, "plan (epoch 2, preemption): P=2 D=1")
+}
+
+func TestPlainLinesOnlyOnChange(t *testing.T) {
+	var buf bytes.Buffer
+	v := &liveView{out: &buf}
+	st := viewStatus()
+	v.show(st)
+	v.show(st)
+	st.Iteration = 175
+	v.show(st)
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	require.Len(t, lines, 2)
+	assert.Equal(t, "train-demo-abc123 phase=training iter=150/600 gpus=6 zones=us-east-2b,us-west-2a cost=$1.50 usd/h=7.50 preemptions=1 replans=1 checkpoint=step 125", lines[0])
+	assert.NotContains(t, buf.String(), "\x1b[", "no escape codes when not a terminal")
+}
+
+func TestTTYViewRedrawsInPlace(t *testing.T) {
+	var buf bytes.Buffer
+	v := &liveView{out: &buf, tty: true}
+	v.show(viewStatus())
+	first := buf.Len()
+	v.show(viewStatus())
+	assert.True(t, strings.HasPrefix(buf.String()[first:], "\x1b["), "the second frame moves the cursor back up first")
+}
+
+func TestJobOutcome(t *testing.T) {
+	require.NoError(t, jobOutcome(workflows.JobStatus{Phase: workflows.PhaseCompleted}))
+	err := jobOutcome(workflows.JobStatus{JobID: "j", Phase: workflows.PhaseFailed, Error: "budget exhausted"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "budget exhausted")
+	require.Error(t, jobOutcome(workflows.JobStatus{}))
+}
+
+func TestProgressPct(t *testing.T) {
+	assert.Equal(t, 50.0, progressPct(0.5))
+	assert.Equal(t, 42.0, progressPct(42))
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"golang.org/x/term"
+
+	"github.com/schooner-ml/schooner/workflows"
+)
+
+// isTerminal says whether the live view can redraw in place; otherwise it prints one line
+// per change, which logs and pipes read well.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// progressBar draws done/total as a bar of width cells.
+func progressBar(done, total int64, width int) string {
+	if total <= 0 {
+		return strings.Repeat("░", width)
+	}
+	n := int(int64(width) * min(done, total) / total)
+	return strings.Repeat("█", n) + strings.Repeat("░", width-n)
+}
+
+// gpuGroups folds "provider/zone/gpu(capacity)" keys into sorted "zone gpu capacity: n"
+// lines.
+func gpuGroups(gpus map[string]int) []string {
+	keys := make([]string, 0, len(gpus))
+	for k, n := range gpus {
+		if n > 0 {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	lines := make([]string, len(keys))
+	for i, k := range keys {
+		lines[i] = fmt.Sprintf("%-40s %3d", strings.ReplaceAll(k, "/", " "), gpus[k])
+	}
+	return lines
+}
+
+func totalGPUs(gpus map[string]int) int {
+	n := 0
+	for _, v := range gpus {
+		n += v
+	}
+	return n
+}
+
+func checkpointText(step int64) string {
+	if step < 0 {
+		return "none yet"
+	}
+	return fmt.Sprintf("step %d", step)
+}
+
+// renderView is the TTY view of a job, one string per line.
+func renderView(st workflows.JobStatus) []string {
+	pct := 0.0
+	if st.Iterations > 0 {
+		pct = 100 * float64(st.Iteration) / float64(st.Iterations)
+	}
+	lines := []string{
+		fmt.Sprintf("job %s   phase %s   epoch %d", st.JobID, strings.ToUpper(st.Phase), st.Epoch),
+		fmt.Sprintf("iteration %d/%d  %s %5.1f%%", st.Iteration, st.Iterations, progressBar(st.Iteration, st.Iterations, 32), pct),
+		fmt.Sprintf("cost $%.2f so far, $%.2f/h now (on-demand would be $%.2f)", st.CostUSD, st.USDPerHour, st.OnDemandCostUSD),
+		fmt.Sprintf("preemptions survived %d (notices %d)   replans %d   restores %d   redone iterations %d", st.Preemptions, st.Notices, st.Replans, st.Restores, st.LostIterations),
+		fmt.Sprintf("last checkpoint %s   checkpoints committed %d", checkpointText(st.LastCheckpoint), st.CheckpointsCommitted),
+		fmt.Sprintf("GPUs %d:", totalGPUs(st.GPUs)),
+	}
+	for _, g := range gpuGroups(st.GPUs) {
+		lines = append(lines, "  "+g)
+	}
+	if n := len(st.Plans); n > 0 {
+		p := st.Plans[n-1]
+		lines = append(lines, fmt.Sprintf("plan (epoch %d, %s): %s", p.Epoch, p.Reason, p.Summary))
+	}
+	if st.Paused {
+		lines = append(lines, "PAUSED (schooner: temporal workflow update execute --name resume)")
+	}
+	if st.Error != "" {
+		lines = append(lines, "error: "+st.Error)
+	}
+	return lines
+}
+
+// plainLine is the one-line form of a job's status for logs and pipes.
+func plainLine(st workflows.JobStatus) string {
+	return fmt.Sprintf("%s phase=%s iter=%d/%d gpus=%d zones=%s cost=$%.2f usd/h=%.2f preemptions=%d replans=%d checkpoint=%s",
+		st.JobID, st.Phase, st.Iteration, st.Iterations, totalGPUs(st.GPUs), strings.Join(st.Zones, ","), st.CostUSD, st.USDPerHour,
+		st.Preemptions, st.Replans, checkpointText(st.LastCheckpoint))
+}
+
+// liveView redraws the view in place on a terminal, or prints a line when the status
+// changed otherwise.
+type liveView struct {
+	out   io.Writer
+	tty   bool
+	drawn int
+	last  string
+}
+
+func (v *liveView) show(st workflows.JobStatus) {
+	if !v.tty {
+		line := plainLine(st)
+		if line != v.last {
+			fmt.Fprintln(v.out, line)
+			v.last = line
+		}
+		return
+	}
+	var b strings.Builder
+	if v.drawn > 0 {
+		fmt.Fprintf(&b, "\x1b[%dA", v.drawn) // back to the top of the previous frame
+	}
+	lines := renderView(st)
+	for _, l := range lines {
+		b.WriteString("\x1b[2K" + l + "\n")
+	}
+	for i := len(lines); i < v.drawn; i++ { // clear what a longer frame left behind
+		b.WriteString("\x1b[2K\n")
+	}
+	if v.drawn > len(lines) {
+		fmt.Fprintf(&b, "\x1b[%dA", v.drawn-len(lines))
+	}
+	v.drawn = len(lines)
+	fmt.Fprint(v.out, b.String())
+}
