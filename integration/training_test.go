@@ -1,0 +1,151 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+
+	"github.com/schooner-ml/schooner/workflows"
+)
+
+// jobIterations is the size of the integration jobs: long enough to inject faults in the
+// middle, short enough to finish in seconds at testTimeScale.
+const jobIterations = 200
+
+// TestTrainingJobCompletes runs a demo-shaped job through an injected preemption with a
+// notice and one without (its zone drained, so the replan goes elsewhere): it completes,
+// its final state equals an uninterrupted run, and nothing leaks. Its histories are the
+// committed replay fixtures.
+func TestTrainingJobCompletes(t *testing.T) {
+	te := startTraining(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	spec := te.spec("complete", jobIterations)
+	id := "train-complete-test01"
+	te.submit(ctx, id, spec)
+
+	te.waitIteration(ctx, id, jobIterations/4, 30*time.Second)
+	first := te.runningInstance(ctx, id)
+	require.NoError(t, te.market.PreemptWithNotice(first.ID))
+	te.waitIteration(ctx, id, jobIterations/2, 30*time.Second)
+	second := te.runningInstance(ctx, id)
+	require.NoError(t, te.market.Preempt(second.ID, 0))
+	_, err := te.market.Drain(second.Zone)
+	require.NoError(t, err)
+
+	st := te.waitClosed(ctx, id, 45*time.Second)
+	te.requireVerified(ctx, spec, st)
+	te.requireNoLeak(ctx, id)
+	assert.GreaterOrEqual(t, st.Preemptions, 2)
+	assert.GreaterOrEqual(t, st.Replans, 2)
+	assert.GreaterOrEqual(t, st.Restores, 1)
+	assert.Greater(t, st.CheckpointsCommitted, 0)
+
+	recordHistory(t, te.client, id, "training_job.json")
+	if fleet := firstChild(ctx, t, te, id); fleet != "" {
+		recordHistory(t, te.client, fleet, "fleet.json")
+	}
+}
+
+// TestTrainingJobCancelReleases cancels a job mid-way: every instance is released.
+func TestTrainingJobCancelReleases(t *testing.T) {
+	te := startTraining(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	id := "train-cancel-test01"
+	te.submit(ctx, id, te.spec("cancel", jobIterations))
+	te.waitIteration(ctx, id, jobIterations/4, 30*time.Second)
+	require.NoError(t, te.client.CancelWorkflow(ctx, id, ""))
+	te.waitClosed(ctx, id, 30*time.Second)
+	d, err := te.client.DescribeWorkflowExecution(ctx, id, "")
+	require.NoError(t, err)
+	assert.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED, d.GetWorkflowExecutionInfo().GetStatus())
+	te.requireNoLeak(ctx, id)
+}
+
+// TestTrainingJobFailureReleases gives a job a total budget it exhausts: it fails and
+// releases every instance.
+func TestTrainingJobFailureReleases(t *testing.T) {
+	te := startTraining(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	id := "train-budget-test01"
+	spec := te.spec("budget", 100000)
+	spec.Checkpoint.Every = 1000
+	spec.Budget.TotalUSD = 0.5
+	te.submit(ctx, id, spec)
+	te.waitClosed(ctx, id, 50*time.Second)
+	d, err := te.client.DescribeWorkflowExecution(ctx, id, "")
+	require.NoError(t, err)
+	assert.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, d.GetWorkflowExecutionInfo().GetStatus())
+	te.requireNoLeak(ctx, id)
+}
+
+// TestTrainingJobSurvivesControlWorkerRestart kills the control worker mid-job and starts a
+// new one: the job goes on from its history and completes verified.
+func TestTrainingJobSurvivesControlWorkerRestart(t *testing.T) {
+	te := startTraining(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	spec := te.spec("worker", jobIterations)
+	id := "train-worker-test01"
+	te.submit(ctx, id, spec)
+	te.waitIteration(ctx, id, jobIterations/3, 30*time.Second)
+	te.control.Stop()
+	te.startControl()
+	st := te.waitClosed(ctx, id, 45*time.Second)
+	te.requireVerified(ctx, spec, st)
+	te.requireNoLeak(ctx, id)
+}
+
+// TestTrainingJobSurvivesServerRestart restarts the embedded server on the same data
+// directory mid-job: workers reconnect, the job completes verified.
+func TestTrainingJobSurvivesServerRestart(t *testing.T) {
+	te := startTraining(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	spec := te.spec("server", jobIterations)
+	id := "train-server-test01"
+	te.submit(ctx, id, spec)
+	te.waitIteration(ctx, id, jobIterations/3, 30*time.Second)
+	te.restartServer()
+	st := te.waitClosed(ctx, id, 50*time.Second)
+	te.requireVerified(ctx, spec, st)
+	te.requireNoLeak(ctx, id)
+}
+
+// TestTrainingJobNodeDiesWithoutNotice kills one node agent (its machine stays up as far as
+// the provider knows... until the job confirms): the heartbeat timeout catches it, the
+// provider is asked, and the job completes verified.
+func TestTrainingJobNodeDiesWithoutNotice(t *testing.T) {
+	te := startTraining(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	spec := te.spec("nodekill", jobIterations)
+	id := "train-nodekill-test01"
+	te.submit(ctx, id, spec)
+	te.waitIteration(ctx, id, jobIterations/3, 30*time.Second)
+	victim := te.runningInstance(ctx, id)
+	require.NoError(t, te.nodes.KillNode(victim.ID))
+	st := te.waitClosed(ctx, id, 50*time.Second)
+	te.requireVerified(ctx, spec, st)
+	te.requireNoLeak(ctx, id)
+	assert.GreaterOrEqual(t, st.Replans, 1, "the lost node's rank was replanned")
+}
+
+// firstChild finds the first Fleet child the job started, from its history.
+func firstChild(ctx context.Context, t *testing.T, te *trainingEnv, id string) string {
+	iter := te.client.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		require.NoError(t, err)
+		if a := ev.GetStartChildWorkflowExecutionInitiatedEventAttributes(); a != nil && a.GetWorkflowType().GetName() == workflows.WorkflowFleet {
+			return a.GetWorkflowId()
+		}
+	}
+	return ""
+}
