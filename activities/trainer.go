@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -42,6 +43,10 @@ const (
 // is not retryable.
 const ErrTypeBadAssignment = "BadAssignment"
 
+// ErrTypeTrainerStopped is the Temporal error type of a trainer its job stopped through
+// StopTrainers (a newer epoch takes its place).
+const ErrTypeTrainerStopped = "TrainerStopped"
+
 // Trainer holds the RunTrainer activity of one node: it runs the trainers the job assigns to
 // this machine, each with its own checkpoint agent. One Trainer serves every job on the node.
 type Trainer struct {
@@ -74,6 +79,8 @@ type trainerRun struct {
 	a      training.Assignment
 	agent  *agent.Agent
 	cancel context.CancelFunc
+	// stopped is set by StopTrainers before it cancels the run.
+	stopped atomic.Bool
 }
 
 // RunTrainer runs one trainer of an assignment to its end: it starts a checkpoint agent for
@@ -126,6 +133,12 @@ func (t *Trainer) RunTrainer(ctx context.Context, a training.Assignment) (traini
 		cleanup(true)
 		log.Info().Int64("iteration", res.FinalIteration).Msg("trainer stopped by its job")
 		return res, ctx.Err()
+	}
+	if run.stopped.Load() {
+		cleanup(true)
+		log.Info().Int64("iteration", res.FinalIteration).Msg("trainer stopped by its job (a newer epoch)")
+		msg := fmt.Sprintf("rank %d of %s epoch %d stopped by its job for a newer epoch", a.Rank, a.JobID, a.Epoch)
+		return res, temporal.NewNonRetryableApplicationError(msg, ErrTypeTrainerStopped, nil)
 	}
 	cleanup(true)
 	if err != nil {

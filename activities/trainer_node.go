@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"time"
@@ -36,6 +37,23 @@ func (t *Trainer) NoticeJob(jobID string, deadline time.Time) bool {
 		}
 	}
 	return found
+}
+
+// StopTrainers stops this node's trainers of req.JobID from epochs before req.BeforeEpoch:
+// each ends as its job asked (graceful: uploads in flight get the shutdown grace) and its
+// RunTrainer returns a TrainerStopped error at once. It returns how many it stopped.
+func (t *Trainer) StopTrainers(_ context.Context, req training.StopRequest) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for r := range t.runs {
+		if r.a.JobID == req.JobID && r.a.Epoch < req.BeforeEpoch {
+			r.stopped.Store(true)
+			r.cancel()
+			n++
+		}
+	}
+	return n, nil
 }
 
 // Kill makes this node behave as a machine that vanished: every running trainer stops at once,

@@ -2,6 +2,8 @@ package activities
 
 import (
 	"context"
+	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/schooner-ml/schooner/checkpoint"
@@ -191,4 +194,61 @@ func TestRunTrainerRejectsBadAssignments(t *testing.T) {
 	a = oneStage("", 2, 10)
 	_, err = env.ExecuteActivity(tr.RunTrainer, a)
 	require.ErrorContains(t, err, "no checkpoint store")
+}
+
+// TestStopTrainersStopsOnlyOlderEpochsOfTheJob runs two trainers of a job's epoch 1 on one
+// node and asks it to stop those before epoch 2: both RunTrainers return TrainerStopped at
+// once; a request for another job or for epochs before 1 stops nothing.
+func TestStopTrainersStopsOnlyOlderEpochsOfTheJob(t *testing.T) {
+	root := t.TempDir()
+	started := make(chan struct{}, 2)
+	rec := &recorder{}
+	tr := newTrainer(t, rec)
+	var once [2]sync.Once
+	rec.onProg = func(p training.Progress) {
+		if p.Iteration >= 3 {
+			once[p.Rank].Do(func() { started <- struct{}{} })
+		}
+	}
+	var s testsuite.WorkflowTestSuite
+	done := make(chan error, 2)
+	for rank := range 2 {
+		env := s.NewTestActivityEnvironment()
+		env.RegisterActivity(tr.RunTrainer)
+		a := oneStage("file://"+filepath.Join(root, strconv.Itoa(rank)), 2, 1_000_000)
+		a.Rank = rank
+		go func() {
+			_, err := env.ExecuteActivity(tr.RunTrainer, a)
+			done <- err
+		}()
+	}
+	for range 2 {
+		select {
+		case <-started:
+		case <-time.After(20 * time.Second):
+			t.Fatal("trainers did not start")
+		}
+	}
+	n, err := tr.StopTrainers(context.Background(), training.StopRequest{JobID: "train-other", BeforeEpoch: 9})
+	require.NoError(t, err)
+	require.Zero(t, n, "another job's request stops nothing")
+	n, err = tr.StopTrainers(context.Background(), training.StopRequest{JobID: "train-t-1", BeforeEpoch: 1})
+	require.NoError(t, err)
+	require.Zero(t, n, "epoch 1 is not before epoch 1")
+	require.Len(t, tr.Running(), 2)
+
+	n, err = tr.StopTrainers(context.Background(), training.StopRequest{JobID: "train-t-1", BeforeEpoch: 2})
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	for range 2 {
+		select {
+		case err := <-done:
+			var app *temporal.ApplicationError
+			require.ErrorAs(t, err, &app)
+			require.Equal(t, ErrTypeTrainerStopped, app.Type())
+		case <-time.After(10 * time.Second):
+			t.Fatal("RunTrainer did not return after StopTrainers")
+		}
+	}
+	require.Empty(t, tr.Running())
 }

@@ -44,7 +44,7 @@ type trainingEnv struct {
 	client  client.Client
 	market  *sim.Market
 	control worker.Worker
-	nodes   *simNodes
+	agents  *workers.SimAgents
 	store   string
 	stopRun context.CancelFunc
 }
@@ -73,7 +73,9 @@ func startTraining(t *testing.T) *trainingEnv {
 	te.store = (&url.URL{Scheme: "file", Path: filepath.Join(te.dir, "store")}).String()
 
 	te.startControl()
-	te.nodes = startSimNodes(t, te.client, te.market, testTimeScale, te.log)
+	te.agents, err = workers.StartSimAgents(context.Background(), te.client,
+		workers.SimNodesOptions{Market: te.market, TimeScale: testTimeScale, DataDir: t.TempDir(), Logger: te.log})
+	require.NoError(t, err)
 	t.Cleanup(te.stop)
 	return te
 }
@@ -99,7 +101,7 @@ func (te *trainingEnv) startControl() {
 }
 
 func (te *trainingEnv) stop() {
-	te.nodes.Stop()
+	te.agents.Stop()
 	if te.control != nil {
 		te.control.Stop()
 	}

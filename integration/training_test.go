@@ -130,7 +130,7 @@ func TestTrainingJobNodeDiesWithoutNotice(t *testing.T) {
 	te.submit(ctx, id, spec)
 	te.waitIteration(ctx, id, jobIterations/3, 30*time.Second)
 	victim := te.runningInstance(ctx, id)
-	require.NoError(t, te.nodes.KillNode(victim.ID))
+	require.NoError(t, te.agents.Nodes.KillNode(victim.ID))
 	st := te.waitClosed(ctx, id, 50*time.Second)
 	te.requireVerified(ctx, spec, st)
 	te.requireNoLeak(ctx, id)

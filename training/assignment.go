@@ -50,3 +50,13 @@ type Progress struct {
 	// LastCheckpoint is the newest step this trainer's shard is durable for (-1: none).
 	LastCheckpoint int64 `json:"last_checkpoint"`
 }
+
+// StopRequest asks a node to stop its trainers of a job from epochs before BeforeEpoch at
+// once. Cancelling a trainer's activity reaches it only with a heartbeat reply, and the SDK
+// sends heartbeats at most every 80% of the heartbeat timeout, so a replan that waited for
+// that would idle the surviving machines for seconds; the node's own queue delivers this at
+// once.
+type StopRequest struct {
+	JobID       string `json:"job_id"`
+	BeforeEpoch int    `json:"before_epoch"`
+}

@@ -21,10 +21,11 @@ import (
 	"github.com/schooner-ml/schooner/workflows"
 )
 
-// SimMarket is what SimNodes needs of the simulated market (*sim.Market): its event log and
-// its clock.
+// SimMarket is what SimNodes and the PreemptionRelay need of the simulated market
+// (*sim.Market): its event log and its clock.
 type SimMarket interface {
-	EventsSince(seq int64) []cloud.Event
+	cloud.EventSource
+	LastSeq() int64
 	Now() time.Time
 }
 
@@ -123,7 +124,7 @@ func NewSimNodes(c client.Client, o SimNodesOptions) (*SimNodes, error) {
 }
 
 // NodeWorkerStarter is the NodeStarter of real Temporal workers: one worker per node queue,
-// serving RunTrainer only.
+// serving the trainer activities only.
 func NodeWorkerStarter(c client.Client, opts worker.Options) NodeStarter {
 	return func(id string, t *activities.Trainer) (func(), error) {
 		o := opts
@@ -139,9 +140,11 @@ func NodeWorkerStarter(c client.Client, opts worker.Options) NodeStarter {
 	}
 }
 
-// RegisterNodeTrainer registers the RunTrainer activity of a node under its stable name.
+// RegisterNodeTrainer registers the RunTrainer and StopTrainers activities of a node under
+// their stable names.
 func RegisterNodeTrainer(r worker.ActivityRegistry, t *activities.Trainer) {
 	r.RegisterActivityWithOptions(t.RunTrainer, activity.RegisterOptions{Name: workflows.ActivityRunTrainer})
+	r.RegisterActivityWithOptions(t.StopTrainers, activity.RegisterOptions{Name: workflows.ActivityStopTrainers})
 }
 
 // Start follows the market until ctx ends or Stop: every PollInterval it reads the new events

@@ -187,7 +187,8 @@ const (
 	ActivityDescribeInstances  = "DescribeInstances"
 	ActivityReleaseInstances   = "ReleaseInstances"
 	ActivityLatestCheckpoint   = "LatestDurableCheckpoint"
-	ActivityRunTrainer         = "RunTrainer" // on the instance's node queue
+	ActivityRunTrainer         = "RunTrainer"   // on the instance's node queue
+	ActivityStopTrainers       = "StopTrainers" // on the instance's node queue
 	ActivityVerifyTrainedState = "VerifyTrainedState"
 	ActivityListJobInstances   = "ListJobInstances"
 )

@@ -78,6 +78,7 @@ func fakeList(context.Context, string) ([]cloud.Instance, error)       { return 
 func fakeLatest(context.Context, string) (int64, error)                { return 0, nil }
 func fakeVerify(context.Context, VerifyStateRequest) error             { return nil }
 func fakeTrainer(context.Context, training.Assignment) error           { return nil }
+func fakeStop(context.Context, training.StopRequest) (int, error)      { return 0, nil }
 
 // newJobEnv wires the world into a test environment. planFor decides each plan.
 func newJobEnv(t *testing.T, w *jobWorld, planFor func(req PlanJobRequest) (PlanJobResult, error)) *testsuite.TestWorkflowEnvironment {
@@ -86,7 +87,7 @@ func newJobEnv(t *testing.T, w *jobWorld, planFor func(req PlanJobRequest) (Plan
 	env.RegisterWorkflowWithOptions(Fleet, workflow.RegisterOptions{Name: WorkflowFleet})
 	for name, fn := range map[string]any{ActivityJobOfferings: fakeOfferings, ActivityPlanJob: fakePlan, ActivityAcquireInstances: fakeAcquire,
 		ActivityDescribeInstances: fakeDescribe, ActivityReleaseInstances: fakeRelease, ActivityListJobInstances: fakeList,
-		ActivityLatestCheckpoint: fakeLatest, ActivityVerifyTrainedState: fakeVerify, ActivityRunTrainer: fakeTrainer} {
+		ActivityLatestCheckpoint: fakeLatest, ActivityVerifyTrainedState: fakeVerify, ActivityRunTrainer: fakeTrainer, ActivityStopTrainers: fakeStop} {
 		env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}
 	env.OnActivity(ActivityJobOfferings, mock.Anything, mock.Anything).Return([]cloud.Offering{

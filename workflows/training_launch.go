@@ -100,15 +100,17 @@ func (j *job) launch(ctx workflow.Context, restore int64) {
 	j.event(ctx, fmt.Sprintf("launched %d trainers, epoch %d, from step %d", len(j.trainers), j.status.Epoch, restore))
 }
 
-// stopTrainers cancels the epoch and waits for the trainers on instances not in lost to
-// stop (a new epoch must not share a machine with an old trainer), at most about a
-// heartbeat timeout; trainers on lost instances are not waited for.
+// stopTrainers cancels the epoch, asks the nodes to stop its trainers at once, and waits
+// for the trainers on instances not in lost to stop (a new epoch must not share a machine
+// with an old trainer), at most about a heartbeat timeout; trainers on lost instances are
+// not waited for.
 func (j *job) stopTrainers(ctx workflow.Context, lost map[string]bool) {
 	if j.cancelEpoch == nil {
 		return
 	}
 	j.cancelEpoch()
 	j.cancelEpoch = nil
+	j.askNodesToStop(ctx, lost)
 	tctx, cancelTimer := workflow.WithCancel(ctx)
 	defer cancelTimer()
 	timer := workflow.NewTimerWithOptions(tctx, j.opts.HeartbeatTimeout+2*time.Second, workflow.TimerOptions{Summary: "wait for trainers to stop"})
@@ -133,4 +135,25 @@ func (j *job) stopTrainers(ctx workflow.Context, lost map[string]bool) {
 		sel.Select(ctx)
 	}
 	j.trainers = nil
+}
+
+// askNodesToStop sends StopTrainers to every node with a running trainer of this epoch
+// outside lost. The cancellation alone would reach a trainer only with its next heartbeat
+// reply, seconds later; the node's queue delivers this in milliseconds. A node that does not
+// pick it up quickly is dead or stuck, and the cancellation and the wait's bound cover it,
+// so the results are not waited for.
+func (j *job) askNodesToStop(ctx workflow.Context, lost map[string]bool) {
+	asked := map[string]bool{}
+	for _, t := range j.trainers {
+		if t.done || lost[t.instanceID] || asked[t.instanceID] {
+			continue
+		}
+		asked[t.instanceID] = true
+		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			TaskQueue: NodeQueue(t.instanceID), ScheduleToStartTimeout: 2 * time.Second, StartToCloseTimeout: 5 * time.Second,
+			RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
+			Summary:     fmt.Sprintf("stop trainers of %s before epoch %d on %s", j.id, j.status.Epoch+1, t.instanceID),
+		})
+		workflow.ExecuteActivity(actx, ActivityStopTrainers, training.StopRequest{JobID: j.id, BeforeEpoch: j.status.Epoch + 1})
+	}
 }

@@ -13,12 +13,48 @@ import (
 
 var dataConverter = converter.GetDefaultDataConverter()
 
-// benchConcurrent submits n jobs at once and waits for all to complete, reporting wall
-// time and what the whole process (server, workers, node agents, trainers) used.
+// benchConcurrent runs one job alone (the baseline), then n copies of it submitted at once
+// to the same kind of stack, and reports wall time and what the whole process (server,
+// workers, node agents, trainers) used for each.
 func benchConcurrent(ctx context.Context, n int, scale float64) error {
-	s, err := startStack(ctx, scale)
+	one, err := runJobs(ctx, 1, scale)
 	if err != nil {
 		return err
+	}
+	many, err := runJobs(ctx, n, scale)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\n| jobs at once | completed | state verified | wall | CPU seconds (whole process) | CPU s per job | peak RSS |\n|---|---|---|---|---|---|---|\n")
+	for _, r := range []jobsRun{one, many} {
+		fmt.Printf("| %d | %d | %d | %s | %.1f | %.2f | %d MiB |\n", r.n, r.completed, r.verified, r.wall.Round(100*time.Millisecond),
+			r.cpu, r.cpu/float64(r.n), r.rssMiB)
+	}
+	fmt.Printf("\n%d jobs at once against one alone: wall %.2fx, CPU per job %.2fx\n", n,
+		many.wall.Seconds()/one.wall.Seconds(), (many.cpu/float64(many.n))/(one.cpu/float64(one.n)))
+	for _, r := range []jobsRun{one, many} {
+		if r.completed < r.n {
+			return fmt.Errorf("%d of %d jobs completed; %s", r.completed, r.n, r.failure)
+		}
+	}
+	return nil
+}
+
+// jobsRun is what one runJobs measured.
+type jobsRun struct {
+	n, completed, verified int
+	wall                   time.Duration
+	cpu                    float64
+	rssMiB                 int64
+	failure                string // why the first job that did not complete ended
+}
+
+// runJobs submits n jobs at once to a fresh stack and waits for all to close.
+func runJobs(ctx context.Context, n int, scale float64) (jobsRun, error) {
+	r := jobsRun{n: n}
+	s, err := startStack(ctx, scale)
+	if err != nil {
+		return r, err
 	}
 	defer s.stop()
 	before := cpuSeconds()
@@ -26,8 +62,8 @@ func benchConcurrent(ctx context.Context, n int, scale float64) error {
 	ids := make([]string, n)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("train-bench-many-%03d", i)
-		if err := s.submit(ctx, ids[i], s.spec(fmt.Sprintf("many%03d", i), 100, 25, 1), workflows.JobOptions{}); err != nil {
-			return err
+		if err := s.submit(ctx, ids[i], s.spec(fmt.Sprintf("many%03d", i), 100, 25, 2), workflows.JobOptions{}); err != nil {
+			return r, err
 		}
 	}
 	done := map[string]workflows.JobStatus{}
@@ -41,30 +77,33 @@ func benchConcurrent(ctx context.Context, n int, scale float64) error {
 			if err != nil || d.GetWorkflowExecutionInfo().GetCloseTime() == nil {
 				continue
 			}
-			var st workflows.JobStatus
-			_ = s.client.GetWorkflow(ctx, id, "").Get(ctx, &st)
+			// The status query answers for closed jobs too, failed ones included (their
+			// result is an error, not a status).
+			st, err := s.status(ctx, id)
+			if err != nil {
+				st = workflows.JobStatus{JobID: id, Error: "querying its status: " + err.Error()}
+			}
 			done[id] = st
 		}
-		fmt.Printf("\rjobs done %d/%d after %s   ", len(done), n, time.Since(began).Round(time.Second))
-		time.Sleep(500 * time.Millisecond)
+		fmt.Printf("\r%d jobs at once: %d done after %s   ", n, len(done), time.Since(began).Round(time.Second))
+		time.Sleep(200 * time.Millisecond)
 	}
 	fmt.Println()
-	wall := time.Since(began)
-	completed, verified := 0, 0
+	r.wall = time.Since(began)
+	r.cpu = cpuSeconds() - before
+	r.rssMiB = peakRSSMiB()
 	for _, st := range done {
 		if st.Phase == workflows.PhaseCompleted {
-			completed++
+			r.completed++
 		}
 		if st.StateVerified {
-			verified++
+			r.verified++
+		}
+		if st.Phase != workflows.PhaseCompleted && r.failure == "" {
+			r.failure = fmt.Sprintf("%s ended %s: %s", st.JobID, st.Phase, st.Error)
 		}
 	}
-	fmt.Printf("\n| concurrent jobs | completed | state verified | wall | CPU seconds (whole process) | peak RSS |\n|---|---|---|---|---|---|\n")
-	fmt.Printf("| %d | %d | %d | %s | %.1f | %d MiB |\n", n, completed, verified, wall.Round(time.Second), cpuSeconds()-before, peakRSSMiB())
-	if completed < n {
-		return fmt.Errorf("%d of %d jobs completed", completed, n)
-	}
-	return nil
+	return r, nil
 }
 
 func cpuSeconds() float64 {

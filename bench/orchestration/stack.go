@@ -28,7 +28,7 @@ type stack struct {
 	client  client.Client
 	market  *sim.Market
 	control worker.Worker
-	nodes   interface{ Stop() }
+	agents  *workers.SimAgents
 	cancel  context.CancelFunc
 	scale   float64
 }
@@ -79,18 +79,16 @@ func startStack(ctx context.Context, scale float64) (*stack, error) {
 		s.stop()
 		return nil, fmt.Errorf("starting control worker: %w", err)
 	}
-	nodes, err := startNodes(ctx, s.client, s.market, scale, log)
-	if err != nil {
+	if s.agents, err = workers.StartSimAgents(ctx, s.client, workers.SimNodesOptions{Market: s.market, TimeScale: scale, Logger: log}); err != nil {
 		s.stop()
 		return nil, err
 	}
-	s.nodes = nodes
 	return s, nil
 }
 
 func (s *stack) stop() {
-	if s.nodes != nil {
-		s.nodes.Stop()
+	if s.agents != nil {
+		s.agents.Stop()
 	}
 	if s.control != nil {
 		s.control.Stop()

@@ -88,14 +88,15 @@ func portFree(ip string, port int) bool {
 }
 
 // startTraining starts the control worker with the training activities on the stack's
-// market and the simulated node agents.
+// market, the simulated node agents (files under <dataDir>/nodes) and the preemption relay.
 func (d *devStack) startTraining(ctx context.Context, timeScale float64, dataDir string, log zerolog.Logger) error {
 	control := newTrainingControlWorker(d.session.client, d.sim.market)
 	if err := control.Start(); err != nil {
 		return fmt.Errorf("starting control worker: %w", err)
 	}
 	d.control = control
-	nodes, err := startSimNodes(ctx, d.session.client, d.sim.market, timeScale, dataDir, log)
+	nodes, err := workers.StartSimAgents(ctx, d.session.client,
+		workers.SimNodesOptions{Market: d.sim.market, TimeScale: timeScale, DataDir: dataDir, Logger: log})
 	if err != nil {
 		return err
 	}

@@ -85,7 +85,7 @@ type devStack struct {
 	session *session
 	control interface{ Stop() }
 	node    *workers.NodeAgent
-	// nodes are the node agents of the simulated instances.
+	// nodes are the node agents of the simulated instances and the preemption relay.
 	nodes interface{ Stop() }
 }
 
