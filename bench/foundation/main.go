@@ -11,6 +11,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/schooner-ml/schooner/bench/internal/machine"
 	"net"
 	"net/http"
 	"os"
@@ -42,7 +43,7 @@ func run(runs int, coldBuild bool) error {
 	schooner := filepath.Join(work, "schooner")
 	temporalBin := filepath.Join(work, "temporal")
 
-	fmt.Printf("machine: %s/%s, %d CPUs, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel())
+	fmt.Printf("machine: %s/%s, %d CPUs, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), machine.CPUModel())
 	if coldBuild {
 		s, err := timedBuild(work, "schooner", "go", "build", "-o", schooner, "./cmd/schooner")
 		if err != nil {
@@ -194,19 +195,4 @@ func median(ds []time.Duration) time.Duration {
 	s := append([]time.Duration(nil), ds...)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	return s[len(s)/2]
-}
-
-func cpuModel() string {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return "unknown CPU"
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "model name") {
-			if i := strings.Index(line, ":"); i >= 0 {
-				return strings.TrimSpace(line[i+1:])
-			}
-		}
-	}
-	return "unknown CPU"
 }

@@ -17,6 +17,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/schooner-ml/schooner/bench/internal/machine"
 	"os"
 	"runtime"
 	"time"
@@ -29,7 +30,7 @@ func main() {
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	fmt.Printf("machine: %s/%s, %d CPUs, %s, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel(), runtime.Version())
+	fmt.Printf("machine: %s/%s, %d CPUs, %s, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), machine.CPUModel(), runtime.Version())
 	if *preemptions > 0 {
 		if err := benchRecovery(ctx, *preemptions, *scale); err != nil {
 			fmt.Fprintln(os.Stderr, "recovery bench:", err)

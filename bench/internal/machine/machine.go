@@ -1,12 +1,14 @@
-package main
+// Package machine describes the machine a benchmark runs on, so a table read later says what
+// produced it.
+package machine
 
 import (
 	"os"
 	"strings"
 )
 
-// cpuModel names the CPU, so a table read later says what it ran on.
-func cpuModel() string {
+// CPUModel is the "model name" of /proc/cpuinfo, or "unknown CPU".
+func CPUModel() string {
 	b, err := os.ReadFile("/proc/cpuinfo")
 	if err != nil {
 		return "unknown CPU"
