@@ -11,7 +11,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/schooner-ml/schooner/bench/internal/machine"
 	"net"
 	"net/http"
 	"os"
@@ -22,6 +21,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/schooner-ml/schooner/bench/internal/machine"
 )
 
 func main() {

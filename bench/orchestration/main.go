@@ -17,10 +17,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/schooner-ml/schooner/bench/internal/machine"
 	"os"
 	"runtime"
 	"time"
+
+	"github.com/schooner-ml/schooner/bench/internal/machine"
 )
 
 func main() {
