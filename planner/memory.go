@@ -8,12 +8,14 @@ import "github.com/schooner-ml/schooner/gpu"
 const (
 	// BytesPerFloat converts the profiles' float counts to bytes.
 	BytesPerFloat = 4
-	// TrainingBytesPerParam is what one parameter costs on the GPU while training with Adam.
+	// TrainingBytesPerParam is what one parameter costs on the GPU while training with Adam,
+	// unless the profile carries a MemoryModel.
 	TrainingBytesPerParam = 24
 	// GradBytesPerParam is the size of one gradient as data parallelism all-reduces it.
 	GradBytesPerParam = 4
 	// MemOverheadBytes is memory a training process holds whatever the model: CUDA context,
-	// cuBLAS/NCCL workspaces and allocator fragmentation (Sailor measured 2–3 GB).
+	// cuBLAS/NCCL workspaces and allocator fragmentation (Sailor measured 2–3 GB), unless
+	// the profile carries a MemoryModel.
 	MemOverheadBytes = 2.5e9
 )
 
@@ -25,7 +27,8 @@ const (
 //
 // Under 1F1B, stage i holds the activations of min(numStages-i, microbatches) microbatches
 // at once: the first stage the most, the last only one. The profiles' floats are already
-// per TP shard, so nothing here divides by tp.
+// per TP shard, so nothing here divides by tp. Parameters and overhead cost what m's
+// MemoryModel says, or the defaults when it has none.
 func PeakMemory(m *ModelProfile, tp, mbs, first, last, stageIndex, numStages, microbatches int) (bytes float64, ok bool) {
 	layers, found := m.Mem[tp]
 	if !found || first < 0 || last < first || last >= len(layers) {
@@ -36,7 +39,7 @@ func PeakMemory(m *ModelProfile, tp, mbs, first, last, stageIndex, numStages, mi
 		params += l.ParamsFloats
 		act += l.ActMemFloats
 	}
-	return stageMemory(params, act, mbs, stageIndex, numStages, microbatches), true
+	return memCostsOf(m).stageMemory(params, act, mbs, stageIndex, numStages, microbatches), true
 }
 
 // inFlight is how many microbatches' activations stage stageIndex keeps under 1F1B.
@@ -51,10 +54,13 @@ func inFlight(stageIndex, numStages, microbatches int) int {
 	return n
 }
 
-func stageMemory(paramsFloats, actFloats float64, mbs, stageIndex, numStages, microbatches int) float64 {
-	return paramsFloats*TrainingBytesPerParam +
+// stageMemory is the peak bytes on one GPU of a stage holding paramsFloats parameters and
+// actFloats activation floats per sample: the one formula PeakMemory, StagePeakMemory and
+// Simulate share.
+func (c memCosts) stageMemory(paramsFloats, actFloats float64, mbs, stageIndex, numStages, microbatches int) float64 {
+	return paramsFloats*c.perParam +
 		actFloats*float64(mbs)*BytesPerFloat*float64(inFlight(stageIndex, numStages, microbatches)) +
-		MemOverheadBytes
+		c.overhead
 }
 
 // memPrefix holds running sums over one TP degree's layers so a stage's totals are two
@@ -100,5 +106,5 @@ func (s *Sim) StagePeakMemory(g gpu.Type, tp, mbs, first, last, stageIndex, numS
 	}
 	params := mp.params[last+1] - mp.params[first]
 	act := mp.act[last+1] - mp.act[first]
-	return stageMemory(params, act, mbs, stageIndex, numStages, microbatches), true
+	return s.memCosts.stageMemory(params, act, mbs, stageIndex, numStages, microbatches), true
 }

@@ -40,6 +40,10 @@ type ModelProfile struct {
 	Mem map[int][]LayerMem `json:"mem"`
 	// Compute per GPU type.
 	Compute map[gpu.Type]*Compute `json:"compute"`
+	// MemoryModel, when set, replaces the default cost of a parameter and the per-GPU
+	// overhead in every prediction of peak memory: a profiler that measured them on its
+	// machine knows better than the constants.
+	MemoryModel *MemoryModel `json:"memory_model,omitempty"`
 }
 
 // NumLayers is the number of layers, embedding and head included.

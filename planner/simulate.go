@@ -21,6 +21,8 @@ type Sim struct {
 	layers  int
 	compute map[computeKey]*computePrefix
 	mem     []*memPrefix // indexed by TP degree; nil where unprofiled
+	// memCosts is the model's memory calibration, or the defaults.
+	memCosts memCosts
 	// links caches Network.Between by endpoint pair: the search asks about the same few
 	// pairs millions of times, and a Between that compares links costs far more than a map
 	// hit. The map is copied on write, so reads take no lock; pairs are few and written once.
@@ -78,7 +80,7 @@ type computePrefix struct {
 // NewSim prepares simulations of m on n. n may be nil for callers that only want
 // StageCompute, StagePeakMemory or validation; Simulate then fails.
 func NewSim(m *ModelProfile, n *Network) *Sim {
-	s := &Sim{model: m, net: n, compute: map[computeKey]*computePrefix{}}
+	s := &Sim{model: m, net: n, compute: map[computeKey]*computePrefix{}, memCosts: memCostsOf(m)}
 	if m == nil {
 		return s
 	}
@@ -236,7 +238,7 @@ pipelines:
 			se.Compute = math.Max(se.Compute, comp)
 			se.Comm = math.Max(se.Comm, comm)
 			se.Update = math.Max(se.Update, update)
-			mem := stageMemory(mp.params[st.LastLayer+1]-mp.params[st.FirstLayer], mp.act[st.LastLayer+1]-mp.act[st.FirstLayer],
+			mem := s.memCosts.stageMemory(mp.params[st.LastLayer+1]-mp.params[st.FirstLayer], mp.act[st.LastLayer+1]-mp.act[st.FirstLayer],
 				mbs, i, numStages, nb)
 			se.PeakMemBytes = math.Max(se.PeakMemBytes, mem)
 			if cp.memLimit > 0 {

@@ -77,6 +77,10 @@ func cloneModel(m *planner.ModelProfile) *planner.ModelProfile {
 		}
 		out.Compute[g] = cc
 	}
+	if m.MemoryModel != nil {
+		mm := *m.MemoryModel
+		out.MemoryModel = &mm
+	}
 	return out
 }
 

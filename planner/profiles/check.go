@@ -13,7 +13,8 @@ import (
 // checkModel says what makes m unusable by the simulator: no name or sequence length, no
 // memory, layer counts that differ between TP degrees or between memory and compute,
 // negative or non-finite numbers, unknown GPU types, compute for a TP degree without
-// memory. Problems are reported in a stable order.
+// memory, a memory model that would not describe any GPU (no cost per parameter).
+// Problems are reported in a stable order.
 func checkModel(m *planner.ModelProfile) error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -53,6 +54,14 @@ func checkModel(m *planner.ModelProfile) error {
 					add("mem tp %d layer %d: %s is %v", tp, i, v.name, v.x)
 				}
 			}
+		}
+	}
+	if mm := m.MemoryModel; mm != nil {
+		if !(mm.BytesPerParam > 0) || math.IsInf(mm.BytesPerParam, 0) {
+			add("memory_model: bytes_per_param must be positive, got %v (leave memory_model out to use the defaults)", mm.BytesPerParam)
+		}
+		if bad(mm.OverheadBytes) {
+			add("memory_model: overhead_bytes is %v", mm.OverheadBytes)
 		}
 	}
 	for _, g := range sortedGPUs(m.Compute) {
