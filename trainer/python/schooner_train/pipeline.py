@@ -1,0 +1,114 @@
+"""One training iteration of one pipeline stage under the 1F1B schedule.
+
+Stage s of P runs min(P-s-1, M) forward passes to fill the pipeline, then alternates one
+forward and one backward, then drains the remaining backwards. Sends and receives between
+neighbours that cross in the steady phase go in one batch_isend_irecv, so neither side
+blocks the other (blocking send then receive on both sides would deadlock).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+
+
+class Neighbours:
+    """The previous and next stage's ranks (None at the ends) and the activation shape."""
+
+    def __init__(self, prev, nxt, shape, device, dtype=torch.float32):
+        self.prev, self.next, self.shape, self.device, self.dtype = prev, nxt, shape, device, dtype
+
+    def _buf(self):
+        return torch.empty(self.shape, device=self.device, dtype=self.dtype)
+
+    def _run(self, ops):
+        if ops:
+            for w in dist.batch_isend_irecv(ops):
+                w.wait()
+
+    def recv_forward(self):
+        if self.prev is None:
+            return None
+        x = self._buf()
+        self._run([dist.P2POp(dist.irecv, x, self.prev)])
+        return x
+
+    def send_forward(self, y):
+        if self.next is not None:
+            self._run([dist.P2POp(dist.isend, y.contiguous(), self.next)])
+
+    def recv_backward(self):
+        if self.next is None:
+            return None
+        g = self._buf()
+        self._run([dist.P2POp(dist.irecv, g, self.next)])
+        return g
+
+    def send_backward(self, g):
+        if self.prev is not None and g is not None:
+            self._run([dist.P2POp(dist.isend, g.contiguous(), self.prev)])
+
+    def send_forward_recv_backward(self, y):
+        if self.next is None:
+            return None
+        g = self._buf()
+        self._run([dist.P2POp(dist.isend, y.contiguous(), self.next), dist.P2POp(dist.irecv, g, self.next)])
+        return g
+
+    def send_backward_recv_forward(self, g):
+        if self.prev is None:
+            return None
+        x = self._buf()
+        self._run([dist.P2POp(dist.isend, g.contiguous(), self.prev), dist.P2POp(dist.irecv, x, self.prev)])
+        return x
+
+
+def one_f_one_b(stage, nb: Neighbours, pp: int, s: int, inputs, targets, scale: float):
+    """Runs one iteration's forward and backward passes of stage s over the microbatches.
+
+    inputs[i] are the token ids of microbatch i (used by the first stage), targets[i] its
+    targets (used by the last); scale divides the loss (1 / microbatches). Returns the sum of
+    the losses of this stage (0 unless it is the last).
+    """
+    m = len(targets)
+    first, last = nb.prev is None, nb.next is None
+    warm = min(pp - s - 1, m)
+    pending = []  # (input, output) of forwards whose backward has not run, oldest first
+    total = 0.0
+
+    def forward(i, x):
+        nonlocal total
+        inp = inputs[i] if first else x.requires_grad_()
+        out = stage(inp, targets[i]) if last else stage(inp)
+        if last:
+            total += float(out.detach())
+            out = out * scale
+        pending.append((None if first else inp, out))
+        return out
+
+    def backward(grad):
+        inp, out = pending.pop(0)
+        if last:
+            out.backward()
+        else:
+            out.backward(grad)
+        return None if inp is None else inp.grad
+
+    for i in range(warm):
+        nb.send_forward(forward(i, nb.recv_forward()).detach())
+    rest = m - warm
+    x = nb.recv_forward() if rest > 0 else None
+    for j in range(rest):
+        out = forward(warm + j, x)
+        grad = nb.send_forward_recv_backward(out.detach()) if not last else None
+        gin = backward(grad)
+        if j == rest - 1:
+            x = None
+            nb.send_backward(gin)
+        else:
+            x = nb.send_backward_recv_forward(gin) if not first else None
+            if first:
+                x = None
+    for _ in range(warm):
+        nb.send_backward(backward(nb.recv_backward()))
+    return total

@@ -1,0 +1,215 @@
+"""The reference trainer: python3 -m schooner_train.train --name ... --layers ... [--iterations N]
+
+Run one process per GPU (torchrun --nproc-per-node=<PP·DP·TP> for one machine); the plan comes
+from SCHOONER_DP, SCHOONER_PP, SCHOONER_TP, SCHOONER_MICRO_BATCH, SCHOONER_GLOBAL_BATCH and the
+stage split (see layout.py); SCHOONER_ITERATIONS, SCHOONER_RESTORE_STEP,
+SCHOONER_CHECKPOINT_EVERY, SCHOONER_CKPT_SOCKET, SCHOONER_SEED as schooner's command trainer
+sets them. Every iteration prints `SCHOONER_PROGRESS {"iteration":N,"last_checkpoint":S}`.
+With --measure-out the first process appends one JSON line with the iteration times and each
+stage's peak memory (what bench/gpu compares with the planner's simulator).
+
+Training is fp32 with TF32 matmuls and fused Adam, gradients kept between iterations
+(zero_grad(set_to_none=False)): 16 bytes per parameter, which the profiler's memory model says.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+from . import layout as layout_mod
+from .arch import add_arch_args, arch_from_args
+from .model import TP, Stage
+from .pipeline import Neighbours, one_f_one_b
+
+
+def _env_int(name, default):
+    v = os.environ.get(name, "")
+    return int(v) if v not in ("",) else default
+
+
+def batch(arch, lay, it, seed):
+    """The iteration's microbatches of this pipeline: the same global batch whatever the layout."""
+    g = torch.Generator()
+    g.manual_seed(seed * 7_919 + it)
+    ids = torch.randint(0, arch.vocab, (lay.global_batch, arch.seq_len + 1), generator=g)
+    per = lay.global_batch // lay.dp
+    mine = ids[lay.dp_rank * per:(lay.dp_rank + 1) * per]
+    m = lay.micro_batch
+    return [mine[i * m:(i + 1) * m] for i in range(lay.microbatches)]
+
+
+class Groups:
+    """The TP and DP process groups of this rank (every rank creates every group, in order)."""
+
+    def __init__(self, lay):
+        self.tp = self.dp = None
+        if lay.world == 1:
+            return
+        for s in range(lay.pp):
+            for d in range(lay.dp):
+                ranks = [lay.rank_of(s, d, t) for t in range(lay.tp)]
+                g = dist.new_group(ranks)
+                if lay.rank in ranks:
+                    self.tp = g
+        for s in range(lay.pp):
+            for t in range(lay.tp):
+                ranks = [lay.rank_of(s, d, t) for d in range(lay.dp)]
+                g = dist.new_group(ranks)
+                if lay.rank in ranks:
+                    self.dp = g
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python3 -m schooner_train.train", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arch_args(p)
+    p.add_argument("--iterations", type=int, default=None, help="total iterations (default SCHOONER_ITERATIONS, else 20)")
+    p.add_argument("--warmup", type=int, default=3, help="iterations left out of the measured times")
+    p.add_argument("--lr", type=float, default=1e-4)
+    p.add_argument("--measure-out", help="append one JSON line of measurements to this file")
+    p.add_argument("--ckpt-state", choices=["full", "model"], default="full",
+                   help="what a checkpoint holds: model and optimizer (full) or the model only")
+    p.add_argument("--torch-save-dir", help="checkpoint with torch.save into this directory instead of the agent (a baseline)")
+    a = p.parse_args(argv)
+    arch = arch_from_args(a)
+    lay = layout_mod.from_env(arch.planner_layers)
+    arch.check(lay.tp)
+    iterations = a.iterations if a.iterations is not None else _env_int("SCHOONER_ITERATIONS", 20)
+    seed = _env_int("SCHOONER_SEED", 1)
+    every = _env_int("SCHOONER_CHECKPOINT_EVERY", 0)
+    restore = _env_int("SCHOONER_RESTORE_STEP", -1)
+
+    cuda = torch.cuda.is_available()
+    local = _env_int("LOCAL_RANK", 0)
+    device = torch.device("cuda", local) if cuda else torch.device("cpu")
+    if cuda:
+        torch.cuda.set_device(device)
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    if lay.world > 1:
+        dist.init_process_group("nccl" if cuda else "gloo", rank=lay.rank, world_size=lay.world)
+    groups = Groups(lay)
+    first, end = lay.stages[lay.stage]
+    stage = Stage(arch, first, end, seed, TP(lay.tp, lay.tp_rank, groups.tp), device)
+    opt = torch.optim.Adam(stage.parameters(), lr=a.lr, fused=cuda)
+    nb = Neighbours(
+        prev=lay.rank_of(lay.stage - 1, lay.dp_rank, lay.tp_rank) if lay.stage > 0 else None,
+        nxt=lay.rank_of(lay.stage + 1, lay.dp_rank, lay.tp_rank) if lay.stage < lay.pp - 1 else None,
+        shape=(lay.micro_batch, arch.seq_len, arch.hidden), device=device)
+
+    saver = lay.dp_rank == 0 and lay.tp_rank == 0
+    ckpt = None
+    if every > 0 and not a.torch_save_dir and os.environ.get("SCHOONER_CKPT_SOCKET"):
+        if lay.tp > 1:
+            raise SystemExit("checkpointing a TP>1 layout through the agent is not supported by the reference trainer yet")
+        import schooner_ckpt
+        ckpt = schooner_ckpt
+        client = schooner_ckpt.Client(timeout=600) if saver else None
+        if client is not None:
+            client.hello(rank=lay.stage, world=lay.pp)
+    start, last_ckpt = 0, -1
+    if restore >= 0:
+        if ckpt is None or not saver:
+            raise SystemExit("SCHOONER_RESTORE_STEP needs the checkpoint agent (SCHOONER_CKPT_SOCKET and SCHOONER_CHECKPOINT_EVERY)")
+        state = ckpt.load(restore, client=client)
+        stage.load_state_dict({k: v.to(device) for k, v in state["model"].items()})
+        if "optimizer" in state:
+            opt.load_state_dict(state["optimizer"])
+        start = last_ckpt = int(state["iteration"])
+    if lay.world > 1:
+        dist.barrier()
+
+    times, stalls, losses = [], [], []
+    is_report = lay.stage == lay.pp - 1 and lay.dp_rank == 0 and lay.tp_rank == 0
+    for it in range(start, iterations):
+        if cuda:
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        mbs = batch(arch, lay, it, seed)
+        inputs = [m[:, :-1].to(device, non_blocking=True) for m in mbs]
+        targets = [m[:, 1:].to(device, non_blocking=True) for m in mbs]
+        loss = one_f_one_b(stage, nb, lay.pp, lay.stage, inputs, targets, 1.0 / len(mbs))
+        losses.append(loss / len(mbs))
+        if groups.dp is not None and lay.dp > 1:
+            for prm in stage.parameters():
+                dist.all_reduce(prm.grad, group=groups.dp)
+                prm.grad.div_(lay.dp)
+        opt.step()
+        opt.zero_grad(set_to_none=False)
+        step = it + 1
+        stall = 0.0
+        urgent = ckpt is not None and saver and client.poll()["checkpoint_now"]
+        if every > 0 and saver and (a.torch_save_dir or ckpt is not None) and (step % every == 0 or step == iterations or urgent):
+            if cuda:
+                torch.cuda.synchronize()
+            c0 = time.perf_counter()
+            state = {"model": stage.state_dict(), "iteration": step}
+            if a.ckpt_state == "full":
+                state["optimizer"] = opt.state_dict()
+            if a.torch_save_dir:
+                # As a careful trainer does: write beside, make it durable, rename over the last.
+                path = os.path.join(a.torch_save_dir, f"stage-{lay.stage}.pt")
+                torch.save(state, path + ".tmp")
+                with open(path + ".tmp", "rb+") as f:
+                    os.fsync(f.fileno())
+                os.replace(path + ".tmp", path)
+                last_ckpt = step
+            elif ckpt is not None:
+                ckpt.save(state, step, client=client, prefix="", emergency=urgent)
+                if step == iterations:
+                    client.wait(step)
+                last_ckpt = step
+            stall = time.perf_counter() - c0
+            stalls.append(stall)
+        if cuda:
+            torch.cuda.synchronize()
+        dt = time.perf_counter() - t0
+        if it - start >= a.warmup:
+            times.append(dt)
+        if lay.tp_rank == 0:
+            print("SCHOONER_PROGRESS " + json.dumps({"iteration": step, "last_checkpoint": last_ckpt}), flush=True)
+        if is_report and (step % 10 == 0 or step == iterations):
+            print(f"iteration {step}/{iterations} loss {loss / len(mbs):.4f} {dt * 1e3:.1f} ms", file=sys.stderr, flush=True)
+
+    peak = torch.cuda.max_memory_allocated(device) if cuda else 0
+    mine = {"stage": lay.stage, "peak": peak, "times": times, "losses": losses, "dp": lay.dp_rank, "tp": lay.tp_rank}
+    everyone = [mine]
+    if lay.world > 1:
+        everyone = [None] * lay.world
+        dist.all_gather_object(everyone, mine)
+    if a.measure_out and lay.rank == 0:
+        per_stage = [max(e["peak"] for e in everyone if e["stage"] == s) for s in range(lay.pp)]
+        n = min(len(e["times"]) for e in everyone)
+        iters = [max(e["times"][i] for e in everyone) for i in range(n)]
+        # The iteration's loss: the mean over the data-parallel pipelines' last stages.
+        tails = [e["losses"] for e in everyone if e["stage"] == lay.pp - 1 and e["tp"] == 0]
+        mean_loss = [sum(t[i] for t in tails) / len(tails) for i in range(len(tails[0]))]
+        rec = {"name": arch.name, "layers": arch.layers, "hidden": arch.hidden, "heads": arch.heads, "ffn": arch.ffn,
+               "vocab": arch.vocab, "seq_len": arch.seq_len, "dp": lay.dp, "pp": lay.pp, "tp": lay.tp,
+               "micro_batch": lay.micro_batch, "global_batch": lay.global_batch,
+               "stages": [{"first": f, "end": e} for f, e in lay.stages],
+               "iter_seconds": statistics.median(iters) if iters else None, "iter_seconds_all": iters, "losses": mean_loss,
+               "peak_mem_bytes": per_stage, "checkpoint_every": every, "checkpoint_stalls": stalls,
+               "checkpoint": "torch.save" if a.torch_save_dir else ("agent" if ckpt else "none"),
+               "gpu": torch.cuda.get_device_name(device) if cuda else "cpu", "gpu_type": os.environ.get("SCHOONER_GPU_TYPE", "H200-141"),
+               "torch": torch.__version__, "params": sum(q.numel() for q in stage.parameters())}
+        with open(a.measure_out, "a") as f:
+            f.write(json.dumps(rec) + "\n")
+    if ckpt is not None and saver:
+        client.close()
+    if lay.world > 1:
+        dist.barrier()
+        dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
