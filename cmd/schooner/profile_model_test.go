@@ -101,7 +101,7 @@ func TestProfileModelRunsTheProfilerAndSummarises(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"-m", "schooner_train.profile", "--name", "tiny-gpt", "--layers", "1", "--hidden", "64",
 		"--heads", "4", "--ffn", "256", "--vocab", "128", "--seq-len", "32", "--mbs", "1,2", "--tp", "1",
-		"--gpu-type", "H200-141", "--warmup", "3", "--reps", "5", "--out", out},
+		"--gpu-type", "H200-141", "--warmup", "1", "--reps", "5", "--out", out},
 		strings.Split(strings.TrimSpace(string(args)), "\n"))
 	pp, err := os.ReadFile(filepath.Join(dir, "pythonpath"))
 	require.NoError(t, err)
