@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/schooner-ml/schooner/planner"
 )
 
 // measurement is one line of the trainer's -measure-out file: a configuration and what it
@@ -14,13 +16,8 @@ import (
 // (embedding 0, blocks 1..layers, head layers+1); PeakMemBytes has one entry per stage, the
 // largest over that stage's GPUs.
 type measurement struct {
-	Name        string    `json:"name"`
-	Layers      int       `json:"layers"`
-	Hidden      int       `json:"hidden"`
-	Heads       int       `json:"heads"`
-	FFN         int       `json:"ffn"`
-	Vocab       int       `json:"vocab"`
-	SeqLen      int       `json:"seq_len"`
+	// The model's dimensions, under the same keys as a profile's architecture.
+	planner.Architecture
 	DP          int       `json:"dp"`
 	PP          int       `json:"pp"`
 	TP          int       `json:"tp"`
