@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Checks the reference trainer resumes exactly through the checkpoint agent: a tiny GPT (CPU,
+# deterministic) trains 30 iterations uninterrupted; then a run stops after 20 with a
+# checkpoint every 10, a new process restores step 20 from the agent and trains to 30. The
+# losses of iterations 21..30 must agree to 1e-6 relative. Needs PyTorch and the agent binary
+# (bin/schooner-agent).
+#   bash bench/gpu/restore_check.sh [results-dir]
+set -uo pipefail
+here=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$here"
+R=${1:-${RESULTS:-gpu-results}}
+mkdir -p "$R"
+export PYTHONPATH="$here/trainer/python${PYTHONPATH:+:$PYTHONPATH}" CUDA_VISIBLE_DEVICES="" OMP_NUM_THREADS=1
+dims=(--name tiny --layers 4 --hidden 64 --heads 4 --ffn 256 --vocab 128 --seq-len 32 --warmup 0)
+export SCHOONER_MICRO_BATCH=2 SCHOONER_GLOBAL_BATCH=8
+out="$R/restore.jsonl"; : > "$out"
+dir=$(mktemp -d); sock="$dir/ckpt.sock"
+python3 -m schooner_train.train "${dims[@]}" --iterations 30 --measure-out "$out" > "$R/restore-whole.log" 2>&1
+bin/schooner-agent ckpt agent --mode local --dir "$dir/ckpt" --socket "$sock" --shm-dir "$dir" > "$R/restore-agent.log" 2>&1 &
+agent=$!
+for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.2; done
+SCHOONER_CKPT_SOCKET=$sock SCHOONER_CHECKPOINT_EVERY=10 \
+  python3 -m schooner_train.train "${dims[@]}" --iterations 20 --measure-out "$out" > "$R/restore-first.log" 2>&1
+SCHOONER_CKPT_SOCKET=$sock SCHOONER_CHECKPOINT_EVERY=10 SCHOONER_RESTORE_STEP=20 \
+  python3 -m schooner_train.train "${dims[@]}" --iterations 30 --measure-out "$out" > "$R/restore-second.log" 2>&1
+kill -INT $agent; wait $agent
+python3 - "$out" <<'PY'
+import json, sys
+runs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+if len(runs) != 3:
+    sys.exit(f"RESULT: {len(runs)} of 3 runs finished")
+whole, first, second = runs
+print("uninterrupted 21..30:", ", ".join(f"{x:.6f}" for x in whole["losses"][20:]))
+print("restored      21..30:", ", ".join(f"{x:.6f}" for x in second["losses"]))
+print("first run     1..20 equal to uninterrupted:", first["losses"] == whole["losses"][:20])
+d = max(abs(a - b) / abs(b) for a, b in zip(second["losses"], whole["losses"][20:]))
+ok = len(second["losses"]) == 10 and d <= 1e-6
+print(f"RESULT: {'resumed exactly' if ok else 'MISMATCH'} (max relative difference {d:.2e})")
+PY
