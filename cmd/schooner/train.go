@@ -56,6 +56,19 @@ func dialTrain(ctx context.Context, g *globals, cfg workers.ClientConfig) (*trai
 
 func (t *trainClient) Close() { t.c.Close() }
 
+// withTrainClient runs fn for a train subcommand: a context that Ctrl-C ends and a client of
+// the cluster the flags name, closed afterwards.
+func withTrainClient(cmd *cobra.Command, g *globals, cfg workers.ClientConfig, fn func(ctx context.Context, tc *trainClient) error) error {
+	ctx, stop := interruptible(cmd)
+	defer stop()
+	tc, err := dialTrain(ctx, g, cfg)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	return fn(ctx, tc)
+}
+
 // temporalCLI prefixes a temporal CLI command with the flags that reach this cluster.
 func (t *trainClient) temporalCLI(args string) string {
 	return fmt.Sprintf("temporal --address %s --namespace %s %s", t.cfg.Address, t.cfg.Namespace, args)

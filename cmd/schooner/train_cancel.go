@@ -23,19 +23,14 @@ context, so the release itself is not cancelled) and then ends. The same with th
   temporal workflow cancel --workflow-id JOB-ID`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, stop := interruptible(cmd)
-			defer stop()
-			tc, err := dialTrain(ctx, g, cfg)
-			if err != nil {
-				return err
-			}
-			defer tc.Close()
-			st, err := cancelJob(ctx, tc.c, args[0], timeout)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "job %s %s; instances held: %d; cost $%.2f\n", args[0], st.Phase, len(st.Instances), st.CostUSD)
-			return nil
+			return withTrainClient(cmd, g, cfg, func(ctx context.Context, tc *trainClient) error {
+				st, err := cancelJob(ctx, tc.c, args[0], timeout)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "job %s %s; instances held: %d; cost $%.2f\n", args[0], st.Phase, len(st.Instances), st.CostUSD)
+				return nil
+			})
 		},
 	}
 	addClientFlags(cmd.Flags(), &cfg)

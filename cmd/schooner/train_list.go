@@ -30,18 +30,13 @@ attributes. The same with the temporal CLI:
   temporal workflow list --query "WorkflowType='TrainingJob' AND SchoonerPhase='training'"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := interruptible(cmd)
-			defer stop()
-			tc, err := dialTrain(ctx, g, cfg)
-			if err != nil {
-				return err
-			}
-			defer tc.Close()
-			q := "WorkflowType='" + workflows.WorkflowTrainingJob + "'"
-			if query != "" {
-				q += " AND (" + query + ")"
-			}
-			return listJobs(ctx, tc.c, q, limit, cmd.OutOrStdout())
+			return withTrainClient(cmd, g, cfg, func(ctx context.Context, tc *trainClient) error {
+				q := "WorkflowType='" + workflows.WorkflowTrainingJob + "'"
+				if query != "" {
+					q += " AND (" + query + ")"
+				}
+				return listJobs(ctx, tc.c, q, limit, cmd.OutOrStdout())
+			})
 		},
 	}
 	addClientFlags(cmd.Flags(), &cfg)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -22,24 +23,19 @@ func newTrainStatusCommand(g *globals) *cobra.Command {
   temporal workflow query --workflow-id JOB-ID --type status`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, stop := interruptible(cmd)
-			defer stop()
-			tc, err := dialTrain(ctx, g, cfg)
-			if err != nil {
-				return err
-			}
-			defer tc.Close()
-			st, err := queryStatus(ctx, tc.c, args[0])
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(st)
-			}
-			printStatus(cmd.OutOrStdout(), st)
-			return nil
+			return withTrainClient(cmd, g, cfg, func(ctx context.Context, tc *trainClient) error {
+				st, err := queryStatus(ctx, tc.c, args[0])
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					enc := json.NewEncoder(cmd.OutOrStdout())
+					enc.SetIndent("", "  ")
+					return enc.Encode(st)
+				}
+				printStatus(cmd.OutOrStdout(), st)
+				return nil
+			})
 		},
 	}
 	addClientFlags(cmd.Flags(), &cfg)

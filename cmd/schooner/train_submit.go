@@ -49,26 +49,21 @@ times and costs convert between wall and simulated time.`,
 				fmt.Fprintf(cmd.OutOrStdout(), "%s is valid\n", args[0])
 				return nil
 			}
-			ctx, stop := interruptible(cmd)
-			defer stop()
-			tc, err := dialTrain(ctx, g, f.cfg)
-			if err != nil {
-				return err
-			}
-			defer tc.Close()
-			id, err := submitJob(ctx, tc.c, spec, f.timeScale)
-			if err != nil {
-				return err
-			}
-			printSubmitted(cmd.OutOrStdout(), tc, id)
-			if !f.watch {
-				return nil
-			}
-			st, err := watchJob(ctx, tc.c, id, cmd.OutOrStdout(), isTerminal(cmd.OutOrStdout()), time.Second)
-			if err != nil {
-				return err
-			}
-			return jobOutcome(st)
+			return withTrainClient(cmd, g, f.cfg, func(ctx context.Context, tc *trainClient) error {
+				id, err := submitJob(ctx, tc.c, spec, f.timeScale)
+				if err != nil {
+					return err
+				}
+				printSubmitted(cmd.OutOrStdout(), tc, id)
+				if !f.watch {
+					return nil
+				}
+				st, err := watchJob(ctx, tc.c, id, cmd.OutOrStdout(), isTerminal(cmd.OutOrStdout()), time.Second)
+				if err != nil {
+					return err
+				}
+				return jobOutcome(st)
+			})
 		},
 	}
 	addClientFlags(cmd.Flags(), &f.cfg)

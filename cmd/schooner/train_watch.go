@@ -22,18 +22,13 @@ func newTrainWatchCommand(g *globals) *cobra.Command {
 		Short: "Follow a job live until it ends (one line per change when not a terminal)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, stop := interruptible(cmd)
-			defer stop()
-			tc, err := dialTrain(ctx, g, cfg)
-			if err != nil {
-				return err
-			}
-			defer tc.Close()
-			st, err := watchJob(ctx, tc.c, args[0], cmd.OutOrStdout(), isTerminal(cmd.OutOrStdout()), every)
-			if err != nil {
-				return err
-			}
-			return jobOutcome(st)
+			return withTrainClient(cmd, g, cfg, func(ctx context.Context, tc *trainClient) error {
+				st, err := watchJob(ctx, tc.c, args[0], cmd.OutOrStdout(), isTerminal(cmd.OutOrStdout()), every)
+				if err != nil {
+					return err
+				}
+				return jobOutcome(st)
+			})
 		},
 	}
 	addClientFlags(cmd.Flags(), &cfg)
