@@ -43,20 +43,7 @@ func (r *PreemptionRelay) Start(ctx context.Context) {
 		r.PollInterval = 50 * time.Millisecond
 	}
 	ctx, r.cancel = context.WithCancel(ctx)
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		t := time.NewTicker(r.PollInterval)
-		defer t.Stop()
-		for {
-			r.Relay(ctx)
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}()
+	startPolling(ctx, &r.wg, r.PollInterval, r.Relay)
 }
 
 // Stop stops relaying and waits for the signals in flight.

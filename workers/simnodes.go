@@ -152,20 +152,7 @@ func RegisterNodeTrainer(r worker.ActivityRegistry, t *activities.Trainer) {
 // at once.
 func (s *SimNodes) Start(ctx context.Context) {
 	ctx, s.cancel = context.WithCancel(ctx)
-	s.loop.Add(1)
-	go func() {
-		defer s.loop.Done()
-		t := time.NewTicker(s.o.PollInterval)
-		defer t.Stop()
-		for {
-			s.Poll(ctx)
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}()
+	startPolling(ctx, &s.loop, s.o.PollInterval, s.Poll)
 }
 
 // Stop stops following the market, kills every node and waits for them to be gone.
