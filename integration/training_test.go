@@ -89,33 +89,19 @@ func TestTrainingJobFailureReleases(t *testing.T) {
 // new one: the job goes on from its history and completes verified.
 func TestTrainingJobSurvivesControlWorkerRestart(t *testing.T) {
 	te := startTraining(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	spec := te.spec("worker", jobIterations)
-	id := "train-worker-test01"
-	te.submit(ctx, id, spec)
-	te.waitIteration(ctx, id, jobIterations/3, 30*time.Second)
-	te.control.Stop()
-	te.startControl()
-	st := te.waitClosed(ctx, id, 45*time.Second)
-	te.requireVerified(ctx, spec, st)
-	te.requireNoLeak(ctx, id)
+	te.runThroughFault("worker", "train-worker-test01", 45*time.Second, func(context.Context, string) {
+		te.control.Stop()
+		te.startControl()
+	})
 }
 
 // TestTrainingJobSurvivesServerRestart restarts the embedded server on the same data
 // directory mid-job: workers reconnect, the job completes verified.
 func TestTrainingJobSurvivesServerRestart(t *testing.T) {
 	te := startTraining(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	spec := te.spec("server", jobIterations)
-	id := "train-server-test01"
-	te.submit(ctx, id, spec)
-	te.waitIteration(ctx, id, jobIterations/3, 30*time.Second)
-	te.restartServer()
-	st := te.waitClosed(ctx, id, 50*time.Second)
-	te.requireVerified(ctx, spec, st)
-	te.requireNoLeak(ctx, id)
+	te.runThroughFault("server", "train-server-test01", 50*time.Second, func(context.Context, string) {
+		te.restartServer()
+	})
 }
 
 // TestTrainingJobNodeDiesWithoutNotice kills one node agent (its machine stays up as far as
@@ -123,18 +109,26 @@ func TestTrainingJobSurvivesServerRestart(t *testing.T) {
 // provider is asked, and the job completes verified.
 func TestTrainingJobNodeDiesWithoutNotice(t *testing.T) {
 	te := startTraining(t)
+	st := te.runThroughFault("nodekill", "train-nodekill-test01", 50*time.Second, func(ctx context.Context, id string) {
+		victim := te.runningInstance(ctx, id)
+		require.NoError(t, te.agents.Nodes.KillNode(victim.ID))
+	})
+	assert.GreaterOrEqual(t, st.Replans, 1, "the lost node's rank was replanned")
+}
+
+// runThroughFault submits a job of jobIterations, applies fault once a third of it is done,
+// and requires the job to close within closeWithin, verified and with nothing leaked.
+func (te *trainingEnv) runThroughFault(name, id string, closeWithin time.Duration, fault func(ctx context.Context, id string)) workflows.JobStatus {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	spec := te.spec("nodekill", jobIterations)
-	id := "train-nodekill-test01"
+	spec := te.spec(name, jobIterations)
 	te.submit(ctx, id, spec)
 	te.waitIteration(ctx, id, jobIterations/3, 30*time.Second)
-	victim := te.runningInstance(ctx, id)
-	require.NoError(t, te.agents.Nodes.KillNode(victim.ID))
-	st := te.waitClosed(ctx, id, 50*time.Second)
+	fault(ctx, id)
+	st := te.waitClosed(ctx, id, closeWithin)
 	te.requireVerified(ctx, spec, st)
 	te.requireNoLeak(ctx, id)
-	assert.GreaterOrEqual(t, st.Replans, 1, "the lost node's rank was replanned")
+	return st
 }
 
 // firstChild finds the first Fleet child the job started, from its history.
