@@ -106,9 +106,7 @@ def one_f_one_b(stage, nb: Neighbours, pp: int, s: int, inputs, targets, scale: 
             x = None
             nb.send_backward(gin)
         else:
-            x = nb.send_backward_recv_forward(gin) if not first else None
-            if first:
-                x = None
+            x = nb.send_backward_recv_forward(gin)  # None on the first stage: it reads token ids
     for _ in range(warm):
         nb.send_backward(backward(nb.recv_backward()))
     return total
