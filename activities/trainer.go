@@ -89,7 +89,7 @@ type trainerRun struct {
 // durable checkpoints to the job. It returns once the final iteration is durable (for a
 // stage's saver), ctx's error when the job cancels it, and, after Kill, no result at all.
 func (t *Trainer) RunTrainer(ctx context.Context, a training.Assignment) (training.TrainerResult, error) {
-	res := training.TrainerResult{Rank: a.Rank, FinalIteration: -1, LastCheckpoint: -1}
+	res := training.NoResult(a.Rank)
 	if err := checkRunnable(a); err != nil {
 		return res, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadAssignment, err)
 	}
@@ -157,7 +157,7 @@ func (t *Trainer) runKind(ctx context.Context, a training.Assignment, st store.S
 	case training.TrainerCommand:
 		return runCommand(ctx, a, st, sock, t.CommandGrace, rep, log)
 	}
-	return training.TrainerResult{Rank: a.Rank, FinalIteration: -1, LastCheckpoint: -1},
+	return training.NoResult(a.Rank),
 		temporal.NewNonRetryableApplicationError(fmt.Sprintf("unknown trainer kind %q", a.Trainer.Kind), ErrTypeBadAssignment, nil)
 }
 

@@ -32,7 +32,7 @@ const commandDurablePoll = time.Second
 func runCommand(ctx context.Context, a training.Assignment, st store.Store, sock string, grace time.Duration, rep *progressReporter, log zerolog.Logger) (training.TrainerResult, error) {
 	if a.Saver {
 		if _, err := trainsim.DiscardUncommitted(ctx, st, a.Stage, a.RestoreStep); err != nil {
-			return training.TrainerResult{Rank: a.Rank, FinalIteration: -1, LastCheckpoint: -1}, err
+			return training.NoResult(a.Rank), err
 		}
 	}
 	wctx, stop := context.WithCancel(ctx)

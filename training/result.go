@@ -10,3 +10,9 @@ type TrainerResult struct {
 	// none; always -1 for a data-parallel replica that does not save).
 	LastCheckpoint int64 `json:"last_checkpoint"`
 }
+
+// NoResult is the result of rank before it trained anything: no iteration reached, no step
+// durable. Trainers start from it and return it when they fail early.
+func NoResult(rank int) TrainerResult {
+	return TrainerResult{Rank: rank, FinalIteration: -1, LastCheckpoint: -1}
+}

@@ -43,7 +43,7 @@ type Options struct {
 // ctx's error once the program is gone.
 func Run(ctx context.Context, o Options) (training.TrainerResult, error) {
 	a := o.Assignment
-	res := training.TrainerResult{Rank: a.Rank, FinalIteration: -1, LastCheckpoint: -1}
+	res := training.NoResult(a.Rank)
 	argv := o.Command
 	if len(argv) == 0 {
 		argv = a.Trainer.Command

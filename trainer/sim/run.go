@@ -51,7 +51,7 @@ type RunOptions struct {
 // error when ctx ends first: that is how a preemption or a replan stops it.
 func Run(ctx context.Context, o RunOptions) (training.TrainerResult, error) {
 	a := o.Assignment
-	res := training.TrainerResult{Rank: a.Rank, FinalIteration: -1, LastCheckpoint: -1}
+	res := training.NoResult(a.Rank)
 	if err := checkAssignment(a); err != nil {
 		return res, err
 	}
