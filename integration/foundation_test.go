@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"github.com/schooner-ml/schooner/workflows/nodeswf"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,8 +20,9 @@ import (
 
 	"github.com/schooner-ml/schooner/devserver"
 	"github.com/schooner-ml/schooner/gpu/nvml"
+	"github.com/schooner-ml/schooner/nodes"
+	"github.com/schooner-ml/schooner/taskqueue"
 	"github.com/schooner-ml/schooner/workers"
-	"github.com/schooner-ml/schooner/workflows"
 )
 
 // TestNodeInventoryEndToEnd is the first workflow end to end: a real server, the control
@@ -54,19 +56,19 @@ func TestNodeInventoryEndToEnd(t *testing.T) {
 	defer gpuNode.Stop(false)
 	require.NoError(t, cpuNode.Start(ctx))
 	defer cpuNode.Stop(false)
-	require.NoError(t, workers.RegisterNode(ctx, e.client, workflows.NodeRecord{ID: "gone-node", Hostname: "old", Queue: workflows.NodeQueue("gone-node")}))
+	require.NoError(t, workers.RegisterNode(ctx, e.client, nodes.Record{ID: "gone-node", Hostname: "old", Queue: taskqueue.Node("gone-node")}))
 	eventually(t, 10*time.Second, func() bool {
 		nodes, err := workers.KnownNodes(ctx, e.client)
 		return err == nil && len(nodes) == 3
 	}, "three registered nodes")
 
-	run, err := e.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "inventory-e2e", TaskQueue: workflows.ControlQueue},
-		workflows.NodeInventory, workflows.InventoryRequest{Wait: 2 * time.Second})
+	run, err := e.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "inventory-e2e", TaskQueue: taskqueue.Control},
+		nodeswf.NodeInventory, nodes.InventoryRequest{Wait: 2 * time.Second})
 	require.NoError(t, err)
-	var res workflows.InventoryResult
+	var res nodes.InventoryResult
 	require.NoError(t, run.Get(ctx, &res))
 	require.Len(t, res.Nodes, 3)
-	byID := map[string]workflows.NodeReport{}
+	byID := map[string]nodes.Report{}
 	for _, n := range res.Nodes {
 		byID[n.NodeID] = n
 	}
@@ -79,7 +81,7 @@ func TestNodeInventoryEndToEnd(t *testing.T) {
 	assert.Contains(t, byID["gone-node"].Error, "unreachable")
 
 	recordHistory(t, e.client, "inventory-e2e", "node_inventory.json")
-	recordHistory(t, e.client, workflows.NodeRegistryID, "node_registry.json")
+	recordHistory(t, e.client, nodes.RegistryID, "node_registry.json")
 
 	// A clean shutdown withdraws a node from the registry.
 	cpuNode.Stop(true)
@@ -98,7 +100,7 @@ func TestWorkflowsSurviveRestart(t *testing.T) {
 	defer cancel()
 	control := workers.NewControlWorker(e.client)
 	require.NoError(t, control.Start())
-	require.NoError(t, workers.RegisterNode(ctx, e.client, workflows.NodeRecord{ID: "survivor", Hostname: "h"}))
+	require.NoError(t, workers.RegisterNode(ctx, e.client, nodes.Record{ID: "survivor", Hostname: "h"}))
 	eventually(t, 10*time.Second, func() bool {
 		nodes, err := workers.KnownNodes(ctx, e.client)
 		return err == nil && len(nodes) == 1
@@ -112,7 +114,7 @@ func TestWorkflowsSurviveRestart(t *testing.T) {
 	control2 := workers.NewControlWorker(e2.client)
 	require.NoError(t, control2.Start())
 	defer control2.Stop()
-	var nodes []workflows.NodeRecord
+	var nodes []nodes.Record
 	eventually(t, 20*time.Second, func() bool {
 		nodes, err = workers.KnownNodes(ctx, e2.client)
 		return err == nil && len(nodes) == 1

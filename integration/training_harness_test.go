@@ -15,16 +15,16 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/schooner-ml/schooner/activities"
+	"github.com/schooner-ml/schooner/activities/trainingact"
 	"github.com/schooner-ml/schooner/checkpoint"
 	"github.com/schooner-ml/schooner/checkpoint/store"
 	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/cloud/sim"
 	"github.com/schooner-ml/schooner/devserver"
+	"github.com/schooner-ml/schooner/taskqueue"
 	trainsim "github.com/schooner-ml/schooner/trainer/sim"
 	"github.com/schooner-ml/schooner/training"
 	"github.com/schooner-ml/schooner/workers"
-	"github.com/schooner-ml/schooner/workflows"
 )
 
 // testTimeScale compresses simulated time so a job of a few hundred simulated minutes runs in
@@ -95,7 +95,7 @@ func (te *trainingEnv) restartServer() {
 
 func (te *trainingEnv) startControl() {
 	te.control = workers.NewControlWorkerWith(te.client, workers.ControlOptions{
-		Training: &activities.Training{Provider: te.market, Verify: trainsim.VerifyStep},
+		Training: &trainingact.Control{Provider: te.market, Verify: trainsim.VerifyStep},
 	})
 	require.NoError(te.t, te.control.Start())
 }
@@ -125,38 +125,38 @@ func (te *trainingEnv) spec(name string, iterations int64) training.Spec {
 func (te *trainingEnv) submit(ctx context.Context, id string, spec training.Spec) {
 	te.t.Helper()
 	require.NoError(te.t, spec.Validate())
-	_, err := te.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.ControlQueue},
-		workflows.WorkflowTrainingJob, workflows.TrainingJobInput{
+	_, err := te.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: taskqueue.Control},
+		training.WorkflowTrainingJob, training.JobInput{
 			Spec: spec, TimeScale: testTimeScale, SubmittedAt: time.Now().UTC(),
-			Options: workflows.JobOptions{HeartbeatTimeout: 3 * time.Second, PollInterval: time.Second, RetryWait: time.Second},
+			Options: training.JobOptions{HeartbeatTimeout: 3 * time.Second, PollInterval: time.Second, RetryWait: time.Second},
 		})
 	require.NoError(te.t, err)
 }
 
 // status queries the job; a failed query (a worker or the server restarting) is a zero status.
-func (te *trainingEnv) status(ctx context.Context, id string) workflows.JobStatus {
+func (te *trainingEnv) status(ctx context.Context, id string) training.JobStatus {
 	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	var st workflows.JobStatus
-	if v, err := te.client.QueryWorkflow(qctx, id, "", workflows.QueryStatus); err == nil {
+	var st training.JobStatus
+	if v, err := te.client.QueryWorkflow(qctx, id, "", training.QueryStatus); err == nil {
 		_ = v.Get(&st)
 	}
 	return st
 }
 
 // waitIteration polls until the job has done at least n iterations.
-func (te *trainingEnv) waitIteration(ctx context.Context, id string, n int64, within time.Duration) workflows.JobStatus {
+func (te *trainingEnv) waitIteration(ctx context.Context, id string, n int64, within time.Duration) training.JobStatus {
 	te.t.Helper()
-	var st workflows.JobStatus
+	var st training.JobStatus
 	eventually(te.t, within, func() bool {
 		st = te.status(ctx, id)
-		return st.Phase == workflows.PhaseTraining && st.Iteration >= n
+		return st.Phase == training.PhaseTraining && st.Iteration >= n
 	}, fmt.Sprintf("job %s at iteration %d", id, n))
 	return st
 }
 
 // waitClosed polls until the job's workflow has closed and returns its last status.
-func (te *trainingEnv) waitClosed(ctx context.Context, id string, within time.Duration) workflows.JobStatus {
+func (te *trainingEnv) waitClosed(ctx context.Context, id string, within time.Duration) training.JobStatus {
 	te.t.Helper()
 	closed := func() bool {
 		d, err := te.client.DescribeWorkflowExecution(ctx, id, "")
@@ -174,7 +174,7 @@ func (te *trainingEnv) waitClosed(ctx context.Context, id string, within time.Du
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	var st workflows.JobStatus
+	var st training.JobStatus
 	if err := te.client.GetWorkflow(ctx, id, "").Get(ctx, &st); err != nil {
 		st = te.status(ctx, id)
 	}
@@ -191,9 +191,9 @@ func (te *trainingEnv) requireNoLeak(ctx context.Context, id string) {
 
 // requireVerified checks the job completed and its final durable step equals an
 // uninterrupted run, independently of what the job itself reported.
-func (te *trainingEnv) requireVerified(ctx context.Context, spec training.Spec, st workflows.JobStatus) {
+func (te *trainingEnv) requireVerified(ctx context.Context, spec training.Spec, st training.JobStatus) {
 	te.t.Helper()
-	require.Equal(te.t, workflows.PhaseCompleted, st.Phase, "job error: %s", st.Error)
+	require.Equal(te.t, training.PhaseCompleted, st.Phase, "job error: %s", st.Error)
 	require.Equal(te.t, spec.Iterations, st.Iteration)
 	require.True(te.t, st.StateVerified, "the job's own verification: %s", st.VerifyError)
 	require.NotEmpty(te.t, st.Plans)

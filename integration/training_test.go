@@ -9,7 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 
-	"github.com/schooner-ml/schooner/workflows"
+	"github.com/schooner-ml/schooner/fleet"
+	"github.com/schooner-ml/schooner/training"
 )
 
 // jobIterations is the size of the integration jobs: long enough to inject faults in the
@@ -118,7 +119,7 @@ func TestTrainingJobNodeDiesWithoutNotice(t *testing.T) {
 
 // runThroughFault submits a job of jobIterations, applies fault once a third of it is done,
 // and requires the job to close within closeWithin, verified and with nothing leaked.
-func (te *trainingEnv) runThroughFault(name, id string, closeWithin time.Duration, fault func(ctx context.Context, id string)) workflows.JobStatus {
+func (te *trainingEnv) runThroughFault(name, id string, closeWithin time.Duration, fault func(ctx context.Context, id string)) training.JobStatus {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	spec := te.spec(name, jobIterations)
@@ -137,7 +138,7 @@ func firstChild(ctx context.Context, t *testing.T, te *trainingEnv, id string) s
 	for iter.HasNext() {
 		ev, err := iter.Next()
 		require.NoError(t, err)
-		if a := ev.GetStartChildWorkflowExecutionInitiatedEventAttributes(); a != nil && a.GetWorkflowType().GetName() == workflows.WorkflowFleet {
+		if a := ev.GetStartChildWorkflowExecutionInitiatedEventAttributes(); a != nil && a.GetWorkflowType().GetName() == fleet.WorkflowFleet {
 			return a.GetWorkflowId()
 		}
 	}

@@ -8,12 +8,12 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/schooner-ml/schooner/workflows"
+	"github.com/schooner-ml/schooner/training"
 )
 
 // WriteMarkdown writes the report a person reads after the job: the summary, the plan
 // history and, when timelineFile is set, the timeline image beside it.
-func WriteMarkdown(w io.Writer, s Summary, st workflows.JobStatus, timelineFile string) error {
+func WriteMarkdown(w io.Writer, s Summary, st training.JobStatus, timelineFile string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Training job %s\n\n", nonEmpty(st.Name, s.JobID))
 	fmt.Fprintf(&b, "Job id `%s`: **%s** after %d of %d iterations in %.1f s of wall time", s.JobID, s.Status, s.Iterations, s.IterationsTotal, s.WallSeconds)
@@ -75,7 +75,7 @@ type Files struct {
 }
 
 // Write writes <prefix>-report.md and <prefix>-timeline.svg into dir, creating it.
-func Write(dir, prefix string, s Summary, st workflows.JobStatus) (Files, error) {
+func Write(dir, prefix string, s Summary, st training.JobStatus) (Files, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Files{}, fmt.Errorf("creating report directory %s: %w", dir, err)
 	}

@@ -13,10 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/schooner-ml/schooner/planner"
-	"github.com/schooner-ml/schooner/workflows"
+	"github.com/schooner-ml/schooner/training"
 )
 
-func sampleStatus() workflows.JobStatus {
+func sampleStatus() training.JobStatus {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 	plan := func(zones ...string) planner.Plan {
@@ -27,15 +27,15 @@ func sampleStatus() workflows.JobStatus {
 		return p
 	}
 	a, b := "aws/us-west-2a/V100-16(spot)", "aws/us-east-2b/V100-16(spot)"
-	return workflows.JobStatus{
-		JobID: "train-demo-abc123", Name: "demo <x>", Phase: workflows.PhaseCompleted,
+	return training.JobStatus{
+		JobID: "train-demo-abc123", Name: "demo <x>", Phase: training.PhaseCompleted,
 		Iteration: 100, Iterations: 100, CostUSD: 3, OnDemandCostUSD: 10, Preemptions: 1, Notices: 1,
 		Replans: 1, CheckpointsCommitted: 4, Restores: 1, LostIterations: 25, StartedAt: t0, UpdatedAt: at(30),
-		Plans: []workflows.PlanRecord{
+		Plans: []training.PlanRecord{
 			{Epoch: 1, At: at(1), Reason: "initial", Summary: "2 stages", Plan: plan("us-west-2a", "us-west-2a"), Estimate: planner.Estimate{IterTime: 2}},
 			{Epoch: 2, At: at(12), Reason: "preemption", Summary: "1 stage | east", Plan: plan("us-east-2b"), FromStep: 50, Estimate: planner.Estimate{IterTime: 4}},
 		},
-		Timeline: []workflows.TimelinePoint{
+		Timeline: []training.TimelinePoint{
 			{At: at(0), Event: "submitted"},
 			{At: at(2), GPUs: map[string]int{a: 2}, Event: "acquired"},
 			{At: at(8), Iteration: 75, CostUSD: 1, GPUs: map[string]int{a: 2}},

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schooner-ml/schooner/workflows"
+	"github.com/schooner-ml/schooner/training"
 )
 
 // Summary is the end-of-job account: what `schooner demo --json` prints as one object and
@@ -64,7 +64,7 @@ type Facts struct {
 }
 
 // Summarize builds the summary of a job from its final status.
-func Summarize(st workflows.JobStatus, f Facts) Summary {
+func Summarize(st training.JobStatus, f Facts) Summary {
 	s := Summary{
 		JobID: st.JobID, Status: st.Phase, Iterations: st.Iteration, IterationsTotal: st.Iterations,
 		Preemptions: st.Preemptions, Notices: st.Notices, InjectedPreemptions: f.InjectedPreemptions,
@@ -99,7 +99,7 @@ func Summarize(st workflows.JobStatus, f Facts) Summary {
 }
 
 // planGPUs counts the GPUs of a plan.
-func planGPUs(p workflows.PlanRecord) int {
+func planGPUs(p training.PlanRecord) int {
 	n := 0
 	for _, st := range p.Plan.Stages {
 		for _, r := range st.Replicas {
@@ -111,7 +111,7 @@ func planGPUs(p workflows.PlanRecord) int {
 
 // shapeOf names a plan by its layout (stages, replicas and where they run), so the summary
 // can tell a replan to the same plan from one to a different plan.
-func shapeOf(p workflows.PlanRecord) string {
+func shapeOf(p training.PlanRecord) string {
 	var b strings.Builder
 	for _, st := range p.Plan.Stages {
 		b.WriteString("[")
@@ -126,7 +126,7 @@ func shapeOf(p workflows.PlanRecord) string {
 // recoverySeconds sums, for every replan after the first plan that was caused by a
 // preemption, the wall time from the preemption event before it to the first sample that
 // shows training progressing past the step it restored from.
-func recoverySeconds(st workflows.JobStatus) float64 {
+func recoverySeconds(st training.JobStatus) float64 {
 	total := 0.0
 	for _, p := range st.Plans {
 		if p.Reason != "preemption" {
@@ -157,7 +157,7 @@ func recoverySeconds(st workflows.JobStatus) float64 {
 }
 
 // meanIterSeconds is the mean predicted iteration time of the plans, simulated seconds.
-func meanIterSeconds(st workflows.JobStatus) float64 {
+func meanIterSeconds(st training.JobStatus) float64 {
 	sum, n := 0.0, 0
 	for _, p := range st.Plans {
 		if p.Estimate.IterTime > 0 {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schooner-ml/schooner/workflows"
+	"github.com/schooner-ml/schooner/training"
 )
 
 // Layout of the timeline, in SVG user units.
@@ -27,10 +27,10 @@ var palette = []string{"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#
 // WriteTimeline draws the job's timeline as SVG: GPUs held by zone and type (stacked), cost
 // so far and iteration, on one wall-time axis, with preemptions as red lines and replans as
 // blue dashes across all three panels.
-func WriteTimeline(w io.Writer, st workflows.JobStatus) error {
+func WriteTimeline(w io.Writer, st training.JobStatus) error {
 	pts := st.Timeline
 	if len(pts) == 0 {
-		pts = []workflows.TimelinePoint{{At: st.StartedAt}, {At: st.UpdatedAt, Iteration: st.Iteration, CostUSD: st.CostUSD}}
+		pts = []training.TimelinePoint{{At: st.StartedAt}, {At: st.UpdatedAt, Iteration: st.Iteration, CostUSD: st.CostUSD}}
 	}
 	start := pts[0].At
 	if !st.StartedAt.IsZero() && st.StartedAt.Before(start) {
@@ -70,9 +70,9 @@ func WriteTimeline(w io.Writer, st workflows.JobStatus) error {
 		case 0:
 			drawStacked(&b, pts, keys, x, y, end)
 		case 1:
-			drawStep(&b, pts, x, y, end, func(p workflows.TimelinePoint) float64 { return p.CostUSD }, "#e15759")
+			drawStep(&b, pts, x, y, end, func(p training.TimelinePoint) float64 { return p.CostUSD }, "#e15759")
 		case 2:
-			drawStep(&b, pts, x, y, end, func(p workflows.TimelinePoint) float64 { return float64(p.Iteration) }, "#59a14f")
+			drawStep(&b, pts, x, y, end, func(p training.TimelinePoint) float64 { return float64(p.Iteration) }, "#59a14f")
 		}
 		drawEvents(&b, pts, st.Plans, x, top)
 	}
@@ -98,7 +98,7 @@ func drawAxes(b *strings.Builder, title, unit string, top, max, span float64) {
 
 // drawStacked draws the GPUs of every key stacked, as steps: a holding lasts until the next
 // sample.
-func drawStacked(b *strings.Builder, pts []workflows.TimelinePoint, keys []string, x func(time.Time) float64, y func(float64) float64, end time.Time) {
+func drawStacked(b *strings.Builder, pts []training.TimelinePoint, keys []string, x func(time.Time) float64, y func(float64) float64, end time.Time) {
 	for i := range pts {
 		next := end
 		if i+1 < len(pts) {
@@ -118,7 +118,7 @@ func drawStacked(b *strings.Builder, pts []workflows.TimelinePoint, keys []strin
 	}
 }
 
-func drawStep(b *strings.Builder, pts []workflows.TimelinePoint, x func(time.Time) float64, y func(float64) float64, end time.Time, val func(workflows.TimelinePoint) float64, color string) {
+func drawStep(b *strings.Builder, pts []training.TimelinePoint, x func(time.Time) float64, y func(float64) float64, end time.Time, val func(training.TimelinePoint) float64, color string) {
 	var path strings.Builder
 	for i, p := range pts {
 		if i == 0 {
@@ -132,7 +132,7 @@ func drawStep(b *strings.Builder, pts []workflows.TimelinePoint, x func(time.Tim
 }
 
 // drawEvents marks preemptions (red) and plan changes (blue, dashed) in one panel.
-func drawEvents(b *strings.Builder, pts []workflows.TimelinePoint, plans []workflows.PlanRecord, x func(time.Time) float64, top float64) {
+func drawEvents(b *strings.Builder, pts []training.TimelinePoint, plans []training.PlanRecord, x func(time.Time) float64, top float64) {
 	for _, p := range pts {
 		if strings.Contains(strings.ToLower(p.Event), "preempt") {
 			fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#d62728" stroke-width="1.5"><title>%s</title></line>`+"\n",
@@ -158,7 +158,7 @@ func drawLegend(b *strings.Builder, keys []string) {
 }
 
 // gpuKeys lists every "provider/zone/gpu(capacity)" key of the timeline, sorted.
-func gpuKeys(pts []workflows.TimelinePoint) []string {
+func gpuKeys(pts []training.TimelinePoint) []string {
 	seen := map[string]bool{}
 	var keys []string
 	for _, p := range pts {

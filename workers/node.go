@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/schooner-ml/schooner/activities"
+	"github.com/schooner-ml/schooner/activities/nodesact"
+	"github.com/schooner-ml/schooner/activities/trainingact"
 	"github.com/schooner-ml/schooner/gpu/nvml"
-	"github.com/schooner-ml/schooner/workflows"
+	"github.com/schooner-ml/schooner/nodes"
+	"github.com/schooner-ml/schooner/taskqueue"
 )
 
 // NodeAgent is the worker that runs on every machine with (or without) GPUs: it serves the
@@ -24,7 +25,7 @@ type NodeAgent struct {
 	Client   client.Client
 	Logger   zerolog.Logger
 	// Trainer, when set, runs the training jobs' RunTrainer activities on this machine.
-	Trainer *activities.Trainer
+	Trainer *trainingact.Trainer
 
 	worker  worker.Worker
 	started time.Time
@@ -36,7 +37,7 @@ func (a *NodeAgent) Start(ctx context.Context) error {
 	if a.ID == "" {
 		return fmt.Errorf("node agent needs an id")
 	}
-	node := &activities.Node{ID: a.ID, Hostname: a.Hostname, GPUs: a.GPUs}
+	node := &nodesact.Node{ID: a.ID, Hostname: a.Hostname, GPUs: a.GPUs}
 	inv, _ := node.Inventory(ctx)
 	ev := a.Logger.Info().Str("node", a.ID).Int("gpus", len(inv.GPUs))
 	if len(inv.GPUs) == 0 {
@@ -46,17 +47,17 @@ func (a *NodeAgent) Start(ctx context.Context) error {
 	}
 	ev.Msg("node agent discovered GPUs")
 
-	a.worker = worker.New(a.Client, workflows.NodeQueue(a.ID), worker.Options{})
-	a.worker.RegisterActivityWithOptions(node.Inventory, activity.RegisterOptions{Name: workflows.ActivityInventory})
+	a.worker = worker.New(a.Client, taskqueue.Node(a.ID), worker.Options{})
+	nodesact.RegisterNode(a.worker, node)
 	if a.Trainer != nil {
-		RegisterNodeTrainer(a.worker, a.Trainer)
+		trainingact.RegisterNode(a.worker, a.Trainer)
 	}
 	if err := a.worker.Start(); err != nil {
 		return fmt.Errorf("starting node worker %s: %w", a.ID, err)
 	}
 	a.started = time.Now().UTC()
-	return RegisterNode(ctx, a.Client, workflows.NodeRecord{
-		ID: a.ID, Hostname: a.Hostname, Queue: workflows.NodeQueue(a.ID), StartedAt: a.started,
+	return RegisterNode(ctx, a.Client, nodes.Record{
+		ID: a.ID, Hostname: a.Hostname, Queue: taskqueue.Node(a.ID), StartedAt: a.started,
 	})
 }
 

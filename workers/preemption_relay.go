@@ -7,7 +7,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/schooner-ml/schooner/activities"
+	"github.com/schooner-ml/schooner/activities/trainingact"
 	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/training"
 )
@@ -25,7 +25,7 @@ import (
 // not yet, so on a real cloud jobs rely on the node agents' notices and the instance poll.
 type PreemptionRelay struct {
 	Source   cloud.EventSource
-	Reporter activities.JobReporter
+	Reporter trainingact.JobReporter
 	// After is the Seq of the last event not to relay: the log before the relay started
 	// (sim.Market.LastSeq), whose jobs, if any, have long been told by their own polls.
 	After int64
@@ -66,7 +66,7 @@ func (r *PreemptionRelay) Relay(ctx context.Context) {
 		if e.Kind != cloud.EventPreempted || e.Instance.JobID == "" {
 			continue
 		}
-		note := training.Notice{InstanceID: e.Instance.ID, Kind: training.NoticeKindPreempted}
+		note := training.PreemptionNotice{InstanceID: e.Instance.ID, Kind: cloud.Preempted}
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		err := r.Reporter.Notice(sctx, e.Instance.JobID, note)
 		cancel()

@@ -4,27 +4,29 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/schooner-ml/schooner/workflows/nodeswf"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
-	"github.com/schooner-ml/schooner/workflows"
+	"github.com/schooner-ml/schooner/nodes"
+	"github.com/schooner-ml/schooner/taskqueue"
 )
 
 // KnownNodes returns every registered node agent, in id order. No registry yet means no
 // node has ever started: an empty list, not an error.
-func KnownNodes(ctx context.Context, c client.Client) ([]workflows.NodeRecord, error) {
-	resp, err := c.QueryWorkflow(ctx, workflows.NodeRegistryID, "", workflows.QueryNodes)
+func KnownNodes(ctx context.Context, c client.Client) ([]nodes.Record, error) {
+	resp, err := c.QueryWorkflow(ctx, nodes.RegistryID, "", nodes.QueryNodes)
 	var notFound *serviceerror.NotFound
 	if errors.As(err, &notFound) {
-		return []workflows.NodeRecord{}, nil
+		return []nodes.Record{}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("querying node registry: %w", err)
 	}
-	var nodes []workflows.NodeRecord
+	var nodes []nodes.Record
 	if err := resp.Get(&nodes); err != nil {
 		return nil, fmt.Errorf("decoding node registry: %w", err)
 	}
@@ -47,15 +49,15 @@ func KnownNodeIDs(c client.Client) func(context.Context) ([]string, error) {
 }
 
 // RegisterNode announces a node agent, starting the registry if this is the first agent.
-func RegisterNode(ctx context.Context, c client.Client, rec workflows.NodeRecord) error {
-	_, err := c.SignalWithStartWorkflow(ctx, workflows.NodeRegistryID, workflows.SignalRegisterNode, rec,
+func RegisterNode(ctx context.Context, c client.Client, rec nodes.Record) error {
+	_, err := c.SignalWithStartWorkflow(ctx, nodes.RegistryID, nodes.SignalRegister, rec,
 		client.StartWorkflowOptions{
-			ID:                    workflows.NodeRegistryID,
-			TaskQueue:             workflows.ControlQueue,
+			ID:                    nodes.RegistryID,
+			TaskQueue:             taskqueue.Control,
 			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 			StaticSummary:         "Registry of schooner node agents",
 		},
-		workflows.NodeRegistry, workflows.NodeRegistryState{})
+		nodeswf.NodeRegistry, nodes.RegistryState{})
 	if err != nil {
 		return fmt.Errorf("registering node %s: %w", rec.ID, err)
 	}
@@ -67,7 +69,7 @@ func RegisterNode(ctx context.Context, c client.Client, rec workflows.NodeRecord
 func DeregisterNode(c client.Client, id string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	err := c.SignalWorkflow(ctx, workflows.NodeRegistryID, "", workflows.SignalDeregisterNode, id)
+	err := c.SignalWorkflow(ctx, nodes.RegistryID, "", nodes.SignalDeregister, id)
 	if err != nil {
 		return fmt.Errorf("deregistering node %s: %w", id, err)
 	}

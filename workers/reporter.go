@@ -6,10 +6,9 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/schooner-ml/schooner/activities"
+	"github.com/schooner-ml/schooner/activities/trainingact"
 	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/training"
-	"github.com/schooner-ml/schooner/workflows"
 )
 
 // Reporter carries what trainers and node agents learn to their TrainingJob as signals. The
@@ -19,32 +18,32 @@ type Reporter struct {
 	Client client.Client
 }
 
-var _ activities.JobReporter = (*Reporter)(nil)
+var _ trainingact.JobReporter = (*Reporter)(nil)
 
 // NewReporter returns a Reporter over c.
 func NewReporter(c client.Client) *Reporter { return &Reporter{Client: c} }
 
 // Progress signals a trainer's progress.
 func (r *Reporter) Progress(ctx context.Context, jobID string, p training.Progress) error {
-	if err := r.Client.SignalWorkflow(ctx, jobID, "", workflows.SignalProgress, p); err != nil {
+	if err := r.Client.SignalWorkflow(ctx, jobID, "", training.SignalProgress, p); err != nil {
 		return fmt.Errorf("signalling progress of rank %d to %s: %w", p.Rank, jobID, err)
 	}
 	return nil
 }
 
 // Committed signals a checkpoint step durable in the job's store.
-func (r *Reporter) Committed(ctx context.Context, jobID string, c training.Committed) error {
-	sig := workflows.CheckpointCommitted{Epoch: c.Epoch, Rank: c.Rank, Step: c.Step, Emergency: c.Emergency}
-	if err := r.Client.SignalWorkflow(ctx, jobID, "", workflows.SignalCheckpointCommitted, sig); err != nil {
+func (r *Reporter) Committed(ctx context.Context, jobID string, c training.CheckpointCommitted) error {
+	sig := training.CheckpointCommitted{Epoch: c.Epoch, Rank: c.Rank, Step: c.Step, Emergency: c.Emergency}
+	if err := r.Client.SignalWorkflow(ctx, jobID, "", training.SignalCheckpointCommitted, sig); err != nil {
 		return fmt.Errorf("signalling committed step %d to %s: %w", c.Step, jobID, err)
 	}
 	return nil
 }
 
 // Notice signals a preemption notice (or a preemption seen on the machine).
-func (r *Reporter) Notice(ctx context.Context, jobID string, n training.Notice) error {
-	sig := workflows.PreemptionNotice{InstanceID: n.InstanceID, Kind: cloud.InterruptionKind(n.Kind), Deadline: n.Deadline}
-	if err := r.Client.SignalWorkflow(ctx, jobID, "", workflows.SignalPreemptionNotice, sig); err != nil {
+func (r *Reporter) Notice(ctx context.Context, jobID string, n training.PreemptionNotice) error {
+	sig := training.PreemptionNotice{InstanceID: n.InstanceID, Kind: cloud.InterruptionKind(n.Kind), Deadline: n.Deadline}
+	if err := r.Client.SignalWorkflow(ctx, jobID, "", training.SignalPreemptionNotice, sig); err != nil {
 		return fmt.Errorf("signalling a preemption %s of %s to %s: %w", n.Kind, n.InstanceID, jobID, err)
 	}
 	return nil

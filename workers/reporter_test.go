@@ -12,7 +12,6 @@ import (
 
 	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/training"
-	"github.com/schooner-ml/schooner/workflows"
 )
 
 // TestReporterSignalsTheJob checks each report becomes the job's signal, with the payload the
@@ -23,18 +22,18 @@ func TestReporterSignalsTheJob(t *testing.T) {
 	ctx := context.Background()
 	deadline := time.Date(2026, 1, 1, 0, 2, 0, 0, time.UTC)
 	p := training.Progress{Epoch: 2, Rank: 1, InstanceID: "i-1", Iteration: 40, LastCheckpoint: 30}
-	c.On("SignalWorkflow", mock.Anything, "train-x-1", "", workflows.SignalProgress, p).Return(nil).Once()
-	c.On("SignalWorkflow", mock.Anything, "train-x-1", "", workflows.SignalCheckpointCommitted,
-		workflows.CheckpointCommitted{Epoch: 2, Rank: 1, Step: 30, Emergency: true}).Return(nil).Once()
-	c.On("SignalWorkflow", mock.Anything, "train-x-1", "", workflows.SignalPreemptionNotice,
-		workflows.PreemptionNotice{InstanceID: "i-1", Kind: cloud.Notice, Deadline: deadline}).Return(nil).Once()
+	c.On("SignalWorkflow", mock.Anything, "train-x-1", "", training.SignalProgress, p).Return(nil).Once()
+	c.On("SignalWorkflow", mock.Anything, "train-x-1", "", training.SignalCheckpointCommitted,
+		training.CheckpointCommitted{Epoch: 2, Rank: 1, Step: 30, Emergency: true}).Return(nil).Once()
+	c.On("SignalWorkflow", mock.Anything, "train-x-1", "", training.SignalPreemptionNotice,
+		training.PreemptionNotice{InstanceID: "i-1", Kind: cloud.Notice, Deadline: deadline}).Return(nil).Once()
 
 	r := NewReporter(c)
 	require.NoError(t, r.Progress(ctx, "train-x-1", p))
-	require.NoError(t, r.Committed(ctx, "train-x-1", training.Committed{Epoch: 2, Rank: 1, Step: 30, Emergency: true}))
-	require.NoError(t, r.Notice(ctx, "train-x-1", training.Notice{InstanceID: "i-1", Kind: training.NoticeKindNotice, Deadline: deadline}))
+	require.NoError(t, r.Committed(ctx, "train-x-1", training.CheckpointCommitted{Epoch: 2, Rank: 1, Step: 30, Emergency: true}))
+	require.NoError(t, r.Notice(ctx, "train-x-1", training.PreemptionNotice{InstanceID: "i-1", Kind: cloud.Notice, Deadline: deadline}))
 
-	c.On("SignalWorkflow", mock.Anything, "gone", "", workflows.SignalProgress, mock.Anything).Return(errors.New("workflow not found")).Once()
+	c.On("SignalWorkflow", mock.Anything, "gone", "", training.SignalProgress, mock.Anything).Return(errors.New("workflow not found")).Once()
 	err := r.Progress(ctx, "gone", p)
 	require.ErrorContains(t, err, "signalling progress of rank 1 to gone: workflow not found")
 }

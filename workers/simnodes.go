@@ -10,15 +10,14 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/schooner-ml/schooner/activities"
+	"github.com/schooner-ml/schooner/activities/trainingact"
 	"github.com/schooner-ml/schooner/checkpoint/store"
 	"github.com/schooner-ml/schooner/cloud"
+	"github.com/schooner-ml/schooner/taskqueue"
 	"github.com/schooner-ml/schooner/training"
-	"github.com/schooner-ml/schooner/workflows"
 )
 
 // SimMarket is what SimNodes and the PreemptionRelay need of the simulated market
@@ -31,7 +30,7 @@ type SimMarket interface {
 
 // NodeStarter starts the worker of a simulated node's queue with the node's Trainer
 // registered, and returns how to stop it.
-type NodeStarter func(instanceID string, t *activities.Trainer) (stop func(), err error)
+type NodeStarter func(instanceID string, t *trainingact.Trainer) (stop func(), err error)
 
 // SimNodesOptions configure SimNodes.
 type SimNodesOptions struct {
@@ -44,7 +43,7 @@ type SimNodesOptions struct {
 	// removed by Stop, when empty).
 	DataDir string
 	// Reporter signals the jobs (NewReporter(client) when nil).
-	Reporter activities.JobReporter
+	Reporter trainingact.JobReporter
 	// OpenStore opens checkpoint store URLs (store.Open when nil).
 	OpenStore func(ctx context.Context, url string) (store.Store, error)
 	// StartNode starts a node's worker (NodeWorkerStarter(client) when nil); tests pass their
@@ -83,7 +82,7 @@ type SimNodes struct {
 // simNode is one live simulated node agent.
 type simNode struct {
 	inst    cloud.Instance
-	trainer *activities.Trainer
+	trainer *trainingact.Trainer
 	stop    func()
 	dir     string
 }
@@ -126,25 +125,18 @@ func NewSimNodes(c client.Client, o SimNodesOptions) (*SimNodes, error) {
 // NodeWorkerStarter is the NodeStarter of real Temporal workers: one worker per node queue,
 // serving the trainer activities only.
 func NodeWorkerStarter(c client.Client, opts worker.Options) NodeStarter {
-	return func(id string, t *activities.Trainer) (func(), error) {
+	return func(id string, t *trainingact.Trainer) (func(), error) {
 		o := opts
 		if o.Identity == "" {
 			o.Identity = "sim-node-" + id
 		}
-		w := worker.New(c, workflows.NodeQueue(id), o)
-		RegisterNodeTrainer(w, t)
+		w := worker.New(c, taskqueue.Node(id), o)
+		trainingact.RegisterNode(w, t)
 		if err := w.Start(); err != nil {
 			return nil, fmt.Errorf("starting the worker of node %s: %w", id, err)
 		}
 		return w.Stop, nil
 	}
-}
-
-// RegisterNodeTrainer registers the RunTrainer and StopTrainers activities of a node under
-// their stable names.
-func RegisterNodeTrainer(r worker.ActivityRegistry, t *activities.Trainer) {
-	r.RegisterActivityWithOptions(t.RunTrainer, activity.RegisterOptions{Name: workflows.ActivityRunTrainer})
-	r.RegisterActivityWithOptions(t.StopTrainers, activity.RegisterOptions{Name: workflows.ActivityStopTrainers})
 }
 
 // Start follows the market until ctx ends or Stop: every PollInterval it reads the new events
@@ -238,7 +230,7 @@ func (s *SimNodes) boot(inst cloud.Instance) {
 	}
 	s.mu.Unlock()
 	dir := filepath.Join(s.o.DataDir, "nodes", inst.ID)
-	t := &activities.Trainer{NodeID: inst.ID, DataDir: dir, Reporter: s.o.Reporter, OpenStore: s.o.OpenStore,
+	t := &trainingact.Trainer{NodeID: inst.ID, DataDir: dir, Reporter: s.o.Reporter, OpenStore: s.o.OpenStore,
 		HeartbeatEvery: s.o.HeartbeatEvery, ProgressEvery: s.o.ProgressEvery,
 		Logger: s.o.Logger.With().Str("node", inst.ID).Logger()}
 	stop, err := s.o.StartNode(inst.ID, t)
@@ -283,7 +275,7 @@ func (s *SimNodes) notice(ctx context.Context, inst cloud.Instance) {
 		}
 	}
 	s.log.Warn().Str("instance", inst.ID).Time("deadline", deadline).Strs("jobs", jobs).Msg("simulated node heard a preemption notice")
-	note := training.Notice{InstanceID: inst.ID, Kind: training.NoticeKindNotice, Deadline: deadline}
+	note := training.PreemptionNotice{InstanceID: inst.ID, Kind: cloud.Notice, Deadline: deadline}
 	for _, job := range jobs {
 		s.bg.Add(1)
 		go func() {

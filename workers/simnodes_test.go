@@ -12,7 +12,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
-	"github.com/schooner-ml/schooner/activities"
+	"github.com/schooner-ml/schooner/activities/trainingact"
 	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/cloud/sim"
 	"github.com/schooner-ml/schooner/training"
@@ -21,11 +21,11 @@ import (
 // fakeStarter records the nodes SimNodes starts and stops, in place of Temporal workers.
 type fakeStarter struct {
 	mu      sync.Mutex
-	started map[string]*activities.Trainer
+	started map[string]*trainingact.Trainer
 	stopped map[string]bool
 }
 
-func (f *fakeStarter) start(id string, t *activities.Trainer) (func(), error) {
+func (f *fakeStarter) start(id string, t *trainingact.Trainer) (func(), error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	_ = os.MkdirAll(t.DataDir, 0o755) // what the node's trainers would write
@@ -46,22 +46,24 @@ func (f *fakeStarter) isStopped(id string) bool {
 // noticeRecorder is a JobReporter keeping the notices.
 type noticeRecorder struct {
 	mu      sync.Mutex
-	notices map[string][]training.Notice
+	notices map[string][]training.PreemptionNotice
 }
 
-func (r *noticeRecorder) Progress(context.Context, string, training.Progress) error   { return nil }
-func (r *noticeRecorder) Committed(context.Context, string, training.Committed) error { return nil }
-func (r *noticeRecorder) Notice(_ context.Context, job string, n training.Notice) error {
+func (r *noticeRecorder) Progress(context.Context, string, training.Progress) error { return nil }
+func (r *noticeRecorder) Committed(context.Context, string, training.CheckpointCommitted) error {
+	return nil
+}
+func (r *noticeRecorder) Notice(_ context.Context, job string, n training.PreemptionNotice) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.notices[job] = append(r.notices[job], n)
 	return nil
 }
 
-func (r *noticeRecorder) of(job string) []training.Notice {
+func (r *noticeRecorder) of(job string) []training.PreemptionNotice {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]training.Notice(nil), r.notices[job]...)
+	return append([]training.PreemptionNotice(nil), r.notices[job]...)
 }
 
 const (
@@ -102,8 +104,8 @@ func eventually(t *testing.T, cond func() bool, what string) {
 
 func newTestSimNodes(t *testing.T, m *sim.Market) (*SimNodes, *fakeStarter, *noticeRecorder) {
 	t.Helper()
-	f := &fakeStarter{started: map[string]*activities.Trainer{}, stopped: map[string]bool{}}
-	rec := &noticeRecorder{notices: map[string][]training.Notice{}}
+	f := &fakeStarter{started: map[string]*trainingact.Trainer{}, stopped: map[string]bool{}}
+	rec := &noticeRecorder{notices: map[string][]training.PreemptionNotice{}}
 	s, err := NewSimNodes(nil, SimNodesOptions{Market: m, TimeScale: 60, DataDir: t.TempDir(), Reporter: rec,
 		StartNode: f.start, Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})
 	require.NoError(t, err)
@@ -132,7 +134,7 @@ func TestSimNodesFollowTheMarket(t *testing.T) {
 	s.Poll(ctx)
 	eventually(t, func() bool { return len(rec.of("train-a-1")) == 1 }, "the job hears the notice")
 	n := rec.of("train-a-1")[0]
-	require.Equal(t, training.Notice{InstanceID: ids[0], Kind: training.NoticeKindNotice, Deadline: n.Deadline}, n)
+	require.Equal(t, training.PreemptionNotice{InstanceID: ids[0], Kind: cloud.Notice, Deadline: n.Deadline}, n)
 	require.True(t, n.Deadline.After(before) && n.Deadline.Before(before.Add(time.Minute)), "deadline %s is wall time", n.Deadline)
 
 	// The preemption kills the node and deletes its files.

@@ -13,14 +13,10 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// replayable maps the workflow type names recorded in histories to their definitions, as
-// package workers registers them.
+// newReplayer registers every workflow as production does.
 func newReplayer(t *testing.T) worker.WorkflowReplayer {
 	r := worker.NewWorkflowReplayer()
-	r.RegisterWorkflowWithOptions(NodeRegistry, workflow.RegisterOptions{Name: "NodeRegistry"})
-	r.RegisterWorkflowWithOptions(NodeInventory, workflow.RegisterOptions{Name: "NodeInventory"})
-	r.RegisterWorkflowWithOptions(TrainingJob, workflow.RegisterOptions{Name: WorkflowTrainingJob})
-	r.RegisterWorkflowWithOptions(Fleet, workflow.RegisterOptions{Name: WorkflowFleet})
+	Register(r)
 	return r
 }
 

@@ -8,7 +8,7 @@ import (
 
 	"go.temporal.io/sdk/converter"
 
-	"github.com/schooner-ml/schooner/workflows"
+	"github.com/schooner-ml/schooner/training"
 )
 
 var dataConverter = converter.GetDefaultDataConverter()
@@ -62,11 +62,11 @@ func runJobs(ctx context.Context, n int, scale float64) (jobsRun, error) {
 	ids := make([]string, n)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("train-bench-many-%03d", i)
-		if err := s.submit(ctx, ids[i], s.spec(fmt.Sprintf("many%03d", i), 100, 25, 2), workflows.JobOptions{}); err != nil {
+		if err := s.submit(ctx, ids[i], s.spec(fmt.Sprintf("many%03d", i), 100, 25, 2), training.JobOptions{}); err != nil {
 			return r, err
 		}
 	}
-	done := map[string]workflows.JobStatus{}
+	done := map[string]training.JobStatus{}
 	deadline := time.Now().Add(15 * time.Minute)
 	for len(done) < n && time.Now().Before(deadline) {
 		for _, id := range ids {
@@ -81,7 +81,7 @@ func runJobs(ctx context.Context, n int, scale float64) (jobsRun, error) {
 			// result is an error, not a status).
 			st, err := s.status(ctx, id)
 			if err != nil {
-				st = workflows.JobStatus{JobID: id, Error: "querying its status: " + err.Error()}
+				st = training.JobStatus{JobID: id, Error: "querying its status: " + err.Error()}
 			}
 			done[id] = st
 		}
@@ -93,13 +93,13 @@ func runJobs(ctx context.Context, n int, scale float64) (jobsRun, error) {
 	r.cpu = cpuSeconds() - before
 	r.rssMiB = peakRSSMiB()
 	for _, st := range done {
-		if st.Phase == workflows.PhaseCompleted {
+		if st.Phase == training.PhaseCompleted {
 			r.completed++
 		}
 		if st.StateVerified {
 			r.verified++
 		}
-		if st.Phase != workflows.PhaseCompleted && r.failure == "" {
+		if st.Phase != training.PhaseCompleted && r.failure == "" {
 			r.failure = fmt.Sprintf("%s ended %s: %s", st.JobID, st.Phase, st.Error)
 		}
 	}

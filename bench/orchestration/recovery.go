@@ -9,7 +9,6 @@ import (
 
 	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/training"
-	"github.com/schooner-ml/schooner/workflows"
 )
 
 // benchRecovery preempts a running job's instances one at a time, without notice, and
@@ -50,7 +49,7 @@ func timeRecoveries(ctx context.Context, n int, scale float64, relay bool) ([]ti
 	id := fmt.Sprintf("train-bench-recovery-relay-%t", relay)
 	// Long enough never to finish during the bench; checkpoints often so restores are cheap.
 	spec := s.spec("recovery", 10_000_000, 20, 2)
-	if err := s.submit(ctx, id, spec, workflows.JobOptions{}); err != nil {
+	if err := s.submit(ctx, id, spec, training.JobOptions{}); err != nil {
 		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(7, 7))
@@ -110,7 +109,7 @@ func waitAllRunning(ctx context.Context, s *stack, id string, after int, within 
 // stay pending (dead, unanswering) until their heartbeat timeout: they are not counted.
 func allHeartbeating(ctx context.Context, s *stack, id string, after int) (int, bool) {
 	st, err := s.status(ctx, id)
-	if err != nil || st.Epoch <= after || st.Phase != workflows.PhaseTraining || len(st.Plans) == 0 {
+	if err != nil || st.Epoch <= after || st.Phase != training.PhaseTraining || len(st.Plans) == 0 {
 		return 0, false
 	}
 	ranks := 0
@@ -124,7 +123,7 @@ func allHeartbeating(ctx context.Context, s *stack, id string, after int) (int, 
 	running := 0
 	for _, a := range d.GetPendingActivities() {
 		details := a.GetHeartbeatDetails().GetPayloads()
-		if a.GetActivityType().GetName() != workflows.ActivityRunTrainer || len(details) == 0 {
+		if a.GetActivityType().GetName() != training.ActivityRunTrainer || len(details) == 0 {
 			continue
 		}
 		var p training.Progress

@@ -12,13 +12,13 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/schooner-ml/schooner/activities"
+	"github.com/schooner-ml/schooner/activities/trainingact"
 	"github.com/schooner-ml/schooner/cloud/sim"
 	"github.com/schooner-ml/schooner/devserver"
+	"github.com/schooner-ml/schooner/taskqueue"
 	trainsim "github.com/schooner-ml/schooner/trainer/sim"
 	"github.com/schooner-ml/schooner/training"
 	"github.com/schooner-ml/schooner/workers"
-	"github.com/schooner-ml/schooner/workflows"
 )
 
 // stack is the embedded training stack the benchmarks drive.
@@ -73,7 +73,7 @@ func startStack(ctx context.Context, scale float64) (*stack, error) {
 	s.cancel = cancel
 	go func() { _ = s.market.Run(runCtx) }()
 	s.control = workers.NewControlWorkerWith(s.client, workers.ControlOptions{
-		Training: &activities.Training{Provider: s.market, Verify: trainsim.VerifyStep},
+		Training: &trainingact.Control{Provider: s.market, Verify: trainsim.VerifyStep},
 	})
 	if err := s.control.Start(); err != nil {
 		s.stop()
@@ -117,18 +117,18 @@ func (s *stack) spec(name string, iterations, every int64, maxGPUs int) training
 	}.WithDefaults()
 }
 
-func (s *stack) submit(ctx context.Context, id string, spec training.Spec, opts workflows.JobOptions) error {
-	_, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.ControlQueue},
-		workflows.WorkflowTrainingJob, workflows.TrainingJobInput{Spec: spec, TimeScale: s.scale, SubmittedAt: time.Now().UTC(), Options: opts})
+func (s *stack) submit(ctx context.Context, id string, spec training.Spec, opts training.JobOptions) error {
+	_, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: taskqueue.Control},
+		training.WorkflowTrainingJob, training.JobInput{Spec: spec, TimeScale: s.scale, SubmittedAt: time.Now().UTC(), Options: opts})
 	if err != nil {
 		return fmt.Errorf("starting %s: %w", id, err)
 	}
 	return nil
 }
 
-func (s *stack) status(ctx context.Context, id string) (workflows.JobStatus, error) {
-	var st workflows.JobStatus
-	v, err := s.client.QueryWorkflow(ctx, id, "", workflows.QueryStatus)
+func (s *stack) status(ctx context.Context, id string) (training.JobStatus, error) {
+	var st training.JobStatus
+	v, err := s.client.QueryWorkflow(ctx, id, "", training.QueryStatus)
 	if err != nil {
 		return st, err
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/schooner-ml/schooner/examples"
 	"github.com/schooner-ml/schooner/report"
 	"github.com/schooner-ml/schooner/training"
-	"github.com/schooner-ml/schooner/workflows"
 )
 
 type demoFlags struct {
@@ -203,7 +202,7 @@ func runDemo(ctx context.Context, f *demoFlags, log zerolog.Logger, out io.Write
 	switch {
 	case werr != nil:
 		return sum, fmt.Errorf("demo job %s: %w", id, werr)
-	case st.Phase != workflows.PhaseCompleted:
+	case st.Phase != training.PhaseCompleted:
 		return sum, fmt.Errorf("demo job %s ended %s: %s", id, st.Phase, st.Error)
 	case !sum.StateVerified:
 		return sum, fmt.Errorf("demo job %s: final state not verified: %s", id, sum.VerifyError)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/cloud/sim"
-	"github.com/schooner-ml/schooner/workflows"
+	"github.com/schooner-ml/schooner/training"
 )
 
 // faultStep is one fault the demo injects once the job has done a share of its iterations.
@@ -54,7 +54,7 @@ func (f *faultSchedule) run(ctx context.Context) {
 		case <-time.After(200 * time.Millisecond):
 		}
 		st, err := queryStatus(ctx, f.client, f.jobID)
-		if err != nil || st.Phase != workflows.PhaseTraining || st.Iterations == 0 {
+		if err != nil || st.Phase != training.PhaseTraining || st.Iterations == 0 {
 			continue
 		}
 		step := f.steps[next]
@@ -69,7 +69,7 @@ func (f *faultSchedule) run(ctx context.Context) {
 
 // inject fires one step on the job's oldest running instance not hit before; false when
 // there is none yet (the job is between plans).
-func (f *faultSchedule) inject(ctx context.Context, step faultStep, st workflows.JobStatus) bool {
+func (f *faultSchedule) inject(ctx context.Context, step faultStep, st training.JobStatus) bool {
 	live, err := f.market.List(ctx, map[string]string{cloud.JobTag: f.jobID})
 	if err != nil {
 		return false

@@ -17,7 +17,6 @@ import (
 	"github.com/schooner-ml/schooner/report"
 	trainsim "github.com/schooner-ml/schooner/trainer/sim"
 	"github.com/schooner-ml/schooner/training"
-	"github.com/schooner-ml/schooner/workflows"
 )
 
 // demoStoreURL is the demo's checkpoint store: --store, or a directory of the data dir that
@@ -45,7 +44,7 @@ func leakedInstances(ctx context.Context, m *sim.Market, jobID string) (int, err
 // verifyFinalState checks, outside the workflow, that the job's last durable checkpoint is
 // the final iteration and equals an uninterrupted simulated run bit for bit. The job checks
 // this itself too; the demo does not take its word for it.
-func verifyFinalState(ctx context.Context, spec training.Spec, st workflows.JobStatus) error {
+func verifyFinalState(ctx context.Context, spec training.Spec, st training.JobStatus) error {
 	if spec.Trainer.Kind != training.TrainerSim {
 		return fmt.Errorf("only the simulated trainer's state can be verified")
 	}
@@ -76,7 +75,7 @@ func verifyFinalState(ctx context.Context, spec training.Spec, st workflows.JobS
 
 // modelLayers is the model's layer count in the planner's numbering, read from the last plan
 // (its last stage ends at the head layer).
-func modelLayers(st workflows.JobStatus) int {
+func modelLayers(st training.JobStatus) int {
 	if len(st.Plans) == 0 {
 		return 0
 	}

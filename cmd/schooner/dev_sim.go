@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/schooner-ml/schooner/activities"
+	"github.com/schooner-ml/schooner/activities/trainingact"
 
 	"github.com/schooner-ml/schooner/cloud/sim"
 	"github.com/schooner-ml/schooner/cloud/sim/ec2api"
@@ -84,7 +84,7 @@ func (s *simCloud) Stop() {
 // simulated market; VerifyTrainedState compares against trainer/sim's uninterrupted run.
 func newTrainingControlWorker(c client.Client, m *sim.Market) worker.Worker {
 	return workers.NewControlWorkerWith(c, workers.ControlOptions{
-		Training: &activities.Training{Provider: m, Verify: trainsim.VerifyStep},
+		Training: &trainingact.Control{Provider: m, Verify: trainsim.VerifyStep},
 	})
 }
 

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/schooner-ml/schooner/gpu/nvml"
-	"github.com/schooner-ml/schooner/workflows"
+	"github.com/schooner-ml/schooner/nodes"
 )
 
 func newGPUCommand() *cobra.Command {
@@ -32,7 +32,7 @@ Compare it with 'nvidia-smi' on a GPU machine.`,
 				enc.SetIndent("", "  ")
 				return enc.Encode(inv)
 			}
-			printNodes(cmd.OutOrStdout(), workflows.InventoryResult{Nodes: []workflows.NodeReport{{NodeID: id, Inventory: inv}}})
+			printNodes(cmd.OutOrStdout(), nodes.InventoryResult{Nodes: []nodes.Report{{NodeID: id, Inventory: inv}}})
 			if len(inv.GPUs) > 0 {
 				fmt.Fprintln(cmd.OutOrStdout())
 				printDevices(cmd.OutOrStdout(), inv.GPUs)

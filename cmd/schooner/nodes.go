@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/schooner-ml/schooner/workflows/nodeswf"
 	"io"
 	"text/tabwriter"
 	"time"
@@ -11,8 +12,9 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/schooner-ml/schooner/gpu"
+	"github.com/schooner-ml/schooner/nodes"
+	"github.com/schooner-ml/schooner/taskqueue"
 	"github.com/schooner-ml/schooner/workers"
-	"github.com/schooner-ml/schooner/workflows"
 )
 
 func newNodesCommand(g *globals) *cobra.Command {
@@ -41,14 +43,14 @@ with the temporal CLI:
 			defer sess.Close()
 			run, err := sess.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 				ID:                 fmt.Sprintf("schooner-nodes-%d", time.Now().UnixNano()),
-				TaskQueue:          workflows.ControlQueue,
+				TaskQueue:          taskqueue.Control,
 				WorkflowRunTimeout: wait + time.Minute,
 				StaticSummary:      "GPU inventory of every node (schooner nodes)",
-			}, workflows.NodeInventory, workflows.InventoryRequest{Wait: wait})
+			}, nodeswf.NodeInventory, nodes.InventoryRequest{Wait: wait})
 			if err != nil {
 				return fmt.Errorf("starting NodeInventory: %w", err)
 			}
-			var res workflows.InventoryResult
+			var res nodes.InventoryResult
 			if err := run.Get(ctx, &res); err != nil {
 				return fmt.Errorf("NodeInventory %s: %w", run.GetID(), err)
 			}
@@ -67,7 +69,7 @@ with the temporal CLI:
 	return cmd
 }
 
-func printNodes(out io.Writer, res workflows.InventoryResult) {
+func printNodes(out io.Writer, res nodes.InventoryResult) {
 	if len(res.Nodes) == 0 {
 		fmt.Fprintln(out, "no node agents registered: start one with 'schooner dev' or 'schooner worker node'")
 		return

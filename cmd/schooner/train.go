@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
+	"github.com/schooner-ml/schooner/training"
 	"github.com/schooner-ml/schooner/workers"
-	"github.com/schooner-ml/schooner/workflows"
 )
 
 func newTrainCommand(g *globals) *cobra.Command {
@@ -81,11 +81,11 @@ func interruptible(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 
 // queryStatus asks a job for its status. A job that has closed answers with its result
 // when no worker is left to answer the query.
-func queryStatus(ctx context.Context, c client.Client, jobID string) (workflows.JobStatus, error) {
-	var st workflows.JobStatus
+func queryStatus(ctx context.Context, c client.Client, jobID string) (training.JobStatus, error) {
+	var st training.JobStatus
 	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	v, err := c.QueryWorkflow(qctx, jobID, "", workflows.QueryStatus)
+	v, err := c.QueryWorkflow(qctx, jobID, "", training.QueryStatus)
 	if err == nil {
 		if err := v.Get(&st); err != nil {
 			return st, fmt.Errorf("decoding status of %s: %w", jobID, err)

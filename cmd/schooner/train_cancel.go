@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
+	"github.com/schooner-ml/schooner/training"
 	"github.com/schooner-ml/schooner/workers"
-	"github.com/schooner-ml/schooner/workflows"
 )
 
 func newTrainCancelCommand(g *globals) *cobra.Command {
@@ -40,9 +40,9 @@ context, so the release itself is not cancelled) and then ends. The same with th
 
 // cancelJob requests cancellation and waits, up to timeout, until the workflow has closed:
 // it closes only after its release step ran.
-func cancelJob(ctx context.Context, c client.Client, jobID string, timeout time.Duration) (workflows.JobStatus, error) {
+func cancelJob(ctx context.Context, c client.Client, jobID string, timeout time.Duration) (training.JobStatus, error) {
 	if err := c.CancelWorkflow(ctx, jobID, ""); err != nil {
-		return workflows.JobStatus{}, fmt.Errorf("cancelling job %s: %w", jobID, err)
+		return training.JobStatus{}, fmt.Errorf("cancelling job %s: %w", jobID, err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -53,14 +53,14 @@ func cancelJob(ctx context.Context, c client.Client, jobID string, timeout time.
 		}
 		select {
 		case <-wctx.Done():
-			return workflows.JobStatus{}, fmt.Errorf("waiting for job %s to release its instances: %w", jobID, wctx.Err())
+			return training.JobStatus{}, fmt.Errorf("waiting for job %s to release its instances: %w", jobID, wctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
 	st, err := queryStatus(ctx, c, jobID)
 	if err != nil {
 		// A cancelled job's result is a cancellation error; the release still happened.
-		return workflows.JobStatus{JobID: jobID, Phase: workflows.PhaseCancelled}, nil
+		return training.JobStatus{JobID: jobID, Phase: training.PhaseCancelled}, nil
 	}
 	return st, nil
 }

@@ -14,8 +14,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/schooner-ml/schooner/training"
 	"github.com/schooner-ml/schooner/workers"
-	"github.com/schooner-ml/schooner/workflows"
 )
 
 func newTrainListCommand(g *globals) *cobra.Command {
@@ -31,7 +31,7 @@ attributes. The same with the temporal CLI:
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withTrainClient(cmd, g, cfg, func(ctx context.Context, tc *trainClient) error {
-				q := "WorkflowType='" + workflows.WorkflowTrainingJob + "'"
+				q := "WorkflowType='" + training.WorkflowTrainingJob + "'"
 				if query != "" {
 					q += " AND (" + query + ")"
 				}

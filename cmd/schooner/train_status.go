@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/schooner-ml/schooner/training"
 	"github.com/schooner-ml/schooner/workers"
-	"github.com/schooner-ml/schooner/workflows"
 )
 
 func newTrainStatusCommand(g *globals) *cobra.Command {
@@ -44,7 +44,7 @@ func newTrainStatusCommand(g *globals) *cobra.Command {
 }
 
 // printStatus prints the compact form: the live view's lines and the plan history.
-func printStatus(out io.Writer, st workflows.JobStatus) {
+func printStatus(out io.Writer, st training.JobStatus) {
 	fmt.Fprintln(out, strings.Join(renderView(st), "\n"))
 	if len(st.Plans) > 1 {
 		fmt.Fprintln(out, "plan history:")

@@ -12,9 +12,9 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
+	"github.com/schooner-ml/schooner/taskqueue"
 	"github.com/schooner-ml/schooner/training"
 	"github.com/schooner-ml/schooner/workers"
-	"github.com/schooner-ml/schooner/workflows"
 )
 
 type submitFlags struct {
@@ -104,13 +104,13 @@ func submitJob(ctx context.Context, c client.Client, spec training.Spec, timeSca
 		return "", fmt.Errorf("invalid --time-scale %v: must be positive", timeScale)
 	}
 	id := newJobID(spec.Name)
-	in := workflows.TrainingJobInput{Spec: spec, TimeScale: timeScale, SubmittedAt: time.Now().UTC()}
+	in := training.JobInput{Spec: spec, TimeScale: timeScale, SubmittedAt: time.Now().UTC()}
 	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                 id,
-		TaskQueue:          workflows.ControlQueue,
+		TaskQueue:          taskqueue.Control,
 		StaticSummary:      fmt.Sprintf("train %s: %d iterations of %s", spec.Name, spec.Iterations, modelName(spec.Model)),
 		WorkflowRunTimeout: 0,
-	}, workflows.WorkflowTrainingJob, in)
+	}, training.WorkflowTrainingJob, in)
 	if err != nil {
 		return "", fmt.Errorf("starting training job %s: %w", id, err)
 	}
@@ -144,9 +144,9 @@ func printSubmitted(out io.Writer, tc *trainClient, id string) {
 }
 
 // jobOutcome turns a job's final phase into the command's exit status.
-func jobOutcome(st workflows.JobStatus) error {
+func jobOutcome(st training.JobStatus) error {
 	switch st.Phase {
-	case workflows.PhaseCompleted:
+	case training.PhaseCompleted:
 		return nil
 	case "":
 		return errors.New("the job ended without a status")

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/schooner-ml/schooner/workflows"
+	"github.com/schooner-ml/schooner/training"
 )
 
 func TestNewJobID(t *testing.T) {
@@ -43,13 +43,13 @@ func TestLoadSpecAcceptsTheExamples(t *testing.T) {
 	}
 }
 
-func viewStatus() workflows.JobStatus {
-	return workflows.JobStatus{
-		JobID: "train-demo-abc123", Phase: workflows.PhaseTraining, Iteration: 150, Iterations: 600, Epoch: 2,
+func viewStatus() training.JobStatus {
+	return training.JobStatus{
+		JobID: "train-demo-abc123", Phase: training.PhaseTraining, Iteration: 150, Iterations: 600, Epoch: 2,
 		GPUs:    map[string]int{"aws/us-west-2a/V100-16(spot)": 4, "aws/us-east-2b/V100-16(spot)": 2, "aws/x/none": 0},
 		Zones:   []string{"us-east-2b", "us-west-2a"},
 		CostUSD: 1.5, USDPerHour: 7.5, OnDemandCostUSD: 4, Preemptions: 1, Replans: 1, LastCheckpoint: 125,
-		Plans: []workflows.PlanRecord{{Epoch: 2, Reason: "preemption", Summary: "P=2 D=1"}},
+		Plans: []training.PlanRecord{{Epoch: 2, Reason: "preemption", Summary: "P=2 D=1"}},
 	}
 }
 
@@ -92,11 +92,11 @@ func TestTTYViewRedrawsInPlace(t *testing.T) {
 }
 
 func TestJobOutcome(t *testing.T) {
-	require.NoError(t, jobOutcome(workflows.JobStatus{Phase: workflows.PhaseCompleted}))
-	err := jobOutcome(workflows.JobStatus{JobID: "j", Phase: workflows.PhaseFailed, Error: "budget exhausted"})
+	require.NoError(t, jobOutcome(training.JobStatus{Phase: training.PhaseCompleted}))
+	err := jobOutcome(training.JobStatus{JobID: "j", Phase: training.PhaseFailed, Error: "budget exhausted"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "budget exhausted")
-	require.Error(t, jobOutcome(workflows.JobStatus{}))
+	require.Error(t, jobOutcome(training.JobStatus{}))
 }
 
 func TestProgressPct(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/schooner-ml/schooner/workflows"
+	"github.com/schooner-ml/schooner/training"
 )
 
 // isTerminal says whether the live view can redraw in place; otherwise it prints one line
@@ -61,7 +61,7 @@ func checkpointText(step int64) string {
 }
 
 // renderView is the TTY view of a job, one string per line.
-func renderView(st workflows.JobStatus) []string {
+func renderView(st training.JobStatus) []string {
 	pct := 0.0
 	if st.Iterations > 0 {
 		pct = 100 * float64(st.Iteration) / float64(st.Iterations)
@@ -91,7 +91,7 @@ func renderView(st workflows.JobStatus) []string {
 }
 
 // plainLine is the one-line form of a job's status for logs and pipes.
-func plainLine(st workflows.JobStatus) string {
+func plainLine(st training.JobStatus) string {
 	return fmt.Sprintf("%s phase=%s iter=%d/%d gpus=%d zones=%s cost=$%.2f usd/h=%.2f preemptions=%d replans=%d checkpoint=%s",
 		st.JobID, st.Phase, st.Iteration, st.Iterations, totalGPUs(st.GPUs), strings.Join(st.Zones, ","), st.CostUSD, st.USDPerHour,
 		st.Preemptions, st.Replans, checkpointText(st.LastCheckpoint))
@@ -106,7 +106,7 @@ type liveView struct {
 	last  string
 }
 
-func (v *liveView) show(st workflows.JobStatus) {
+func (v *liveView) show(st training.JobStatus) {
 	if !v.tty {
 		line := plainLine(st)
 		if line != v.last {

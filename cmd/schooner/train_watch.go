@@ -10,8 +10,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/schooner-ml/schooner/training"
 	"github.com/schooner-ml/schooner/workers"
-	"github.com/schooner-ml/schooner/workflows"
 )
 
 func newTrainWatchCommand(g *globals) *cobra.Command {
@@ -39,11 +39,11 @@ func newTrainWatchCommand(g *globals) *cobra.Command {
 // watchJob shows a job's status every interval until the workflow closes, and returns its
 // final status. A query that fails while the job runs (a worker restarting) is shown and
 // retried, not fatal.
-func watchJob(ctx context.Context, c client.Client, jobID string, out io.Writer, tty bool, every time.Duration) (workflows.JobStatus, error) {
+func watchJob(ctx context.Context, c client.Client, jobID string, out io.Writer, tty bool, every time.Duration) (training.JobStatus, error) {
 	view := &liveView{out: out, tty: tty}
 	tick := time.NewTicker(every)
 	defer tick.Stop()
-	var last workflows.JobStatus
+	var last training.JobStatus
 	for {
 		closed, err := jobClosed(ctx, c, jobID)
 		if err != nil {

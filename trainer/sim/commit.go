@@ -131,7 +131,7 @@ func (c *committer) loop() {
 		r.durable.Store(d)
 		r.log.Info().Int64("step", d).Bool("emergency", p.emergency && d == p.step).Msg("checkpoint durable in the remote store")
 		if r.o.OnCommitted != nil {
-			r.o.OnCommitted(training.Committed{Epoch: r.a.Epoch, Rank: r.a.Rank, Step: d, Emergency: p.emergency && d == p.step})
+			r.o.OnCommitted(training.CheckpointCommitted{Epoch: r.a.Epoch, Rank: r.a.Rank, Step: d, Emergency: p.emergency && d == p.step})
 		}
 		r.progress()
 	}

@@ -11,6 +11,6 @@
 // (ExpectedLayer), VerifyStep proves that a job that met preemptions and replans ended in
 // exactly the state it would have reached without them.
 //
-// The package is a domain package: it knows nothing of Temporal. activities.Trainer runs it
+// The package is a domain package: it knows nothing of Temporal. trainingact.Trainer runs it
 // inside the RunTrainer activity.
 package sim

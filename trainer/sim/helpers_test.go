@@ -83,7 +83,7 @@ func (l layout) assignments(job string, epoch int, layers int, iters, every int6
 type epochResult struct {
 	results   []training.TrainerResult
 	errs      []error
-	committed []training.Committed
+	committed []training.CheckpointCommitted
 }
 
 // runEpoch runs every assignment, each on its own node; with cutAt >= 0 the epoch is
@@ -108,7 +108,7 @@ func runEpoch(t *testing.T, st store.Store, as []training.Assignment, cutAt int6
 						cancel()
 					}
 				},
-				OnCommitted: func(c training.Committed) {
+				OnCommitted: func(c training.CheckpointCommitted) {
 					mu.Lock()
 					res.committed = append(res.committed, c)
 					mu.Unlock()

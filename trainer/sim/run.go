@@ -41,7 +41,7 @@ type RunOptions struct {
 	Store store.Store
 	// OnCommitted is called, by the saver only, for every step that becomes durable in the
 	// remote store.
-	OnCommitted func(training.Committed)
+	OnCommitted func(training.CheckpointCommitted)
 	Logger      zerolog.Logger
 }
 

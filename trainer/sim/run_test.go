@@ -99,7 +99,7 @@ func TestEmergencyCheckpointOnNotice(t *testing.T) {
 	a := layout{stages: []checkpoint.StageLayers{{First: 0, End: 2}}, dp: 1}.assignments("job", 1, 2, 40, 100, -1)[0]
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	committed := make(chan training.Committed, 10)
+	committed := make(chan training.CheckpointCommitted, 10)
 	_, err = Run(ctx, RunOptions{
 		Assignment: a, Dial: DialSocket(n.sock), Logger: testLogger(t),
 		OnProgress: func(p training.Progress) {
@@ -107,11 +107,11 @@ func TestEmergencyCheckpointOnNotice(t *testing.T) {
 				n.a.Notice(time.Now().Add(time.Minute))
 			}
 		},
-		OnCommitted: func(c training.Committed) { committed <- c },
+		OnCommitted: func(c training.CheckpointCommitted) { committed <- c },
 	})
 	require.NoError(t, err)
 	first := <-committed
-	require.Equal(t, training.Committed{Epoch: 1, Rank: 0, Step: 7, Emergency: true}, first)
+	require.Equal(t, training.CheckpointCommitted{Epoch: 1, Rank: 0, Step: 7, Emergency: true}, first)
 	require.NoError(t, VerifyStep(context.Background(), &checkpoint.Remote{Store: dir}, 40, 42, 2))
 }
 
@@ -124,7 +124,7 @@ func TestEmergencyCheckpointsOfSeveralStagesMeet(t *testing.T) {
 	as := layout{stages: []checkpoint.StageLayers{{First: 0, End: 1}, {First: 1, End: 2}}, dp: 1}.assignments("job", 1, 2, 60, 50, -1)
 	as[1].IterSeconds = 0.003 // stage 1 lags behind
 	nodes := []*node{startNode(t, dir), startNode(t, dir)}
-	committed := make(chan training.Committed, 100)
+	committed := make(chan training.CheckpointCommitted, 100)
 	errs := make(chan error, 2)
 	for i, a := range as {
 		go func() {
@@ -137,7 +137,7 @@ func TestEmergencyCheckpointsOfSeveralStagesMeet(t *testing.T) {
 						}
 					}
 				},
-				OnCommitted: func(c training.Committed) { committed <- c },
+				OnCommitted: func(c training.CheckpointCommitted) { committed <- c },
 			})
 			errs <- err
 		}()

@@ -1,0 +1,118 @@
+package trainingact
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/rs/zerolog"
+
+	"github.com/schooner-ml/schooner/checkpoint"
+	"github.com/schooner-ml/schooner/checkpoint/store"
+	"github.com/schooner-ml/schooner/cloud"
+	"github.com/schooner-ml/schooner/gpu"
+	"github.com/schooner-ml/schooner/planner"
+	"github.com/schooner-ml/schooner/planner/profiles"
+	"github.com/schooner-ml/schooner/training"
+)
+
+// Control holds the control-plane activities of a training job: offerings, planning and
+// the job's checkpoint store (the instance activities are fleetact's). Every dependency is a field so tests pass a
+// cloud.Fake or the sim market, and the worker passes the real provider.
+type Control struct {
+	// Provider is where instances come from (a cloud.Multi, a real provider or the sim market).
+	Provider cloud.Provider
+	// Replanner caches plans so a replan after a preemption with unchanged pools is instant.
+	// Nil gets a private one.
+	Replanner *planner.Replanner
+	// ProfilesDir is the model and network profiles directory ("" the bundled ones), as
+	// `schooner plan search --profiles` takes it.
+	ProfilesDir string
+	// OpenStore opens a checkpoint store URL (default store.Open).
+	OpenStore func(ctx context.Context, url string) (store.Store, error)
+	// Verify compares a durable step with an uninterrupted simulated run; the worker wires
+	// trainer/sim.VerifyStep. Nil makes VerifyTrainedState fail with a clear error.
+	Verify func(ctx context.Context, r *checkpoint.Remote, step int64, seed int64, modelLayers int) error
+	// Logger receives what the activities decide (the zero value discards).
+	Logger zerolog.Logger
+
+	once    sync.Once
+	mu      sync.Mutex
+	models  map[string]*planner.ModelProfile
+	network *planner.Network
+	rp      *planner.Replanner
+}
+
+func (t *Control) init() {
+	t.once.Do(func() {
+		t.models = map[string]*planner.ModelProfile{}
+		t.rp = t.Replanner
+		if t.rp == nil {
+			t.rp = &planner.Replanner{}
+		}
+	})
+}
+
+// JobOfferings lists what the job may buy: the provider's offerings narrowed to the spec's
+// clouds, regions, zones and GPU types. The spot policy does not filter offerings (each
+// offering has both prices); PlanJob prices them as the policy allows.
+func (t *Control) JobOfferings(ctx context.Context, req training.JobOfferingsRequest) ([]cloud.Offering, error) {
+	f := cloud.OfferingFilter{Regions: req.Resources.Regions, Zones: req.Resources.Zones}
+	for _, g := range req.Resources.GPUTypes {
+		f.GPUTypes = append(f.GPUTypes, gpu.Type(g))
+	}
+	offers, err := t.Provider.Offerings(ctx, f)
+	if err != nil {
+		return nil, fmt.Errorf("listing offerings of %s: %w", t.Provider.Name(), err)
+	}
+	out := make([]cloud.Offering, 0, len(offers))
+	for _, o := range offers {
+		if len(req.Resources.Clouds) > 0 && !slices.Contains(req.Resources.Clouds, o.Provider) {
+			continue
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// model returns the planner profile of the spec's model, one pointer per model so the
+// Replanner's cache (keyed by the profile's address) hits across calls.
+func (t *Control) model(m training.Model, seqLen int) (*planner.ModelProfile, *planner.Network, error) {
+	t.init()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	key := fmt.Sprintf("%s/%d/%d/%d/%d/%d/%d", m.Name, m.Layers, m.Hidden, m.Heads, m.FFN, m.Vocab, seqLen)
+	if t.network == nil {
+		n, err := profiles.LoadNetwork(t.ProfilesDir)
+		if err != nil {
+			return nil, nil, fmt.Errorf("loading the network profile: %w", err)
+		}
+		t.network = n
+	}
+	if p, ok := t.models[key]; ok {
+		return p, t.network, nil
+	}
+	var p *planner.ModelProfile
+	if m.Name != "" && m.Layers == 0 {
+		var err error
+		if p, err = profiles.Load(m.Name, t.ProfilesDir); err != nil {
+			return nil, nil, fmt.Errorf("loading the profile of model %q: %w", m.Name, err)
+		}
+	} else {
+		a := planner.Architecture{Name: m.Name, Layers: m.Layers, Hidden: m.Hidden, Heads: m.Heads, FFN: m.FFN,
+			Vocab: m.Vocab, SeqLen: seqLen}
+		if a.Name == "" {
+			a.Name = "custom"
+		}
+		if a.SeqLen == 0 {
+			a.SeqLen = 2048
+		}
+		if err := a.Validate(); err != nil {
+			return nil, nil, fmt.Errorf("building the profile of the model: %w", err)
+		}
+		p = planner.BuildModel(a, gpu.KnownTypes, planner.DefaultTPs(), planner.DefaultMicroBatches())
+	}
+	t.models[key] = p
+	return p, t.network, nil
+}

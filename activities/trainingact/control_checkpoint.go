@@ -1,0 +1,66 @@
+package trainingact
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/schooner-ml/schooner/checkpoint"
+	"github.com/schooner-ml/schooner/checkpoint/store"
+	"github.com/schooner-ml/schooner/training"
+)
+
+// remote opens the job's checkpoint store as the remote tier.
+func (t *Control) remote(ctx context.Context, url string) (*checkpoint.Remote, error) {
+	open := t.OpenStore
+	if open == nil {
+		open = func(ctx context.Context, url string) (store.Store, error) { return store.Open(ctx, url) }
+	}
+	s, err := open(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("opening checkpoint store %s: %w", url, err)
+	}
+	return &checkpoint.Remote{Store: s}, nil
+}
+
+// LatestDurableCheckpoint reads the newest step whose every shard is in the job's store
+// (-1: none). The job decides restores from the store itself, never from signals alone.
+func (t *Control) LatestDurableCheckpoint(ctx context.Context, storeURL string) (int64, error) {
+	r, err := t.remote(ctx, storeURL)
+	if err != nil {
+		return 0, err
+	}
+	steps, err := r.DurableSteps(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("reading durable steps: %w", err)
+	}
+	if len(steps) == 0 {
+		return -1, nil
+	}
+	return steps[0], nil
+}
+
+// ErrTypeStateMismatch marks a verification that ran and found the state differs.
+const ErrTypeStateMismatch = "StateMismatch"
+
+// VerifyTrainedState compares the durable step with an uninterrupted run of the simulated
+// trainer computed from scratch: the proof that preemptions, replans and restores lost
+// nothing. A mismatch is non-retryable; a store error retries.
+func (t *Control) VerifyTrainedState(ctx context.Context, req training.VerifyStateRequest) error {
+	if t.Verify == nil {
+		return temporal.NewNonRetryableApplicationError("no simulated-state verifier configured on this worker", ErrTypeStateMismatch, nil)
+	}
+	r, err := t.remote(ctx, req.Store)
+	if err != nil {
+		return err
+	}
+	if err := t.Verify(ctx, r, req.Step, req.Seed, req.ModelLayers); err != nil {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("verifying step %d: %v", req.Step, err), ErrTypeStateMismatch, err)
+	}
+	return nil
+}

@@ -1,0 +1,108 @@
+package trainingact
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/schooner-ml/schooner/checkpoint"
+	"github.com/schooner-ml/schooner/checkpoint/store"
+	"github.com/schooner-ml/schooner/cloud"
+	"github.com/schooner-ml/schooner/training"
+)
+
+func testOffers() []cloud.Offering {
+	return []cloud.Offering{
+		{Provider: "fake", Region: "r1", Zone: "r1-a", InstanceType: "p4", GPUType: "A100-40", GPUsPerInstance: 1, SpotPrice: 1, OnDemandPrice: 4, SpotCapacity: 8},
+		{Provider: "fake", Region: "r1", Zone: "r1-b", InstanceType: "p4", GPUType: "A100-40", GPUsPerInstance: 1, SpotPrice: 1.1, OnDemandPrice: 4, SpotCapacity: 8},
+		{Provider: "fake", Region: "r2", Zone: "r2-a", InstanceType: "v1", GPUType: "V100-16", GPUsPerInstance: 1, SpotPrice: 0.5, OnDemandPrice: 3, SpotCapacity: 8},
+	}
+}
+
+func TestJobOfferingsFiltersBySpec(t *testing.T) {
+	tr := &Control{Provider: cloud.NewFake("fake", testOffers()...)}
+	got, err := tr.JobOfferings(context.Background(), training.JobOfferingsRequest{Resources: training.Resources{GPUTypes: []string{"A100-40"}, Zones: []string{"r1-b"}}})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, "r1-b", got[0].Zone)
+	got, err = tr.JobOfferings(context.Background(), training.JobOfferingsRequest{Resources: training.Resources{Clouds: []string{"aws"}}})
+	require.NoError(t, err)
+	assert.Empty(t, got)
+}
+
+func TestPlanJobPlansAndPlaces(t *testing.T) {
+	tr := &Control{}
+	req := training.PlanJobRequest{Model: training.Model{Name: "OPT-350"}, GlobalBatch: 64, Offers: testOffers()}
+	res, err := tr.PlanJob(context.Background(), req)
+	require.NoError(t, err)
+	require.NotEmpty(t, res.Replicas)
+	assert.Equal(t, res.Plan.GPUs(), func() int {
+		n := 0
+		for _, r := range res.Replicas {
+			n += r.GPUs
+		}
+		return n
+	}())
+	assert.Greater(t, res.ModelLayers, 20)
+	for _, r := range res.Replicas {
+		assert.Equal(t, cloud.Spot, r.Key.Capacity)
+	}
+
+	// A cap below any plan's price is a clear non-retryable error.
+	req.USDPerHourCap = 0.01
+	_, err = tr.PlanJob(context.Background(), req)
+	var app *temporal.ApplicationError
+	require.True(t, errors.As(err, &app))
+	assert.Equal(t, ErrTypeOverBudget, app.Type())
+	assert.True(t, app.NonRetryable())
+
+	// Nothing on offer.
+	_, err = tr.PlanJob(context.Background(), training.PlanJobRequest{Model: training.Model{Name: "OPT-350"}, GlobalBatch: 64})
+	require.True(t, errors.As(err, &app))
+	assert.Equal(t, ErrTypeNoPlan, app.Type())
+}
+
+func TestPlanJobKeepsSurvivors(t *testing.T) {
+	tr := &Control{}
+	surv := []cloud.Instance{{ID: "s1", Provider: "fake", Region: "r1", Zone: "r1-b", InstanceType: "p4", GPUType: "A100-40", GPUs: 1,
+		Capacity: cloud.Spot, PricePerHour: 1.1}}
+	res, err := tr.PlanJob(context.Background(), training.PlanJobRequest{Model: training.Model{Name: "OPT-350"}, GlobalBatch: 64,
+		Survivors: surv, Offers: testOffers()[:1], MaxGPUs: 4})
+	require.NoError(t, err)
+	assert.LessOrEqual(t, res.Plan.GPUs(), 4)
+	kept := false
+	for _, r := range res.Replicas {
+		kept = kept || r.Key.Zone == "r1-b"
+	}
+	assert.True(t, kept, "the replan uses the surviving instance")
+}
+
+func TestLatestDurableCheckpointReadsStore(t *testing.T) {
+	fs := store.NewFake()
+	tr := &Control{OpenStore: func(context.Context, string) (store.Store, error) { return fs, nil }}
+	step, err := tr.LatestDurableCheckpoint(context.Background(), "fake://")
+	require.NoError(t, err)
+	assert.Equal(t, int64(-1), step)
+	fs.Set("step-000000000010/COMMIT", []byte("{}"))
+	fs.Set("step-000000000020/rank-00000.data", []byte("x"))
+	step, err = tr.LatestDurableCheckpoint(context.Background(), "fake://")
+	require.NoError(t, err)
+	assert.Equal(t, int64(10), step, "an incomplete step is not durable")
+}
+
+func TestVerifyTrainedStateMismatchIsFinal(t *testing.T) {
+	fs := store.NewFake()
+	tr := &Control{OpenStore: func(context.Context, string) (store.Store, error) { return fs, nil },
+		Verify: func(context.Context, *checkpoint.Remote, int64, int64, int) error {
+			return errors.New("tensor layer3.w differs")
+		}}
+	err := tr.VerifyTrainedState(context.Background(), training.VerifyStateRequest{Store: "fake://", Step: 10})
+	var app *temporal.ApplicationError
+	require.True(t, errors.As(err, &app))
+	assert.True(t, app.NonRetryable())
+	assert.Contains(t, err.Error(), "layer3.w")
+}

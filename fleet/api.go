@@ -1,0 +1,64 @@
+// Package fleet is the contract, without Temporal, of acquiring and releasing a job's
+// instances: the Fleet child workflow's input and result and the instance activities it and
+// every job workflow call. Training uses it today, serving will; the workflow lives in
+// workflows/fleetwf, the activities in activities/fleetact.
+package fleet
+
+import (
+	"context"
+
+	"github.com/schooner-ml/schooner/cloud"
+)
+
+// WorkflowFleet is the Fleet child workflow's type name.
+const WorkflowFleet = "Fleet"
+
+// Activity names of the instance activities, all on the control queue.
+const (
+	ActivityAcquireInstances  = "AcquireInstances"
+	ActivityDescribeInstances = "DescribeInstances"
+	ActivityReleaseInstances  = "ReleaseInstances"
+	ActivityListJobInstances  = "ListJobInstances"
+)
+
+// Group asks for Count instances of one offering.
+type Group struct {
+	Key   cloud.OfferingKey `json:"key"`
+	Count int               `json:"count"`
+}
+
+// Input is the Fleet child workflow's input.
+type Input struct {
+	JobID  string            `json:"job_id"`
+	Groups []Group           `json:"groups"`
+	Tags   map[string]string `json:"tags,omitempty"`
+	// Token makes retried creates idempotent; the group index is appended.
+	Token string `json:"token,omitempty"`
+}
+
+// Result is every instance the fleet obtained (never dropped on a partial failure) and the
+// offerings that were short.
+type Result struct {
+	Instances   []cloud.Instance    `json:"instances"`
+	Unavailable []cloud.OfferingKey `json:"unavailable,omitempty"`
+	Short       int                 `json:"short"`
+	Errors      []string            `json:"errors,omitempty"`
+}
+
+// AcquireResult is what AcquireInstances got. A capacity shortage or a quota is a result,
+// not an error, so the workflow can replan with what it got.
+type AcquireResult struct {
+	Instances     []cloud.Instance    `json:"instances"`
+	CapacityShort int                 `json:"capacity_short"`
+	Unavailable   []cloud.OfferingKey `json:"unavailable,omitempty"`
+	Reason        string              `json:"reason,omitempty"`
+}
+
+// Activities are the instance activities; activities/fleetact implements them over a
+// cloud.Provider.
+type Activities interface {
+	AcquireInstances(ctx context.Context, req cloud.CreateRequest) (AcquireResult, error)
+	DescribeInstances(ctx context.Context, ids []string) ([]cloud.Instance, error)
+	ReleaseInstances(ctx context.Context, ids []string) error
+	ListJobInstances(ctx context.Context, jobID string) ([]cloud.Instance, error)
+}

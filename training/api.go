@@ -1,0 +1,185 @@
+// The contract of a TrainingJob, without Temporal: its type name, inputs, phases, the names
+// and payloads of its signals, updates and query, and the status it answers with. The
+// workflow (workflows/trainingwf), its activities (activities/trainingact), the node agents and
+// every client (the CLI, the benchmarks, the plain temporal CLI's JSON) speak only these.
+
+package training
+
+import (
+	"time"
+
+	"github.com/schooner-ml/schooner/cloud"
+	"github.com/schooner-ml/schooner/planner"
+)
+
+// WorkflowTrainingJob is the TrainingJob workflow's type name; a job's workflow id is its job id.
+const WorkflowTrainingJob = "TrainingJob"
+
+// Messages of a TrainingJob: what the CLI, the node agents and the plain temporal CLI send.
+const (
+	SignalPreemptionNotice    = "preemption-notice"
+	SignalProgress            = "progress"
+	SignalCheckpointCommitted = "checkpoint-committed"
+	UpdateSetBudget           = "set-budget"
+	UpdateResize              = "resize"
+	UpdatePause               = "pause"
+	UpdateResume              = "resume"
+	QueryStatus               = "status"
+)
+
+// Job phases, as SchoonerPhase shows them.
+const (
+	PhasePlanning   = "planning"
+	PhaseAcquiring  = "acquiring"
+	PhaseTraining   = "training"
+	PhaseRecovering = "recovering"
+	PhasePaused     = "paused"
+	PhaseReleasing  = "releasing"
+	PhaseCompleted  = "completed"
+	PhaseFailed     = "failed"
+	PhaseCancelled  = "cancelled"
+)
+
+// JobInput starts a job. Carried (nil on a fresh start) is the state handed over by
+// continue-as-new.
+type JobInput struct {
+	Spec Spec `json:"spec"`
+	// TimeScale is simulated seconds per wall second of the cloud the job runs on (1 for a
+	// real cloud); iteration times and notice periods are converted with it.
+	TimeScale   float64     `json:"time_scale,omitempty"`
+	SubmittedAt time.Time   `json:"submitted_at"`
+	Carried     *CarryState `json:"carried,omitempty"`
+	// Options tunes the control loop; zero fields take the defaults of JobOptions.
+	Options JobOptions `json:"options,omitempty"`
+}
+
+// CarryState is everything a job needs to go on after continue-as-new: the job's
+// accounting and the instances it holds.
+type CarryState struct {
+	Status    JobStatus        `json:"status"`
+	Instances []cloud.Instance `json:"instances"`
+	// OnDemandPrices are the on-demand prices of the held instances by id, for the
+	// on-demand comparison.
+	OnDemandPrices map[string]float64 `json:"on_demand_prices,omitempty"`
+	// Unavailable and Avoided are the steering caches with their expiry in workflow time.
+	Unavailable []ExpiringKey `json:"unavailable,omitempty"`
+	Avoided     []ExpiringKey `json:"avoided,omitempty"`
+	// Placement is the running plan's rank → instance map, so the next run relaunches the
+	// same plan without planning again.
+	Placement []RankPlacement `json:"placement,omitempty"`
+	// ModelLayers of the running plan.
+	ModelLayers int `json:"model_layers,omitempty"`
+	// SpotOnlyIterSeconds is the iteration time of the last spot-only plan (deadline check).
+	SpotOnlyIterSeconds float64 `json:"spot_only_iter_seconds,omitempty"`
+}
+
+// ExpiringKey is an offering key (Zone alone for an avoided zone) remembered until Until.
+type ExpiringKey struct {
+	Key   cloud.OfferingKey `json:"key"`
+	Until time.Time         `json:"until"`
+}
+
+// RankPlacement is the instance a rank of the running plan runs on.
+type RankPlacement struct {
+	Rank       int    `json:"rank"`
+	Stage      int    `json:"stage"`
+	Replica    int    `json:"replica"`
+	InstanceID string `json:"instance_id"`
+}
+
+// PreemptionNotice tells the job an instance will be reclaimed at Deadline (Kind notice:
+// the node agent read it from the instance's metadata) or is gone already (Kind preempted:
+// the provider's event log said so). It lets the job plan ahead of the provider's own report;
+// the job still confirms a loss with the provider before acting.
+type PreemptionNotice struct {
+	InstanceID string                 `json:"instance_id"`
+	Kind       cloud.InterruptionKind `json:"kind"`
+	Deadline   time.Time              `json:"deadline,omitempty"`
+}
+
+// CheckpointCommitted says a checkpoint step is durable in the job's remote store (every
+// stage's shard is there). Saver ranks report it; the job still reads the latest durable step
+// from the store before acting, and uses this only to keep its status current.
+type CheckpointCommitted struct {
+	Epoch int   `json:"epoch"`
+	Rank  int   `json:"rank"`
+	Step  int64 `json:"step"`
+	// Emergency marks a step saved on a preemption notice, off the regular cadence.
+	Emergency bool `json:"emergency,omitempty"`
+}
+
+// SetBudgetRequest changes the budget; zero fields remove that cap.
+type SetBudgetRequest struct {
+	Budget Budget `json:"budget"`
+}
+
+// ResizeRequest bounds the GPUs the job may hold (MaxGPUs 0: no bound); the job replans.
+type ResizeRequest struct {
+	MaxGPUs int `json:"max_gpus"`
+}
+
+// PlanRecord is one entry of a job's plan history.
+type PlanRecord struct {
+	Epoch     int              `json:"epoch"`
+	At        time.Time        `json:"at"`
+	Reason    string           `json:"reason"` // "initial", "preemption", "capacity", "deadline", "resize", "budget", "resume"
+	Summary   string           `json:"summary"`
+	Plan      planner.Plan     `json:"plan"`
+	Estimate  planner.Estimate `json:"estimate"`
+	Instances []string         `json:"instances"`
+	FromStep  int64            `json:"from_step"`
+}
+
+// JobStatus is what the status query returns and the job's result ends with.
+type JobStatus struct {
+	JobID      string `json:"job_id"`
+	Name       string `json:"name"`
+	Phase      string `json:"phase"`
+	Iteration  int64  `json:"iteration"`
+	Iterations int64  `json:"iterations"`
+	// GPUs by "provider/zone/gpu(capacity)" held now.
+	GPUs map[string]int `json:"gpus"`
+	// CostUSD so far; USDPerHour at the current holding.
+	CostUSD    float64 `json:"cost_usd"`
+	USDPerHour float64 `json:"usd_per_hour"`
+	// OnDemandCostUSD is what the same plan history would have cost on demand.
+	OnDemandCostUSD float64 `json:"on_demand_cost_usd"`
+	Preemptions     int     `json:"preemptions"`
+	Replans         int     `json:"replans"`
+	Epoch           int     `json:"epoch"`
+	// LastCheckpoint is the newest durable step (-1 none); Restores counts restores.
+	LastCheckpoint       int64        `json:"last_checkpoint"`
+	CheckpointsCommitted int          `json:"checkpoints_committed"`
+	Restores             int          `json:"restores"`
+	LostIterations       int64        `json:"lost_iterations"`
+	Budget               Budget       `json:"budget"`
+	Paused               bool         `json:"paused"`
+	Plans                []PlanRecord `json:"plans"`
+	StartedAt            time.Time    `json:"started_at"`
+	UpdatedAt            time.Time    `json:"updated_at"`
+	Error                string       `json:"error,omitempty"`
+	// Notices counts preemption notices received; Instances are the held instance ids.
+	Notices   int      `json:"notices"`
+	Instances []string `json:"instances,omitempty"`
+	// Zones held now, sorted (SchoonerZones).
+	Zones []string `json:"zones,omitempty"`
+	// StateVerified is true when the final durable step matched an uninterrupted simulated
+	// run bit for bit (sim trainer only); VerifyError says why not.
+	StateVerified bool   `json:"state_verified"`
+	VerifyError   string `json:"verify_error,omitempty"`
+	// LeakedInstances counts instances still tagged with the job after the final release.
+	LeakedInstances int `json:"leaked_instances"`
+	// Timeline samples the job at every event (at most maxTimeline points).
+	Timeline []TimelinePoint `json:"timeline,omitempty"`
+}
+
+// TimelinePoint is a sample of the job taken at every event that changes it (acquisition,
+// preemption, replan, checkpoint, progress signal), kept for the report's timeline; the
+// workflow thins old points so the history stays bounded.
+type TimelinePoint struct {
+	At        time.Time      `json:"at"`
+	Iteration int64          `json:"iteration"`
+	CostUSD   float64        `json:"cost_usd"`
+	GPUs      map[string]int `json:"gpus"` // same keys as JobStatus.GPUs
+	Event     string         `json:"event,omitempty"`
+}

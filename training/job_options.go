@@ -1,0 +1,66 @@
+package training
+
+import "time"
+
+// JobOptions tunes a job's control loop. Durations marked wall are workflow (wall) time;
+// those marked simulated are converted with the job's TimeScale, so a demo at 60× and a real
+// cloud at 1× steer the same way. Zero fields take the defaults below.
+type JobOptions struct {
+	// HeartbeatTimeout (wall, default 10 s): a trainer silent this long is suspected lost and
+	// confirmed with the provider.
+	HeartbeatTimeout time.Duration `json:"heartbeat_timeout,omitempty"`
+	// ScheduleToStartTimeout (wall, default 2 min): a trainer task no node picked up by then
+	// is treated like a heartbeat timeout (its machine is gone or stuck).
+	ScheduleToStartTimeout time.Duration `json:"schedule_to_start_timeout,omitempty"`
+	// WarmScheduleToStartTimeout (wall, default 3 × HeartbeatTimeout) replaces it for a
+	// machine whose node agent already ran a trainer of this job: a live agent picks a task
+	// up at once, so a relaunch that waits longer means the agent died while the machine
+	// runs on, and the machine is replaced.
+	WarmScheduleToStartTimeout time.Duration `json:"warm_schedule_to_start_timeout,omitempty"`
+	// PollInterval (wall, default 3 s): how often held instances are described, to catch a
+	// machine lost without a notice, and the deadline and budget are checked.
+	PollInterval time.Duration `json:"poll_interval,omitempty"`
+	// UnavailableTTL (simulated, default 3 min): how long a short offering is left out.
+	UnavailableTTL time.Duration `json:"unavailable_ttl,omitempty"`
+	// AvoidZoneTTL (simulated, default 10 min): how long a zone that just preempted is
+	// avoided (a zone that preempts tends to preempt again soon).
+	AvoidZoneTTL time.Duration `json:"avoid_zone_ttl,omitempty"`
+	// RetryWait (wall, default 5 s): the wait before planning again when nothing fits.
+	RetryWait time.Duration `json:"retry_wait,omitempty"`
+	// MaxAcquireRounds (default 3): plan → acquire rounds before planning on what is held.
+	MaxAcquireRounds int `json:"max_acquire_rounds,omitempty"`
+	// MaxPlanFailures (default 60): consecutive rounds with no plan before the job fails.
+	MaxPlanFailures int `json:"max_plan_failures,omitempty"`
+	// MaxTrainerFailures (default 5): consecutive trainer failures on live machines, with no
+	// new checkpoint in between, before the job fails.
+	MaxTrainerFailures int `json:"max_trainer_failures,omitempty"`
+	// ContinueAsNewAfter (default 0: only when the server suggests it) continues as new
+	// after this many events in one run; tests use it.
+	ContinueAsNewAfter int `json:"continue_as_new_after,omitempty"`
+}
+
+// WithDefaults fills the zero fields.
+func (o JobOptions) WithDefaults() JobOptions {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.HeartbeatTimeout, 10*time.Second)
+	def(&o.ScheduleToStartTimeout, 2*time.Minute)
+	def(&o.WarmScheduleToStartTimeout, 3*o.HeartbeatTimeout)
+	def(&o.PollInterval, 3*time.Second)
+	def(&o.UnavailableTTL, 3*time.Minute)
+	def(&o.AvoidZoneTTL, 10*time.Minute)
+	def(&o.RetryWait, 5*time.Second)
+	if o.MaxAcquireRounds <= 0 {
+		o.MaxAcquireRounds = 3
+	}
+	if o.MaxPlanFailures <= 0 {
+		o.MaxPlanFailures = 60
+	}
+	if o.MaxTrainerFailures <= 0 {
+		o.MaxTrainerFailures = 5
+	}
+	return o
+}

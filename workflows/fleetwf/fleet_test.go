@@ -1,0 +1,47 @@
+package fleetwf
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/schooner-ml/schooner/cloud"
+	"github.com/schooner-ml/schooner/fleet"
+)
+
+func standInAcquire(context.Context, cloud.CreateRequest) (fleet.AcquireResult, error) {
+	return fleet.AcquireResult{}, nil
+}
+
+func TestFleetKeepsWhatItGotOnPartialFailure(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterActivityWithOptions(standInAcquire, activity.RegisterOptions{Name: fleet.ActivityAcquireInstances})
+	env.OnActivity(fleet.ActivityAcquireInstances, mock.Anything, mock.Anything).Return(func(_ context.Context, req cloud.CreateRequest) (fleet.AcquireResult, error) {
+		switch req.Zone {
+		case "z-a":
+			return fleet.AcquireResult{Instances: []cloud.Instance{{ID: "i-a1"}, {ID: "i-a2"}}}, nil
+		case "z-b":
+			return fleet.AcquireResult{Instances: []cloud.Instance{{ID: "i-b1"}}, CapacityShort: 1,
+				Unavailable: []cloud.OfferingKey{{Capacity: cloud.Spot, InstanceType: "a1", Zone: "z-b"}}}, nil
+		}
+		return fleet.AcquireResult{}, temporal.NewNonRetryableApplicationError("zone is down", "Down", nil)
+	})
+	env.ExecuteWorkflow(Fleet, fleet.Input{JobID: "j", Groups: []fleet.Group{
+		{Key: cloud.OfferingKey{Capacity: cloud.Spot, InstanceType: "a1", Zone: "z-a"}, Count: 2},
+		{Key: cloud.OfferingKey{Capacity: cloud.Spot, InstanceType: "a1", Zone: "z-b"}, Count: 2},
+		{Key: cloud.OfferingKey{Capacity: cloud.Spot, InstanceType: "a1", Zone: "z-c"}, Count: 1},
+	}})
+	require.NoError(t, env.GetWorkflowError())
+	var res fleet.Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Len(t, res.Instances, 3)
+	require.Equal(t, 2, res.Short)
+	require.Len(t, res.Unavailable, 1)
+	require.Len(t, res.Errors, 1)
+}

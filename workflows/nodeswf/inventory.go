@@ -1,0 +1,66 @@
+package nodeswf
+
+import (
+	"errors"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/schooner-ml/schooner/gpu"
+	"github.com/schooner-ml/schooner/nodes"
+	"github.com/schooner-ml/schooner/taskqueue"
+)
+
+// NodeInventory asks every node agent for its GPUs in parallel. Each request goes to the
+// node's own task queue, so it is answered by that machine's NVML and nobody else's. A node
+// that does not pick the task up in time is reported as unreachable rather than failing the
+// whole workflow: one dead agent must not hide the healthy ones.
+func NodeInventory(ctx workflow.Context, req nodes.InventoryRequest) (nodes.InventoryResult, error) {
+	ids := req.Nodes
+	if len(ids) == 0 {
+		lctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			TaskQueue:           taskqueue.Control,
+			StartToCloseTimeout: 30 * time.Second,
+			RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
+		})
+		if err := workflow.ExecuteActivity(lctx, nodes.ActivityListNodes).Get(ctx, &ids); err != nil {
+			return nodes.InventoryResult{}, err
+		}
+	}
+	wait := req.Wait
+	if wait <= 0 {
+		wait = 10 * time.Second
+	}
+	futures := make([]workflow.Future, len(ids))
+	for i, id := range ids {
+		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			TaskQueue:              taskqueue.Node(id),
+			ScheduleToStartTimeout: wait,
+			StartToCloseTimeout:    30 * time.Second,
+			RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+			Summary:                "GPU inventory of node " + id,
+		})
+		futures[i] = workflow.ExecuteActivity(actx, nodes.ActivityInventory)
+	}
+	out := nodes.InventoryResult{Nodes: make([]nodes.Report, len(ids))}
+	for i, f := range futures {
+		out.Nodes[i].NodeID = ids[i]
+		var inv gpu.Inventory
+		if err := f.Get(ctx, &inv); err != nil {
+			out.Nodes[i].Error = describeNodeError(err)
+			continue
+		}
+		out.Nodes[i].Inventory = inv
+	}
+	return out, nil
+}
+
+func describeNodeError(err error) string {
+	var timeout *temporal.TimeoutError
+	if errors.As(err, &timeout) && timeout.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START {
+		return "unreachable: no agent polled its queue in time"
+	}
+	return err.Error()
+}

@@ -1,0 +1,301 @@
+package trainingwf
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/schooner-ml/schooner/cloud"
+	"github.com/schooner-ml/schooner/fleet"
+	"github.com/schooner-ml/schooner/training"
+)
+
+// TrainingJob trains one model to its last iteration on spot GPUs: plan on what can be had,
+// acquire, run a trainer per rank on its machine, and on every preemption replan on what is
+// left plus what can be bought, relaunch and restore from the latest durable checkpoint.
+// Whatever happens, every instance is released at the end (in a disconnected context on
+// cancel and failure). The result is the final status: cost, plan history, verification.
+func TrainingJob(ctx workflow.Context, in training.JobInput) (training.JobStatus, error) {
+	j := newJob(ctx, in)
+	if err := j.registerHandlers(ctx); err != nil {
+		return j.status, err
+	}
+	j.event(ctx, "started")
+	err := j.run(ctx)
+	return j.finish(ctx, err)
+}
+
+// run is the job's main loop; it returns nil when the job completed and verified.
+func (j *job) run(ctx workflow.Context) error {
+	reason := "initial"
+	if j.in.Carried != nil && j.plan != nil {
+		reason = ""
+	}
+	planFails := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if j.pauseRequested {
+			if err := j.pause(ctx); err != nil {
+				return err
+			}
+			reason = "resume"
+		}
+		if reason != "" || j.plan == nil {
+			err := j.planAndAcquire(ctx, reason)
+			if errors.Is(err, errNoPlan) && planFails < j.opts.MaxPlanFailures && ctx.Err() == nil {
+				planFails++
+				j.status.Error = err.Error()
+				j.event(ctx, "no plan yet: waiting for capacity")
+				if err := workflow.NewTimerWithOptions(ctx, j.opts.RetryWait, workflow.TimerOptions{Summary: "wait for capacity"}).Get(ctx, nil); err != nil {
+					return err
+				}
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			planFails, j.status.Error, reason = 0, "", ""
+		}
+		restore, err := j.latestCheckpoint(ctx)
+		if err != nil {
+			return err
+		}
+		if restore >= j.spec.Iterations {
+			return j.complete(ctx, restore)
+		}
+		j.launch(ctx, restore)
+		out, err := j.watch(ctx)
+		if err != nil {
+			return err
+		}
+		switch out.kind {
+		case outDone:
+			step, err := j.latestCheckpoint(ctx)
+			if err != nil {
+				return err
+			}
+			if step >= j.spec.Iterations {
+				j.trainers = nil
+				return j.complete(ctx, step)
+			}
+			j.trainerFails++
+			if j.trainerFails > j.opts.MaxTrainerFailures {
+				return temporal.NewNonRetryableApplicationError(fmt.Sprintf("trainers finished %d times without a durable final step (latest %d)", j.trainerFails, step), "TrainerFailed", nil)
+			}
+			j.event(ctx, fmt.Sprintf("trainers finished but the latest durable step is %d: relaunching", step))
+		case outLost:
+			reason = "preemption"
+			if err := j.onLost(ctx, out); err != nil {
+				return err
+			}
+		case outRestart:
+			j.stopTrainers(ctx, nil)
+		case outReplan:
+			j.stopTrainers(ctx, nil)
+			reason = out.reason
+		case outPause:
+			// handled at the top of the loop
+			j.stopTrainers(ctx, nil)
+		case outContinueAsNew:
+			j.stopTrainers(ctx, nil)
+			return j.continueAsNew(ctx)
+		}
+	}
+}
+
+// onLost counts the preemption, stops the epoch, avoids the zone for a while and drops the
+// lost instances (releasing them, which is a no-op for preempted ones and frees stuck ones).
+func (j *job) onLost(ctx workflow.Context, out outcome) error {
+	lost := map[string]bool{}
+	now := workflow.Now(ctx)
+	var ids []string
+	for _, in := range out.lost {
+		lost[in.ID] = true
+		ids = append(ids, in.ID)
+		if out.preempted[in.ID] {
+			j.status.Preemptions++
+			j.avoided = append(j.avoided, training.ExpiringKey{Key: cloud.OfferingKey{Zone: in.Zone}, Until: now.Add(j.simToWall(j.opts.AvoidZoneTTL))})
+		}
+	}
+	j.setPhase(ctx, training.PhaseRecovering)
+	j.stopTrainers(ctx, lost)
+	keep := j.held[:0]
+	for _, in := range j.held {
+		if !lost[in.ID] {
+			keep = append(keep, in)
+		}
+	}
+	j.held = keep
+	j.event(ctx, fmt.Sprintf("lost %v", ids))
+	return j.release(ctx, ids)
+}
+
+// pause stops the trainers (a checkpoint is durable or the wait ran out), releases every
+// instance and waits for resume.
+func (j *job) pause(ctx workflow.Context) error {
+	j.stopTrainers(ctx, nil)
+	if err := j.releaseAll(ctx); err != nil {
+		return err
+	}
+	j.pauseRequested = false
+	j.status.Paused = true
+	j.setPhase(ctx, training.PhasePaused)
+	if err := workflow.Await(ctx, func() bool { return j.resumeRequested }); err != nil {
+		return err
+	}
+	j.resumeRequested = false
+	j.status.Paused = false
+	j.plan, j.placement = nil, nil
+	j.event(ctx, "resumed")
+	return nil
+}
+
+// releaseAll releases every held instance.
+func (j *job) releaseAll(ctx workflow.Context) error {
+	ids := make([]string, len(j.held))
+	for i, in := range j.held {
+		ids[i] = in.ID
+	}
+	if err := j.release(ctx, ids); err != nil {
+		return err
+	}
+	j.event(ctx, fmt.Sprintf("released %d instances", len(ids)))
+	j.held = nil
+	return nil
+}
+
+// complete verifies the simulated state, releases everything and proves nothing leaked.
+func (j *job) complete(ctx workflow.Context, step int64) error {
+	j.status.LastCheckpoint = step
+	j.status.Iteration = j.spec.Iterations
+	if kind := j.spec.Trainer.Kind; kind == "" || kind == "sim" {
+		req := training.VerifyStateRequest{Store: j.spec.Checkpoint.Store, Step: step, Seed: j.spec.Trainer.Seed, ModelLayers: j.modelLayers}
+		err := workflow.ExecuteActivity(j.controlCtx(ctx, fmt.Sprintf("verify step %d against an uninterrupted run", step), 10*time.Minute),
+			training.ActivityVerifyTrainedState, req).Get(ctx, nil)
+		j.status.StateVerified = err == nil
+		if err != nil {
+			j.status.VerifyError = err.Error()
+		}
+	}
+	j.setPhase(ctx, training.PhaseReleasing)
+	if err := j.cleanup(ctx); err != nil {
+		return err
+	}
+	j.setPhase(ctx, training.PhaseCompleted)
+	return nil
+}
+
+// cleanup releases every held instance, then lists the job's tag for stragglers (a fleet
+// interrupted mid-create) and releases those too; what is still listed after that leaked.
+func (j *job) cleanup(ctx workflow.Context) error {
+	if err := j.releaseAll(ctx); err != nil {
+		return err
+	}
+	var left []cloud.Instance
+	lctx := j.controlCtx(ctx, "list instances still tagged "+cloud.JobTag+"="+j.id, time.Minute)
+	if err := workflow.ExecuteActivity(lctx, fleet.ActivityListJobInstances, j.id).Get(ctx, &left); err != nil {
+		return fmt.Errorf("listing leftover instances: %w", err)
+	}
+	if len(left) == 0 {
+		return nil
+	}
+	ids := make([]string, len(left))
+	for i, in := range left {
+		ids[i] = in.ID
+	}
+	if err := j.release(ctx, ids); err != nil {
+		return err
+	}
+	if err := workflow.ExecuteActivity(lctx, fleet.ActivityListJobInstances, j.id).Get(ctx, &left); err != nil {
+		return fmt.Errorf("listing leftover instances: %w", err)
+	}
+	j.status.LeakedInstances = len(left)
+	j.event(ctx, fmt.Sprintf("released %d stragglers", len(ids)))
+	return nil
+}
+
+// finish turns the run's end into the workflow's result; on cancel or failure it releases
+// every instance in a disconnected context, so cleanup runs even though ctx is cancelled.
+func (j *job) finish(ctx workflow.Context, err error) (training.JobStatus, error) {
+	var can *workflow.ContinueAsNewError
+	if errors.As(err, &can) {
+		return j.snapshot(), err
+	}
+	if err == nil {
+		j.finished = true
+		_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
+		return j.snapshot(), nil
+	}
+	dctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
+	cancelled := temporal.IsCanceledError(err) || errors.Is(ctx.Err(), workflow.ErrCanceled)
+	if j.cancelEpoch != nil {
+		j.cancelEpoch()
+	}
+	j.status.Error = err.Error()
+	j.setPhase(dctx, training.PhaseReleasing)
+	if cerr := j.cleanup(dctx); cerr != nil {
+		err = errors.Join(err, cerr)
+		j.status.Error = err.Error()
+	}
+	j.finished = true
+	if cancelled {
+		j.status.Error = ""
+		j.setPhase(dctx, training.PhaseCancelled)
+		return j.snapshot(), err
+	}
+	j.setPhase(dctx, training.PhaseFailed)
+	return j.snapshot(), err
+}
+
+// continueAsNew hands the job's state to a new run; the trainers were stopped and the new
+// run relaunches the same plan from the latest durable step.
+func (j *job) continueAsNew(ctx workflow.Context) error {
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return err
+	}
+	j.drainSignals(ctx)
+	j.event(ctx, "continue as new")
+	next := j.in
+	next.Spec = j.spec
+	next.Carried = &training.CarryState{Status: j.snapshot(), Instances: append([]cloud.Instance(nil), j.held...),
+		OnDemandPrices: j.odPrice, Unavailable: j.unavail, Avoided: j.avoided, Placement: j.placement,
+		ModelLayers: j.modelLayers, SpotOnlyIterSeconds: j.spotIter}
+	return workflow.NewContinueAsNewError(ctx, training.WorkflowTrainingJob, next)
+}
+
+// drainSignals takes every buffered signal before the run ends, so none is lost across
+// continue-as-new: commits and notices update the carried status; progress of the stopped
+// epoch is stale anyway. A "preempted" report is left to the next run's poll to confirm.
+func (j *job) drainSignals(ctx workflow.Context) {
+	committed := workflow.GetSignalChannel(ctx, training.SignalCheckpointCommitted)
+	for {
+		var m training.CheckpointCommitted
+		if !committed.ReceiveAsync(&m) {
+			break
+		}
+		if m.Step > j.lastCounted {
+			j.lastCounted = m.Step
+			j.status.CheckpointsCommitted++
+			j.status.LastCheckpoint = max(j.status.LastCheckpoint, m.Step)
+		}
+	}
+	notices := workflow.GetSignalChannel(ctx, training.SignalPreemptionNotice)
+	for {
+		var n training.PreemptionNotice
+		if !notices.ReceiveAsync(&n) {
+			break
+		}
+		if n.Kind == cloud.Notice && j.holds(n.InstanceID) {
+			j.status.Notices++
+		}
+	}
+	progress := workflow.GetSignalChannel(ctx, training.SignalProgress)
+	for progress.ReceiveAsync(nil) {
+	}
+}

@@ -1,0 +1,570 @@
+package trainingwf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"github.com/schooner-ml/schooner/activities/fleetact"
+	"github.com/schooner-ml/schooner/activities/trainingact"
+	"github.com/schooner-ml/schooner/workflows/fleetwf"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/schooner-ml/schooner/cloud"
+	"github.com/schooner-ml/schooner/fleet"
+	"github.com/schooner-ml/schooner/planner"
+	"github.com/schooner-ml/schooner/training"
+)
+
+// jobWorld is a tiny scripted cloud and store behind the mocked control activities.
+type jobWorld struct {
+	mu          sync.Mutex
+	next        int
+	instances   map[string]*cloud.Instance
+	released    []string
+	durable     int64
+	assignments []training.Assignment
+	acquires    []cloud.CreateRequest
+	plans       []training.PlanJobRequest
+	shortOnce   map[string]bool // zone → the first acquire there is short
+	trainerRun  func(a training.Assignment) (time.Duration, error)
+}
+
+func newJobWorld() *jobWorld {
+	return &jobWorld{instances: map[string]*cloud.Instance{}, durable: -1, shortOnce: map[string]bool{}}
+}
+
+func (w *jobWorld) state(id string, s cloud.State) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.instances[id].State = s
+}
+
+// twoStagePlan is a plan of two stages, one replica each, in zone.
+func twoStagePlan(zone string, capacity cloud.CapacityType, iter float64) training.PlanJobResult {
+	st := func(a, b int) planner.Stage {
+		return planner.Stage{FirstLayer: a, LastLayer: b, Replicas: []planner.Replica{{GPU: "A100-40", TP: 1, Zone: zone, GPUsPerNode: 1, InstanceType: "a1"}}}
+	}
+	p := planner.Plan{Model: "OPT-350", GlobalBatch: 8, MicroBatch: 1, Stages: []planner.Stage{st(0, 12), st(13, 25)}}
+	key := cloud.OfferingKey{Capacity: capacity, InstanceType: "a1", Zone: zone}
+	return training.PlanJobResult{Plan: p, Estimate: planner.Estimate{IterTime: iter, USDPerHour: 2}, Summary: "2 stages in " + zone,
+		ModelLayers: 26, Replicas: []training.PlannedReplica{
+			{Rank: 0, Stage: 0, Key: key, GPUs: 1, GPUsPerInstance: 1}, {Rank: 1, Stage: 1, Key: key, GPUs: 1, GPUsPerInstance: 1}}}
+}
+
+func jobInput() training.JobInput {
+	return training.JobInput{
+		Spec: training.Spec{Name: "t", Model: training.Model{Name: "OPT-350"}, GlobalBatch: 8, Iterations: 100,
+			Checkpoint: training.Checkpoint{Every: 10, Store: "file:///tmp/x"}, Trainer: training.Trainer{Kind: "sim", Seed: 7}},
+		TimeScale: 60, Options: training.JobOptions{PollInterval: 5 * time.Second},
+	}
+}
+
+// standIn has every activity of the job with the contract's signatures (the compiler checks
+// them against the interfaces); registered through the production Register functions, each is
+// mocked by the tests.
+type standIn struct{}
+
+var (
+	_ training.ControlActivities = standIn{}
+	_ training.NodeActivities    = standIn{}
+	_ fleet.Activities           = standIn{}
+)
+
+func (standIn) JobOfferings(context.Context, training.JobOfferingsRequest) ([]cloud.Offering, error) {
+	return nil, nil
+}
+func (standIn) PlanJob(context.Context, training.PlanJobRequest) (training.PlanJobResult, error) {
+	return training.PlanJobResult{}, nil
+}
+func (standIn) AcquireInstances(context.Context, cloud.CreateRequest) (fleet.AcquireResult, error) {
+	return fleet.AcquireResult{}, nil
+}
+func (standIn) DescribeInstances(context.Context, []string) ([]cloud.Instance, error) {
+	return nil, nil
+}
+func (standIn) ReleaseInstances(context.Context, []string) error                      { return nil }
+func (standIn) ListJobInstances(context.Context, string) ([]cloud.Instance, error)    { return nil, nil }
+func (standIn) LatestDurableCheckpoint(context.Context, string) (int64, error)        { return 0, nil }
+func (standIn) VerifyTrainedState(context.Context, training.VerifyStateRequest) error { return nil }
+func (standIn) RunTrainer(context.Context, training.Assignment) (training.TrainerResult, error) {
+	return training.TrainerResult{}, nil
+}
+func (standIn) StopTrainers(context.Context, training.StopRequest) (int, error) { return 0, nil }
+
+// newJobEnv wires the world into a test environment. planFor decides each plan.
+func newJobEnv(t *testing.T, w *jobWorld, planFor func(req training.PlanJobRequest) (training.PlanJobResult, error)) *testsuite.TestWorkflowEnvironment {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	fleetwf.Register(env)
+	fleetact.Register(env, standIn{})
+	trainingact.RegisterControl(env, standIn{})
+	trainingact.RegisterNode(env, standIn{})
+	env.OnActivity(training.ActivityJobOfferings, mock.Anything, mock.Anything).Return([]cloud.Offering{
+		{Provider: "sim", Zone: "z-a", InstanceType: "a1", GPUType: "A100-40", GPUsPerInstance: 1, SpotPrice: 1, OnDemandPrice: 3, SpotCapacity: 8},
+		{Provider: "sim", Zone: "z-b", InstanceType: "a1", GPUType: "A100-40", GPUsPerInstance: 1, SpotPrice: 1.2, OnDemandPrice: 3, SpotCapacity: 8},
+	}, nil)
+	env.OnActivity(training.ActivityPlanJob, mock.Anything, mock.Anything).Return(func(_ context.Context, req training.PlanJobRequest) (training.PlanJobResult, error) {
+		w.mu.Lock()
+		w.plans = append(w.plans, req)
+		w.mu.Unlock()
+		return planFor(req)
+	})
+	env.OnActivity(fleet.ActivityAcquireInstances, mock.Anything, mock.Anything).Return(func(_ context.Context, req cloud.CreateRequest) (fleet.AcquireResult, error) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.acquires = append(w.acquires, req)
+		n := req.Count
+		res := fleet.AcquireResult{}
+		if w.shortOnce[req.Zone] {
+			w.shortOnce[req.Zone] = false
+			n = req.Count / 2
+			k := cloud.OfferingKey{Capacity: req.Capacity, InstanceType: req.InstanceType, Zone: req.Zone}
+			res.CapacityShort, res.Unavailable, res.Reason = req.Count-n, []cloud.OfferingKey{k}, "insufficient capacity"
+		}
+		for i := 0; i < n; i++ {
+			w.next++
+			in := cloud.Instance{ID: fmt.Sprintf("i-%d", w.next), Provider: "sim", Zone: req.Zone, InstanceType: req.InstanceType,
+				GPUType: "A100-40", GPUs: 1, Capacity: req.Capacity, State: cloud.StateRunning, JobID: req.JobID, PricePerHour: 1}
+			w.instances[in.ID] = &in
+			res.Instances = append(res.Instances, in)
+		}
+		return res, nil
+	})
+	env.OnActivity(fleet.ActivityDescribeInstances, mock.Anything, mock.Anything).Return(func(_ context.Context, ids []string) ([]cloud.Instance, error) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		var out []cloud.Instance
+		for _, id := range ids {
+			out = append(out, *w.instances[id])
+		}
+		return out, nil
+	})
+	env.OnActivity(fleet.ActivityReleaseInstances, mock.Anything, mock.Anything).Return(func(_ context.Context, ids []string) error {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for _, id := range ids {
+			w.instances[id].State = cloud.StateTerminated
+			w.released = append(w.released, id)
+		}
+		return nil
+	})
+	env.OnActivity(fleet.ActivityListJobInstances, mock.Anything, mock.Anything).Return(func(context.Context, string) ([]cloud.Instance, error) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		var out []cloud.Instance
+		for i := 1; i <= w.next; i++ {
+			if in := w.instances[fmt.Sprintf("i-%d", i)]; !in.State.Gone() {
+				out = append(out, *in)
+			}
+		}
+		return out, nil
+	})
+	env.OnActivity(training.ActivityLatestCheckpoint, mock.Anything, mock.Anything).Return(func(context.Context, string) (int64, error) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.durable, nil
+	})
+	env.OnActivity(training.ActivityVerifyTrainedState, mock.Anything, mock.Anything).Return(nil)
+	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
+		if info.ActivityType.Name != training.ActivityRunTrainer {
+			return
+		}
+		var a training.Assignment
+		require.NoError(t, args.Get(&a))
+		w.mu.Lock()
+		w.assignments = append(w.assignments, a)
+		w.mu.Unlock()
+	})
+	// The trainer mocks take test-clock time: one per delay class the scripts use.
+	for _, d := range []time.Duration{0, time.Second, 10 * time.Second, time.Hour} {
+		d := d
+		env.OnActivity(training.ActivityRunTrainer, mock.Anything, mock.MatchedBy(func(a training.Assignment) bool {
+			got, _ := w.trainerRun(a)
+			return got == d
+		})).After(d).Return(func(_ context.Context, a training.Assignment) (training.TrainerResult, error) {
+			_, err := w.trainerRun(a)
+			if err != nil {
+				return training.NoResult(a.Rank), err
+			}
+			w.mu.Lock()
+			w.durable = a.Iterations
+			w.mu.Unlock()
+			return training.TrainerResult{Rank: a.Rank, FinalIteration: a.Iterations, LastCheckpoint: a.Iterations}, nil
+		})
+	}
+	return env
+}
+
+func (w *jobWorld) leaked() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for id, in := range w.instances {
+		if !in.State.Gone() {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func jobResult(t *testing.T, env *testsuite.TestWorkflowEnvironment) training.JobStatus {
+	t.Helper()
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var st training.JobStatus
+	require.NoError(t, env.GetWorkflowResult(&st))
+	return st
+}
+
+func TestTrainingJobCompletes(t *testing.T) {
+	w := newJobWorld()
+	w.trainerRun = func(training.Assignment) (time.Duration, error) { return 0, nil }
+	env := newJobEnv(t, w, func(training.PlanJobRequest) (training.PlanJobResult, error) {
+		return twoStagePlan("z-a", cloud.Spot, 1), nil
+	})
+	env.ExecuteWorkflow(TrainingJob, jobInput())
+	st := jobResult(t, env)
+	require.Equal(t, training.PhaseCompleted, st.Phase)
+	require.True(t, st.StateVerified)
+	require.Equal(t, int64(100), st.LastCheckpoint)
+	require.Len(t, st.Plans, 1)
+	require.Empty(t, w.leaked())
+	require.Len(t, w.assignments, 2)
+	a := w.assignments[0]
+	require.Equal(t, -1, int(a.RestoreStep))
+	require.Equal(t, 2, a.Plan.World)
+	require.True(t, w.assignments[0].Saver && w.assignments[1].Saver)
+}
+
+func TestTrainingJobReplansWithWhatICEleft(t *testing.T) {
+	w := newJobWorld()
+	w.shortOnce["z-a"] = true
+	w.trainerRun = func(training.Assignment) (time.Duration, error) { return 0, nil }
+	env := newJobEnv(t, w, func(req training.PlanJobRequest) (training.PlanJobResult, error) {
+		for _, o := range req.Offers {
+			if o.Zone == "z-a" {
+				return twoStagePlan("z-a", cloud.Spot, 1), nil
+			}
+		}
+		// z-a is marked unavailable: a plan on the survivor in z-a plus one in z-b.
+		p := twoStagePlan("z-a", cloud.Spot, 1)
+		p.Plan.Stages[1].Replicas[0].Zone = "z-b"
+		p.Replicas[1].Key.Zone = "z-b"
+		return p, nil
+	})
+	env.ExecuteWorkflow(TrainingJob, jobInput())
+	st := jobResult(t, env)
+	require.Equal(t, training.PhaseCompleted, st.Phase)
+	require.GreaterOrEqual(t, len(w.plans), 2)
+	require.Len(t, w.plans[1].Survivors, 1, "the replan keeps the instance the short acquire got")
+	for _, o := range w.plans[1].Offers {
+		require.NotEqual(t, "z-a", o.Zone, "the short offering is left out of the replan")
+	}
+	require.Empty(t, w.leaked())
+}
+
+func TestTrainingJobSurvivesPreemption(t *testing.T) {
+	w := newJobWorld()
+	w.trainerRun = func(a training.Assignment) (time.Duration, error) {
+		if a.Epoch == 1 {
+			return time.Hour, nil
+		}
+		return 0, nil
+	}
+	preempted := false
+	env := newJobEnv(t, w, func(req training.PlanJobRequest) (training.PlanJobResult, error) {
+		if !preempted {
+			return twoStagePlan("z-a", cloud.Spot, 1), nil
+		}
+		// After the preemption: a one-stage plan in z-b (another shape).
+		p := twoStagePlan("z-b", cloud.Spot, 2)
+		p.Plan.Stages = []planner.Stage{{FirstLayer: 0, LastLayer: 25, Replicas: p.Plan.Stages[0].Replicas}}
+		p.Replicas = p.Replicas[:1]
+		return p, nil
+	})
+	env.RegisterDelayedCallback(func() {
+		w.mu.Lock()
+		w.durable = 40
+		w.mu.Unlock()
+		env.SignalWorkflow(training.SignalCheckpointCommitted, training.CheckpointCommitted{Epoch: 1, Rank: 0, Step: 40})
+		env.SignalWorkflow(training.SignalPreemptionNotice, training.PreemptionNotice{InstanceID: "i-2", Kind: cloud.Notice})
+	}, 20*time.Second)
+	env.RegisterDelayedCallback(func() {
+		w.state("i-2", cloud.StatePreempted)
+		preempted = true
+		env.SignalWorkflow(training.SignalPreemptionNotice, training.PreemptionNotice{InstanceID: "i-2", Kind: cloud.Preempted})
+	}, 22*time.Second)
+	env.ExecuteWorkflow(TrainingJob, jobInput())
+	st := jobResult(t, env)
+	require.Equal(t, training.PhaseCompleted, st.Phase)
+	require.Equal(t, 1, st.Preemptions)
+	require.Equal(t, 1, st.Notices)
+	require.Equal(t, 1, st.Replans)
+	require.Equal(t, 1, st.Restores)
+	require.Len(t, st.Plans, 2)
+	require.Equal(t, "preemption", st.Plans[1].Reason)
+	last := w.assignments[len(w.assignments)-1]
+	require.Equal(t, 2, last.Epoch)
+	require.Equal(t, int64(40), last.RestoreStep)
+	require.Equal(t, 1, last.Plan.World)
+	require.Empty(t, w.leaked())
+	for _, o := range w.plans[len(w.plans)-1].Offers {
+		require.NotEqual(t, "z-a", o.Zone, "the zone that preempted is avoided")
+	}
+}
+
+func TestTrainingJobLostWithoutNoticeAndFalseAlarm(t *testing.T) {
+	w := newJobWorld()
+	w.trainerRun = func(a training.Assignment) (time.Duration, error) {
+		switch {
+		case a.Epoch == 1 && a.Rank == 1:
+			// A heartbeat problem on a live machine: a false alarm.
+			return time.Second, errors.New("heartbeat lost")
+		case a.Epoch <= 2:
+			return time.Hour, nil
+		}
+		return 0, nil
+	}
+	env := newJobEnv(t, w, func(training.PlanJobRequest) (training.PlanJobResult, error) {
+		return twoStagePlan("z-a", cloud.Spot, 1), nil
+	})
+	// Epoch 2's machine i-1 vanishes with no notice; the poll finds it.
+	env.RegisterDelayedCallback(func() { w.state("i-1", cloud.StateTerminated) }, 60*time.Second)
+	env.ExecuteWorkflow(TrainingJob, jobInput())
+	st := jobResult(t, env)
+	require.Equal(t, training.PhaseCompleted, st.Phase)
+	require.Equal(t, 1, st.Preemptions)
+	epochs := map[int][]string{}
+	for _, a := range w.assignments {
+		epochs[a.Epoch] = append(epochs[a.Epoch], a.InstanceID)
+	}
+	require.ElementsMatch(t, epochs[1], epochs[2], "a false alarm relaunches on the same instances")
+	require.NotContains(t, epochs[3], "i-1")
+	require.Empty(t, w.leaked())
+}
+
+func TestTrainingJobCancelReleases(t *testing.T) {
+	w := newJobWorld()
+	w.trainerRun = func(training.Assignment) (time.Duration, error) { return time.Hour, nil }
+	env := newJobEnv(t, w, func(training.PlanJobRequest) (training.PlanJobResult, error) {
+		return twoStagePlan("z-a", cloud.Spot, 1), nil
+	})
+	env.RegisterDelayedCallback(env.CancelWorkflow, 30*time.Second)
+	env.ExecuteWorkflow(TrainingJob, jobInput())
+	require.True(t, env.IsWorkflowCompleted())
+	require.Error(t, env.GetWorkflowError())
+	require.Empty(t, w.leaked())
+	require.Len(t, w.released, 2)
+}
+
+func TestTrainingJobSetBudgetValidator(t *testing.T) {
+	w := newJobWorld()
+	w.trainerRun = func(training.Assignment) (time.Duration, error) { return 0, nil }
+	env := newJobEnv(t, w, func(training.PlanJobRequest) (training.PlanJobResult, error) {
+		return twoStagePlan("z-a", cloud.Spot, 1), nil
+	})
+	var rejected, accepted bool
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(training.UpdateSetBudget, "bad", &testsuite.TestUpdateCallback{
+			OnReject: func(error) { rejected = true }, OnAccept: func() {}, OnComplete: func(any, error) {}},
+			training.SetBudgetRequest{Budget: training.Budget{USDPerHour: -1}})
+		env.UpdateWorkflow(training.UpdateSetBudget, "good", &testsuite.TestUpdateCallback{
+			OnReject: func(error) {}, OnAccept: func() { accepted = true }, OnComplete: func(any, error) {}},
+			training.SetBudgetRequest{Budget: training.Budget{USDPerHour: 10}})
+	}, 0)
+	w.trainerRun = func(training.Assignment) (time.Duration, error) { return 10 * time.Second, nil }
+	env.ExecuteWorkflow(TrainingJob, jobInput())
+	st := jobResult(t, env)
+	require.True(t, rejected)
+	require.True(t, accepted)
+	require.Equal(t, 10.0, st.Budget.USDPerHour)
+}
+
+func TestTrainingJobDeadlineAddsOnDemand(t *testing.T) {
+	w := newJobWorld()
+	w.trainerRun = func(a training.Assignment) (time.Duration, error) {
+		if a.Epoch == 1 {
+			return time.Hour, nil
+		}
+		return 0, nil
+	}
+	env := newJobEnv(t, w, func(req training.PlanJobRequest) (training.PlanJobResult, error) {
+		if req.OnDemand {
+			return twoStagePlan("z-a", cloud.OnDemand, 1), nil
+		}
+		// Spot alone: 100 iterations × 120 s / 60 = 200 s wall, past the 60 s deadline.
+		return twoStagePlan("z-a", cloud.Spot, 120), nil
+	})
+	in := jobInput()
+	in.Spec.Spot = training.SpotWithFallback
+	in.Spec.Deadline = "1h" // simulated: one minute of wall time at 60×
+	env.ExecuteWorkflow(TrainingJob, in)
+	st := jobResult(t, env)
+	require.Equal(t, training.PhaseCompleted, st.Phase)
+	require.Len(t, st.Plans, 2)
+	require.Equal(t, "deadline", st.Plans[1].Reason)
+	last := w.acquires[len(w.acquires)-1]
+	require.Equal(t, cloud.OnDemand, last.Capacity)
+	require.Empty(t, w.leaked())
+}
+
+func TestTrainingJobPauseResume(t *testing.T) {
+	w := newJobWorld()
+	w.trainerRun = func(a training.Assignment) (time.Duration, error) {
+		if a.Epoch == 1 {
+			return time.Hour, nil
+		}
+		return 0, nil
+	}
+	env := newJobEnv(t, w, func(training.PlanJobRequest) (training.PlanJobResult, error) {
+		return twoStagePlan("z-a", cloud.Spot, 1), nil
+	})
+	var paused training.JobStatus
+	noop := func() {}
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(training.UpdatePause, "p", &testsuite.TestUpdateCallback{OnReject: func(err error) { t.Error(err) }, OnAccept: noop,
+			OnComplete: func(r any, err error) { require.NoError(t, err); paused = r.(training.JobStatus) }})
+	}, 10*time.Second)
+	env.RegisterDelayedCallback(func() {
+		w.mu.Lock()
+		w.durable = 30
+		w.mu.Unlock()
+		env.SignalWorkflow(training.SignalCheckpointCommitted, training.CheckpointCommitted{Epoch: 1, Rank: 0, Step: 30})
+	}, 15*time.Second)
+	var leakedWhilePaused []string
+	env.RegisterDelayedCallback(func() {
+		leakedWhilePaused = w.leaked()
+		env.UpdateWorkflow(training.UpdateResume, "r", &testsuite.TestUpdateCallback{OnReject: func(err error) { t.Error(err) }, OnAccept: noop,
+			OnComplete: func(any, error) {}})
+	}, 5*time.Minute)
+	env.ExecuteWorkflow(TrainingJob, jobInput())
+	st := jobResult(t, env)
+	require.True(t, paused.Paused)
+	require.Equal(t, training.PhasePaused, paused.Phase)
+	require.Empty(t, leakedWhilePaused, "a paused job holds no instance")
+	require.Equal(t, training.PhaseCompleted, st.Phase)
+	require.Equal(t, "resume", st.Plans[len(st.Plans)-1].Reason)
+	require.Equal(t, int64(30), w.assignments[len(w.assignments)-1].RestoreStep)
+}
+
+func TestTrainingJobContinuesAsNew(t *testing.T) {
+	w := newJobWorld()
+	w.trainerRun = func(training.Assignment) (time.Duration, error) { return time.Hour, nil }
+	env := newJobEnv(t, w, func(training.PlanJobRequest) (training.PlanJobResult, error) {
+		return twoStagePlan("z-a", cloud.Spot, 1), nil
+	})
+	in := jobInput()
+	in.Options.ContinueAsNewAfter = 12
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(training.SignalCheckpointCommitted, training.CheckpointCommitted{Epoch: 1, Rank: 0, Step: 20})
+	}, 6*time.Second)
+	env.ExecuteWorkflow(TrainingJob, in)
+	require.True(t, env.IsWorkflowCompleted())
+	var can *workflow.ContinueAsNewError
+	require.True(t, errors.As(env.GetWorkflowError(), &can))
+	var next training.JobInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	require.NotNil(t, next.Carried)
+	require.Len(t, next.Carried.Instances, 2)
+	require.Len(t, next.Carried.Placement, 2)
+	require.Equal(t, 1, next.Carried.Status.CheckpointsCommitted)
+	require.Equal(t, int64(20), next.Carried.Status.LastCheckpoint)
+	require.Empty(t, w.released, "instances are carried, not released")
+
+	// The next run relaunches the carried plan without planning again.
+	w2 := newJobWorld()
+	w2.instances, w2.next, w2.durable = w.instances, w.next, 20
+	w2.trainerRun = func(training.Assignment) (time.Duration, error) { return 0, nil }
+	env2 := newJobEnv(t, w2, func(training.PlanJobRequest) (training.PlanJobResult, error) {
+		return twoStagePlan("z-a", cloud.Spot, 1), nil
+	})
+	next.Options.ContinueAsNewAfter = 0
+	env2.ExecuteWorkflow(TrainingJob, next)
+	st := jobResult(t, env2)
+	require.Equal(t, training.PhaseCompleted, st.Phase)
+	require.Empty(t, w2.plans, "the carried plan is relaunched as is")
+	require.Equal(t, 2, st.Epoch)
+	require.Equal(t, int64(20), w2.assignments[0].RestoreStep)
+	require.Empty(t, w2.leaked())
+}
+
+func TestTrainingJobHeartbeatTimeoutConfirmedLost(t *testing.T) {
+	w := newJobWorld()
+	w.trainerRun = func(a training.Assignment) (time.Duration, error) {
+		switch {
+		case a.Epoch == 1 && a.Rank == 0:
+			// The node died without a notice: the provider says terminated.
+			w.state(a.InstanceID, cloud.StateTerminated)
+			return 10 * time.Second, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil)
+		case a.Epoch == 1:
+			return time.Hour, nil
+		}
+		return 0, nil
+	}
+	env := newJobEnv(t, w, func(training.PlanJobRequest) (training.PlanJobResult, error) {
+		return twoStagePlan("z-a", cloud.Spot, 1), nil
+	})
+	in := jobInput()
+	in.Options.PollInterval = time.Hour // only the heartbeat timeout can find the loss
+	env.ExecuteWorkflow(TrainingJob, in)
+	st := jobResult(t, env)
+	require.Equal(t, training.PhaseCompleted, st.Phase)
+	require.Equal(t, 1, st.Preemptions)
+	require.Equal(t, "preemption", st.Plans[len(st.Plans)-1].Reason)
+	require.Empty(t, w.leaked())
+}
+
+func TestTrainingJobReplacesStuckInstance(t *testing.T) {
+	w := newJobWorld()
+	w.trainerRun = func(a training.Assignment) (time.Duration, error) {
+		switch {
+		case a.Epoch == 1 && a.InstanceID == "i-1":
+			// Running at the provider, but no node agent ever picked the task up.
+			return time.Second, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)
+		case a.Epoch == 1:
+			return time.Hour, nil
+		}
+		return 0, nil
+	}
+	env := newJobEnv(t, w, func(training.PlanJobRequest) (training.PlanJobResult, error) {
+		return twoStagePlan("z-a", cloud.Spot, 1), nil
+	})
+	env.ExecuteWorkflow(TrainingJob, jobInput())
+	st := jobResult(t, env)
+	require.Equal(t, training.PhaseCompleted, st.Phase)
+	require.Equal(t, 0, st.Preemptions, "a stuck machine is replaced, not counted as a preemption")
+	require.Contains(t, w.released, "i-1")
+	for _, a := range w.assignments {
+		if a.Epoch == 2 {
+			require.NotEqual(t, "i-1", a.InstanceID)
+		}
+	}
+	require.Empty(t, w.leaked())
+}
+
+func TestTrainingJobBudgetExhaustedFailsAndReleases(t *testing.T) {
+	w := newJobWorld()
+	w.trainerRun = func(training.Assignment) (time.Duration, error) { return time.Hour, nil }
+	env := newJobEnv(t, w, func(training.PlanJobRequest) (training.PlanJobResult, error) {
+		return twoStagePlan("z-a", cloud.Spot, 1), nil
+	})
+	in := jobInput()
+	in.Spec.Budget.TotalUSD = 1 // 2 instances × $1/h × 60: a dollar in 30 s of wall time
+	env.ExecuteWorkflow(TrainingJob, in)
+	require.True(t, env.IsWorkflowCompleted())
+	err := env.GetWorkflowError()
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "budget")
+	require.Empty(t, w.leaked())
+}

@@ -1,0 +1,162 @@
+package trainingwf
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/schooner-ml/schooner/checkpoint"
+	"github.com/schooner-ml/schooner/taskqueue"
+	"github.com/schooner-ml/schooner/training"
+)
+
+// trainerRun is one RunTrainer activity of the running epoch.
+type trainerRun struct {
+	rank       int
+	instanceID string
+	saver      bool
+	future     workflow.Future
+	done       bool
+	err        error
+	// result is what the trainer returned when it finished its assignment.
+	result training.TrainerResult
+}
+
+// latestCheckpoint asks the store for the newest durable step (-1: none).
+func (j *job) latestCheckpoint(ctx workflow.Context) (int64, error) {
+	var step int64
+	err := workflow.ExecuteActivity(j.controlCtx(ctx, "read the latest durable checkpoint of "+j.id, time.Minute),
+		training.ActivityLatestCheckpoint, j.spec.Checkpoint.Store).Get(ctx, &step)
+	if err != nil {
+		return 0, fmt.Errorf("reading the latest durable checkpoint: %w", err)
+	}
+	return step, nil
+}
+
+// planInfo is the running plan as the checkpoint manifest records it: one checkpoint rank
+// per stage (its saver writes the stage's shard).
+func (j *job) planInfo() checkpoint.PlanInfo {
+	p := j.plan.Plan
+	info := checkpoint.PlanInfo{World: len(p.Stages), PP: len(p.Stages), DP: p.DP(), Note: j.plan.Summary}
+	for _, st := range p.Stages {
+		info.Stages = append(info.Stages, checkpoint.StageLayers{First: st.FirstLayer, End: st.LastLayer + 1})
+		if len(st.Replicas) > 0 {
+			info.TP = max(info.TP, st.Replicas[0].TP)
+		}
+	}
+	return info
+}
+
+// launch starts one RunTrainer per rank on its instance's node queue under a new epoch,
+// restoring from step restore.
+func (j *job) launch(ctx workflow.Context, restore int64) {
+	j.status.Epoch++
+	if restore >= 0 && j.status.Epoch > 1 {
+		j.status.Restores++
+	}
+	if restore >= 0 && j.status.Iteration > restore {
+		j.status.LostIterations += j.status.Iteration - restore
+	}
+	j.status.Iteration = max(restore, 0)
+	j.status.LastCheckpoint = max(j.status.LastCheckpoint, restore)
+	ectx, cancel := workflow.WithCancel(ctx)
+	j.cancelEpoch = cancel
+	j.trainers = nil
+	j.rankIter = map[int]int64{}
+	j.savers = map[int]bool{}
+	info := j.planInfo()
+	kind := j.spec.Trainer.Kind
+	if kind == "" {
+		kind = "sim"
+	}
+	for _, p := range j.placement {
+		st := j.plan.Plan.Stages[p.Stage]
+		a := training.Assignment{
+			JobID: j.id, Epoch: j.status.Epoch, InstanceID: p.InstanceID, Rank: p.Rank, Stage: p.Stage, Replica: p.Replica,
+			Layers: checkpoint.StageLayers{First: st.FirstLayer, End: st.LastLayer + 1}, Plan: info,
+			Model: j.plan.Plan.Model, ModelLayers: j.modelLayers, Seed: j.spec.Trainer.Seed, RestoreStep: restore,
+			Iterations: j.spec.Iterations, IterSeconds: j.plan.Estimate.IterTime, TimeScale: j.ts,
+			CheckpointEvery: j.spec.Checkpoint.Every, Store: j.spec.Checkpoint.Store, Saver: p.Replica == 0, Trainer: j.spec.Trainer,
+		}
+		if a.Model == "" {
+			a.Model = j.spec.Model.Name
+		}
+		sts := j.opts.ScheduleToStartTimeout
+		if j.warm[p.InstanceID] {
+			sts = min(sts, j.opts.WarmScheduleToStartTimeout)
+		}
+		actx := workflow.WithActivityOptions(ectx, workflow.ActivityOptions{
+			TaskQueue: taskqueue.Node(p.InstanceID), StartToCloseTimeout: 30 * 24 * time.Hour,
+			ScheduleToStartTimeout: sts, HeartbeatTimeout: j.opts.HeartbeatTimeout,
+			WaitForCancellation: true, RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
+			Summary: fmt.Sprintf("%s trainer rank %d (stage %d, replica %d, layers %d-%d) epoch %d from step %d",
+				kind, p.Rank, p.Stage, p.Replica, st.FirstLayer, st.LastLayer, j.status.Epoch, restore),
+		})
+		j.rankIter[p.Rank] = max(restore, 0)
+		j.savers[p.Rank] = a.Saver
+		j.trainers = append(j.trainers, &trainerRun{rank: p.Rank, instanceID: p.InstanceID, saver: a.Saver,
+			future: workflow.ExecuteActivity(actx, training.ActivityRunTrainer, a)})
+	}
+	j.setPhase(ctx, training.PhaseTraining)
+	j.event(ctx, fmt.Sprintf("launched %d trainers, epoch %d, from step %d", len(j.trainers), j.status.Epoch, restore))
+}
+
+// stopTrainers cancels the epoch, asks the nodes to stop its trainers at once, and waits
+// for the trainers on instances not in lost to stop (a new epoch must not share a machine
+// with an old trainer), at most about a heartbeat timeout; trainers on lost instances are
+// not waited for.
+func (j *job) stopTrainers(ctx workflow.Context, lost map[string]bool) {
+	if j.cancelEpoch == nil {
+		return
+	}
+	j.cancelEpoch()
+	j.cancelEpoch = nil
+	j.askNodesToStop(ctx, lost)
+	tctx, cancelTimer := workflow.WithCancel(ctx)
+	defer cancelTimer()
+	timer := workflow.NewTimerWithOptions(tctx, j.opts.HeartbeatTimeout+2*time.Second, workflow.TimerOptions{Summary: "wait for trainers to stop"})
+	expired := false
+	for !expired {
+		sel := workflow.NewSelector(ctx)
+		pending := 0
+		for _, t := range j.trainers {
+			if t.done || lost[t.instanceID] {
+				continue
+			}
+			pending++
+			sel.AddFuture(t.future, func(f workflow.Future) {
+				t.done = true
+				t.err = f.Get(ctx, &t.result)
+			})
+		}
+		if pending == 0 {
+			break
+		}
+		sel.AddFuture(timer, func(workflow.Future) { expired = true })
+		sel.Select(ctx)
+	}
+	j.trainers = nil
+}
+
+// askNodesToStop sends StopTrainers to every node with a running trainer of this epoch
+// outside lost. The cancellation alone would reach a trainer only with its next heartbeat
+// reply, seconds later; the node's queue delivers this in milliseconds. A node that does not
+// pick it up quickly is dead or stuck, and the cancellation and the wait's bound cover it,
+// so the results are not waited for.
+func (j *job) askNodesToStop(ctx workflow.Context, lost map[string]bool) {
+	asked := map[string]bool{}
+	for _, t := range j.trainers {
+		if t.done || lost[t.instanceID] || asked[t.instanceID] {
+			continue
+		}
+		asked[t.instanceID] = true
+		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			TaskQueue: taskqueue.Node(t.instanceID), ScheduleToStartTimeout: 2 * time.Second, StartToCloseTimeout: 5 * time.Second,
+			RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
+			Summary:     fmt.Sprintf("stop trainers of %s before epoch %d on %s", j.id, j.status.Epoch+1, t.instanceID),
+		})
+		workflow.ExecuteActivity(actx, training.ActivityStopTrainers, training.StopRequest{JobID: j.id, BeforeEpoch: j.status.Epoch + 1})
+	}
+}

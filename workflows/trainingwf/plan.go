@@ -1,0 +1,264 @@
+package trainingwf
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/schooner-ml/schooner/cloud"
+	"github.com/schooner-ml/schooner/fleet"
+	"github.com/schooner-ml/schooner/taskqueue"
+	"github.com/schooner-ml/schooner/training"
+)
+
+// errNoPlan wraps a planning round that found nothing to run on; the loop waits and tries
+// again, since spot capacity comes back.
+var errNoPlan = errors.New("no plan")
+
+// planAndAcquire is the heart of a (re)plan: offerings → plan → acquire what the plan lacks
+// through the Fleet child → if short, plan again with what was obtained → release what the
+// final plan does not use. It leaves j.plan and j.placement set.
+func (j *job) planAndAcquire(ctx workflow.Context, reason string) error {
+	j.setPhase(ctx, training.PhasePlanning)
+	var offers []cloud.Offering
+	if err := workflow.ExecuteActivity(j.controlCtx(ctx, "list offerings for "+j.spec.Name, time.Minute),
+		training.ActivityJobOfferings, training.JobOfferingsRequest{Resources: j.spec.Resources, Spot: j.spec.Spot}).Get(ctx, &offers); err != nil {
+		return fmt.Errorf("listing offerings: %w", err)
+	}
+	for round := 0; ; round++ {
+		last := round >= j.opts.MaxAcquireRounds
+		usable := []cloud.Offering{}
+		if !last {
+			usable = j.usableOffers(workflow.Now(ctx), offers)
+		}
+		res, err := j.planOnce(ctx, usable)
+		if err != nil {
+			return err
+		}
+		place, groups := assign(res.Replicas, j.held)
+		if len(groups) == 0 {
+			j.commit(ctx, res, place, reason)
+			return j.releaseUnused(ctx)
+		}
+		if last {
+			return fmt.Errorf("%w: the plan on held instances still lacks %d groups", errNoPlan, len(groups))
+		}
+		j.setPhase(ctx, training.PhaseAcquiring)
+		got, err := j.fleet(ctx, groups, round)
+		if err != nil {
+			return err
+		}
+		j.remember(ctx, got, offers)
+		if got.Short > 0 {
+			reason = "capacity"
+		}
+	}
+}
+
+// planOnce runs the PlanJob local activity on the held instances and the given offers.
+func (j *job) planOnce(ctx workflow.Context, offers []cloud.Offering) (training.PlanJobResult, error) {
+	survivors := j.held
+	if !j.onDemand && j.spec.Spot != training.OnDemandOnly {
+		// Dropping on-demand capacity: on-demand survivors are left out of the plan and
+		// released by releaseUnused.
+		survivors = nil
+		for _, in := range j.held {
+			if capOf(in) == cloud.Spot {
+				survivors = append(survivors, in)
+			}
+		}
+	}
+	req := training.PlanJobRequest{Model: j.spec.Model, SeqLen: j.spec.SeqLen, GlobalBatch: j.spec.GlobalBatch,
+		Objective: j.spec.Objective, USDPerHourCap: j.status.Budget.USDPerHour, MaxGPUs: j.spec.Resources.MaxGPUs,
+		Survivors: survivors, Offers: offers, OnDemand: j.onDemand || j.spec.Spot == training.OnDemandOnly,
+		SpotOff: j.spec.Spot == training.OnDemandOnly}
+	if j.plan != nil {
+		req.Current = &j.plan.Plan
+	}
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: time.Minute, RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3},
+		Summary: fmt.Sprintf("plan %s on %d held instances and %d offerings", j.spec.Name, len(j.held), len(offers)),
+	})
+	var res training.PlanJobResult
+	if err := workflow.ExecuteLocalActivity(lctx, training.ActivityPlanJob, req).Get(ctx, &res); err != nil {
+		var app *temporal.ApplicationError
+		if errors.As(err, &app) && app.Type() == "BadModel" {
+			return res, fmt.Errorf("planning: %w", err)
+		}
+		return res, fmt.Errorf("%w: %w", errNoPlan, err)
+	}
+	if !j.onDemand && j.spec.Spot != training.OnDemandOnly {
+		j.spotIter = res.Estimate.IterTime
+	}
+	return res, nil
+}
+
+// usableOffers drops offerings marked unavailable (for spot) and zones being avoided.
+func (j *job) usableOffers(now time.Time, offers []cloud.Offering) []cloud.Offering {
+	j.unavail = live(j.unavail, now)
+	j.avoided = live(j.avoided, now)
+	out := []cloud.Offering{}
+	for _, o := range offers {
+		if j.isAvoided(o.Zone) {
+			continue
+		}
+		if j.isUnavailable(o.Key(cloud.Spot)) {
+			if !j.onDemand || j.isUnavailable(o.Key(cloud.OnDemand)) {
+				continue
+			}
+			o.SpotCapacity = 0
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// live drops expired entries.
+func live(ks []training.ExpiringKey, now time.Time) []training.ExpiringKey {
+	out := ks[:0]
+	for _, k := range ks {
+		if now.Before(k.Until) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func (j *job) isAvoided(zone string) bool {
+	for _, k := range j.avoided {
+		if k.Key.Zone == zone {
+			return true
+		}
+	}
+	return false
+}
+
+func (j *job) isUnavailable(key cloud.OfferingKey) bool {
+	for _, k := range j.unavail {
+		if k.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// fleet runs the Fleet child workflow for the groups the plan lacks.
+func (j *job) fleet(ctx workflow.Context, groups []fleet.Group, round int) (fleet.Result, error) {
+	n := 0
+	for _, g := range groups {
+		n += g.Count
+	}
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID:    fmt.Sprintf("%s-fleet-%d-%d-%d", j.id, workflow.GetInfo(ctx).Attempt, len(j.status.Plans), round),
+		TaskQueue:     taskqueue.Control,
+		StaticSummary: fmt.Sprintf("acquire %d instances in %d offerings for %s", n, len(groups), j.id),
+	})
+	var res fleet.Result
+	token := fmt.Sprintf("%s-%s-%d-%d", j.id, workflow.GetInfo(ctx).WorkflowExecution.RunID, len(j.status.Plans), round)
+	err := workflow.ExecuteChildWorkflow(cctx, fleet.WorkflowFleet, fleet.Input{JobID: j.id, Groups: groups, Token: token}).Get(ctx, &res)
+	if err != nil {
+		return res, fmt.Errorf("acquiring %d instances: %w", n, err)
+	}
+	return res, nil
+}
+
+// remember adds what the fleet got to the held instances and marks the short offerings
+// unavailable for the TTL, in workflow time.
+func (j *job) remember(ctx workflow.Context, got fleet.Result, offers []cloud.Offering) {
+	now := workflow.Now(ctx)
+	for _, in := range got.Instances {
+		j.held = append(j.held, in)
+		for _, o := range offers {
+			if o.Zone == in.Zone && o.InstanceType == in.InstanceType {
+				j.odPrice[in.ID] = o.OnDemandPrice
+			}
+		}
+	}
+	for _, k := range got.Unavailable {
+		j.unavail = append(j.unavail, training.ExpiringKey{Key: k, Until: now.Add(j.simToWall(j.opts.UnavailableTTL))})
+	}
+	j.event(ctx, fmt.Sprintf("acquired %d instances (%d short)", len(got.Instances), got.Short))
+}
+
+// commit makes res the running plan and records it in the plan history.
+func (j *job) commit(ctx workflow.Context, res training.PlanJobResult, place []training.RankPlacement, reason string) {
+	if len(j.status.Plans) > 0 {
+		j.status.Replans++
+	}
+	j.plan = &res
+	j.placement = place
+	j.modelLayers = res.ModelLayers
+	ids := []string{}
+	seen := map[string]bool{}
+	for _, p := range place {
+		if !seen[p.InstanceID] {
+			seen[p.InstanceID] = true
+			ids = append(ids, p.InstanceID)
+		}
+	}
+	j.status.Plans = append(j.status.Plans, training.PlanRecord{Epoch: j.status.Epoch + 1, At: workflow.Now(ctx), Reason: reason,
+		Summary: res.Summary, Plan: res.Plan, Estimate: res.Estimate, Instances: ids, FromStep: j.status.LastCheckpoint})
+	j.event(ctx, "plan ("+reason+"): "+res.Summary)
+}
+
+// releaseUnused terminates held instances the running plan does not use.
+func (j *job) releaseUnused(ctx workflow.Context) error {
+	used := map[string]bool{}
+	for _, p := range j.placement {
+		used[p.InstanceID] = true
+	}
+	var drop []string
+	keep := j.held[:0]
+	for _, in := range j.held {
+		if used[in.ID] {
+			keep = append(keep, in)
+		} else {
+			drop = append(drop, in.ID)
+		}
+	}
+	if len(drop) == 0 {
+		return nil
+	}
+	if err := j.release(ctx, drop); err != nil {
+		return err
+	}
+	j.held = keep
+	j.event(ctx, fmt.Sprintf("released %d instances the plan does not use", len(drop)))
+	return nil
+}
+
+// release runs ReleaseInstances (idempotent, retried).
+func (j *job) release(ctx workflow.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	err := workflow.ExecuteActivity(j.controlCtx(ctx, fmt.Sprintf("release %d instances of %s", len(ids), j.id), 2*time.Minute),
+		fleet.ActivityReleaseInstances, ids).Get(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("releasing %v: %w", ids, err)
+	}
+	return nil
+}
+
+// usesOnDemand reports whether any held instance is on demand.
+func (j *job) usesOnDemand() bool {
+	for _, in := range j.held {
+		if in.Capacity == cloud.OnDemand {
+			return true
+		}
+	}
+	return false
+}
+
+// controlCtx is the options of a control activity: on the control queue, retried with
+// backoff, with a readable summary for the UI.
+func (j *job) controlCtx(ctx workflow.Context, summary string, timeout time.Duration) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue: taskqueue.Control, StartToCloseTimeout: timeout, Summary: summary,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: 500 * time.Millisecond, BackoffCoefficient: 2,
+			MaximumInterval: 10 * time.Second, MaximumAttempts: 10},
+	})
+}

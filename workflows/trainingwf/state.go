@@ -1,0 +1,238 @@
+package trainingwf
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/schooner-ml/schooner/cloud"
+	"github.com/schooner-ml/schooner/training"
+)
+
+// maxTimeline bounds the timeline kept in the job's state (and so in its query answers and
+// continue-as-new input).
+const maxTimeline = 500
+
+// job is one TrainingJob run's state. Everything a decision reads is here and changes only
+// in workflow code, so replay rebuilds it exactly.
+type job struct {
+	in   training.JobInput
+	opts training.JobOptions
+	spec training.Spec
+	id   string
+	ts   float64
+
+	status   training.JobStatus
+	held     []cloud.Instance // in acquisition order
+	odPrice  map[string]float64
+	unavail  []training.ExpiringKey
+	avoided  []training.ExpiringKey
+	deadline time.Time
+
+	// The running plan.
+	plan        *training.PlanJobResult
+	placement   []training.RankPlacement
+	modelLayers int
+	spotIter    float64
+	onDemand    bool
+
+	// The running epoch.
+	trainers    []*trainerRun
+	cancelEpoch workflow.CancelFunc
+	rankIter    map[int]int64
+	savers      map[int]bool
+	// warm are the instances whose node agent ran a trainer of this job (it reported).
+	warm        map[string]bool
+	lastCounted int64
+
+	// Requests from update handlers, acted on by the main loop.
+	wake            workflow.Channel
+	replanReason    string
+	pauseRequested  bool
+	pauseFrom       int64
+	pauseAt         time.Time
+	resumeRequested bool
+	finished        bool
+
+	lastAccrue   time.Time
+	events       int
+	trainerFails int
+	lastSA       string
+}
+
+// newJob builds the state of a fresh start or of a run continued as new.
+func newJob(ctx workflow.Context, in training.JobInput) *job {
+	j := &job{in: in, opts: in.Options.WithDefaults(), spec: in.Spec, id: workflow.GetInfo(ctx).WorkflowExecution.ID,
+		ts: in.TimeScale, odPrice: map[string]float64{}, warm: map[string]bool{}, wake: workflow.NewBufferedChannel(ctx, 64)}
+	if j.ts <= 0 {
+		j.ts = 1
+	}
+	now := workflow.Now(ctx)
+	j.lastAccrue = now
+	submitted := in.SubmittedAt
+	if submitted.IsZero() {
+		submitted = workflow.GetInfo(ctx).WorkflowStartTime
+	}
+	j.deadline = parseDeadline(in.Spec.Deadline, submitted, j.ts)
+	j.status = training.JobStatus{JobID: j.id, Name: in.Spec.Name, Phase: training.PhasePlanning, Iterations: in.Spec.Iterations,
+		LastCheckpoint: -1, Budget: in.Spec.Budget, StartedAt: now, UpdatedAt: now, GPUs: map[string]int{}}
+	j.lastCounted = -1
+	if c := in.Carried; c != nil {
+		j.status = c.Status
+		j.status.JobID = j.id
+		j.held = append(j.held, c.Instances...)
+		for k, v := range c.OnDemandPrices {
+			j.odPrice[k] = v
+		}
+		j.unavail, j.avoided = c.Unavailable, c.Avoided
+		j.placement, j.modelLayers, j.spotIter = c.Placement, c.ModelLayers, c.SpotOnlyIterSeconds
+		if n := len(j.status.Plans); n > 0 && len(j.placement) > 0 {
+			last := j.status.Plans[n-1]
+			j.plan = &training.PlanJobResult{Plan: last.Plan, Estimate: last.Estimate, Summary: last.Summary, ModelLayers: c.ModelLayers}
+			j.onDemand = j.usesOnDemand()
+		}
+		j.spec.Budget = j.status.Budget
+		j.lastCounted = j.status.LastCheckpoint
+	}
+	return j
+}
+
+// parseDeadline reads the spec's deadline (training.ParseDeadline): a duration counts
+// simulated time from submission, so it is scaled to workflow time; an RFC 3339 time is
+// taken as is. The spec was validated at submission; an unreadable deadline means none.
+func parseDeadline(s string, submitted time.Time, ts float64) time.Time {
+	if s == "" {
+		return time.Time{}
+	}
+	d, err := training.ParseDeadline(s)
+	if err != nil {
+		return time.Time{}
+	}
+	if d.After > 0 {
+		return submitted.Add(time.Duration(float64(d.After) / ts))
+	}
+	return d.At
+}
+
+// simToWall converts a simulated duration to workflow (wall) time.
+func (j *job) simToWall(d time.Duration) time.Duration { return time.Duration(float64(d) / j.ts) }
+
+// accrue adds the cost of holding the instances since the last event: price × simulated
+// hours, and the same holding at on-demand prices for the comparison.
+func (j *job) accrue(now time.Time) {
+	dt := now.Sub(j.lastAccrue)
+	j.lastAccrue = now
+	if dt <= 0 {
+		return
+	}
+	hours := dt.Seconds() * j.ts / 3600
+	for _, in := range j.held {
+		j.status.CostUSD += in.PricePerHour * hours
+		od := j.odPrice[in.ID]
+		if od == 0 {
+			od = in.PricePerHour
+		}
+		j.status.OnDemandCostUSD += od * hours
+	}
+}
+
+// refresh recomputes the derived fields of the status from the held instances.
+func (j *job) refresh(now time.Time) {
+	j.status.GPUs = map[string]int{}
+	j.status.USDPerHour = 0
+	zones := map[string]bool{}
+	j.status.Instances = j.status.Instances[:0]
+	for _, in := range j.held {
+		j.status.GPUs[gpuKey(in)] += in.GPUs
+		j.status.USDPerHour += in.PricePerHour
+		zones[in.Zone] = true
+		j.status.Instances = append(j.status.Instances, in.ID)
+	}
+	j.status.Zones = j.status.Zones[:0]
+	for z := range zones {
+		j.status.Zones = append(j.status.Zones, z)
+	}
+	sort.Strings(j.status.Zones)
+	j.status.UpdatedAt = now
+}
+
+// gpuKey is "provider/zone/gpu(capacity)", the key of training.JobStatus.GPUs.
+func gpuKey(in cloud.Instance) string {
+	return fmt.Sprintf("%s/%s/%s(%s)", in.Provider, in.Zone, in.GPUType, in.Capacity)
+}
+
+// totalGPUs is the number of GPUs held.
+func (j *job) totalGPUs() int {
+	n := 0
+	for _, in := range j.held {
+		n += in.GPUs
+	}
+	return n
+}
+
+// event accounts for time passing, samples the timeline and tells the UI.
+func (j *job) event(ctx workflow.Context, name string) {
+	now := workflow.Now(ctx)
+	j.accrue(now)
+	j.refresh(now)
+	j.events++
+	gpus := make(map[string]int, len(j.status.GPUs))
+	for k, v := range j.status.GPUs {
+		gpus[k] = v
+	}
+	j.status.Timeline = append(j.status.Timeline, training.TimelinePoint{At: now, Iteration: j.status.Iteration,
+		CostUSD: j.status.CostUSD, GPUs: gpus, Event: name})
+	if len(j.status.Timeline) > maxTimeline {
+		j.status.Timeline = thin(j.status.Timeline)
+	}
+	j.publish(ctx)
+}
+
+// thin halves the older half of the timeline, keeping named events over plain samples
+// where it can and always the newest points.
+func thin(ps []training.TimelinePoint) []training.TimelinePoint {
+	half := len(ps) / 2
+	out := make([]training.TimelinePoint, 0, len(ps))
+	for i := 0; i < half; i++ {
+		if i%2 == 0 || (ps[i].Event != "" && ps[i].Event != "progress") {
+			out = append(out, ps[i])
+		}
+	}
+	out = append(out, ps[half:]...)
+	if len(out) > maxTimeline {
+		out = out[len(out)-maxTimeline:]
+	}
+	return out
+}
+
+// setPhase changes the phase and records it as an event.
+func (j *job) setPhase(ctx workflow.Context, phase string) {
+	if j.status.Phase == phase {
+		return
+	}
+	j.status.Phase = phase
+	j.event(ctx, "phase "+phase)
+}
+
+// story is the workflow's current details in the UI: what the job is doing and has been
+// through, in a few lines.
+func (j *job) story() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "**%s** — %s, iteration %d/%d", j.spec.Name, j.status.Phase, j.status.Iteration, j.status.Iterations)
+	fmt.Fprintf(&b, "\n\n%d GPUs in %s, $%.2f/h, $%.2f so far (on demand: $%.2f)", j.totalGPUs(),
+		strings.Join(j.status.Zones, ", "), j.status.USDPerHour, j.status.CostUSD, j.status.OnDemandCostUSD)
+	fmt.Fprintf(&b, "\n\nplan epoch %d, %d replans, %d preemptions survived, %d notices, checkpoint %d (%d committed, %d restores)",
+		j.status.Epoch, j.status.Replans, j.status.Preemptions, j.status.Notices, j.status.LastCheckpoint,
+		j.status.CheckpointsCommitted, j.status.Restores)
+	if n := len(j.status.Plans); n > 0 {
+		p := j.status.Plans[n-1]
+		fmt.Fprintf(&b, "\n\ncurrent plan (%s): %s", p.Reason, p.Summary)
+	}
+	if j.status.Error != "" {
+		fmt.Fprintf(&b, "\n\nerror: %s", j.status.Error)
+	}
+	return b.String()
+}

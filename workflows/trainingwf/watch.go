@@ -1,0 +1,244 @@
+package trainingwf
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/schooner-ml/schooner/cloud"
+	"github.com/schooner-ml/schooner/fleet"
+	"github.com/schooner-ml/schooner/training"
+)
+
+// outcomeKind is what ends a watch of the running epoch.
+type outcomeKind int
+
+const (
+	outDone          outcomeKind = iota // every trainer finished
+	outLost                             // instances lost (confirmed with the provider)
+	outRestart                          // relaunch on the same instances (false alarm, trainer crash)
+	outReplan                           // replan (deadline, budget, resize)
+	outPause                            // a pause was asked and a checkpoint is durable
+	outContinueAsNew                    // the history is long
+)
+
+// outcome ends a watch.
+type outcome struct {
+	kind   outcomeKind
+	reason string
+	lost   []cloud.Instance
+	// preempted is false for an instance replaced because it was stuck.
+	preempted map[string]bool
+}
+
+// watch waits on the running epoch: trainer results, the job's signals, the poll timer and
+// the requests of update handlers, until something needs the main loop.
+func (j *job) watch(ctx workflow.Context) (outcome, error) {
+	progress := workflow.GetSignalChannel(ctx, training.SignalProgress)
+	committed := workflow.GetSignalChannel(ctx, training.SignalCheckpointCommitted)
+	notices := workflow.GetSignalChannel(ctx, training.SignalPreemptionNotice)
+	var poll workflow.Future
+	pctx, stopPoll := workflow.WithCancel(ctx)
+	defer stopPoll()
+	for {
+		if err := ctx.Err(); err != nil {
+			return outcome{}, err
+		}
+		if poll == nil {
+			poll = workflow.NewTimerWithOptions(pctx, j.opts.PollInterval, workflow.TimerOptions{Summary: "poll instances"})
+		}
+		var finished *trainerRun
+		var notice *training.PreemptionNotice
+		polled := false
+		sel := workflow.NewSelector(ctx)
+		for _, t := range j.trainers {
+			if t.done {
+				continue
+			}
+			sel.AddFuture(t.future, func(f workflow.Future) {
+				t.done, t.err = true, f.Get(ctx, &t.result)
+				finished = t
+			})
+		}
+		sel.AddReceive(progress, func(c workflow.ReceiveChannel, _ bool) { j.onProgress(ctx, c) })
+		sel.AddReceive(committed, func(c workflow.ReceiveChannel, _ bool) { j.onCommitted(ctx, c) })
+		sel.AddReceive(notices, func(c workflow.ReceiveChannel, _ bool) {
+			var n training.PreemptionNotice
+			c.Receive(ctx, &n)
+			notice = &n
+		})
+		sel.AddReceive(j.wake, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
+		sel.AddFuture(poll, func(workflow.Future) { polled, poll = true, nil })
+		sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) {})
+		sel.Select(ctx)
+		if err := ctx.Err(); err != nil {
+			return outcome{}, err
+		}
+
+		switch {
+		case notice != nil:
+			if out, ok, err := j.onNotice(ctx, *notice); err != nil || ok {
+				return out, err
+			}
+		case finished != nil:
+			if out, ok, err := j.onTrainerDone(ctx, finished); err != nil || ok {
+				return out, err
+			}
+		case polled:
+			if out, ok, err := j.onPoll(ctx); err != nil || ok {
+				return out, err
+			}
+		}
+		if j.replanReason != "" {
+			r := j.replanReason
+			j.replanReason = ""
+			return outcome{kind: outReplan, reason: r}, nil
+		}
+		if j.pauseRequested && (j.status.LastCheckpoint > j.pauseFrom || !workflow.Now(ctx).Before(j.pauseAt)) {
+			return outcome{kind: outPause}, nil
+		}
+	}
+}
+
+// onNotice records a notice; a "preempted" report is acted on only after the provider
+// confirms it.
+func (j *job) onNotice(ctx workflow.Context, n training.PreemptionNotice) (outcome, bool, error) {
+	if !j.holds(n.InstanceID) {
+		return outcome{}, false, nil
+	}
+	if n.Kind == cloud.Notice {
+		j.status.Notices++
+		j.event(ctx, "preemption notice for "+n.InstanceID)
+		return outcome{}, false, nil
+	}
+	return j.confirm(ctx, []string{n.InstanceID}, true)
+}
+
+// onTrainerDone handles one trainer's end: all finished means done; a failure is confirmed
+// with the provider before it is called a preemption.
+func (j *job) onTrainerDone(ctx workflow.Context, t *trainerRun) (outcome, bool, error) {
+	if t.err == nil {
+		// A saver's own word on its newest durable step keeps the status current; the job
+		// still reads the store before it calls the run complete.
+		if t.saver {
+			j.status.LastCheckpoint = max(j.status.LastCheckpoint, t.result.LastCheckpoint)
+		}
+		for _, o := range j.trainers {
+			if !o.done || o.err != nil {
+				return outcome{}, false, nil
+			}
+		}
+		return outcome{kind: outDone}, true, nil
+	}
+	var timeout *temporal.TimeoutError
+	stuck := errors.As(t.err, &timeout) && timeout.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START
+	out, ok, err := j.confirm(ctx, []string{t.instanceID}, !stuck)
+	if err != nil || ok {
+		return out, ok, err
+	}
+	if stuck {
+		// The provider runs it, but no node agent picked the task up: replace the machine.
+		inst, _ := j.heldInstance(t.instanceID)
+		return outcome{kind: outLost, lost: []cloud.Instance{inst}, preempted: map[string]bool{}}, true, nil
+	}
+	j.trainerFails++
+	if j.trainerFails > j.opts.MaxTrainerFailures {
+		return outcome{}, false, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("trainer rank %d on %s failed %d times in a row on a live machine: %v", t.rank, t.instanceID, j.trainerFails, t.err),
+			"TrainerFailed", t.err)
+	}
+	j.event(ctx, fmt.Sprintf("trainer rank %d on %s failed on a live machine (false alarm): relaunching", t.rank, t.instanceID))
+	return outcome{kind: outRestart, reason: "trainer failure"}, true, nil
+}
+
+// onPoll describes the held instances (to catch losses without notice) and checks budget,
+// deadline and history length.
+func (j *job) onPoll(ctx workflow.Context) (outcome, bool, error) {
+	j.event(ctx, "")
+	if b := j.status.Budget.TotalUSD; b > 0 && j.status.CostUSD >= b {
+		return outcome{}, false, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("total budget of $%.2f exhausted ($%.2f spent) at iteration %d", b, j.status.CostUSD, j.status.Iteration), "BudgetExhausted", nil)
+	}
+	ids := make([]string, len(j.held))
+	for i, in := range j.held {
+		ids[i] = in.ID
+	}
+	if out, ok, err := j.confirm(ctx, ids, true); err != nil || ok {
+		return out, ok, err
+	}
+	if r := j.deadlineCheck(workflow.Now(ctx)); r != "" {
+		return outcome{kind: outReplan, reason: r}, true, nil
+	}
+	if workflow.GetInfo(ctx).GetContinueAsNewSuggested() || (j.opts.ContinueAsNewAfter > 0 && j.events >= j.opts.ContinueAsNewAfter) {
+		return outcome{kind: outContinueAsNew}, true, nil
+	}
+	return outcome{}, false, nil
+}
+
+// confirm asks the provider about instances; those gone are lost. Notices it reveals are
+// recorded. A provider that cannot be asked is an error only after the activity's retries.
+func (j *job) confirm(ctx workflow.Context, ids []string, preempted bool) (outcome, bool, error) {
+	if len(ids) == 0 {
+		return outcome{}, false, nil
+	}
+	var got []cloud.Instance
+	err := workflow.ExecuteActivity(j.controlCtx(ctx, fmt.Sprintf("describe %d instances of %s", len(ids), j.id), time.Minute),
+		fleet.ActivityDescribeInstances, ids).Get(ctx, &got)
+	if err != nil {
+		return outcome{}, false, fmt.Errorf("describing instances: %w", err)
+	}
+	out := outcome{kind: outLost, preempted: map[string]bool{}}
+	for _, in := range got {
+		held, ok := j.heldInstance(in.ID)
+		if !ok {
+			continue
+		}
+		gone := in.State.Gone() || (in.Interruption != nil && in.Interruption.Kind == cloud.Preempted)
+		if gone {
+			out.lost = append(out.lost, held)
+			out.preempted[in.ID] = preempted
+		}
+	}
+	return out, len(out.lost) > 0, nil
+}
+
+// holds reports whether the job holds the instance.
+func (j *job) holds(id string) bool { _, ok := j.heldInstance(id); return ok }
+
+// heldInstance finds a held instance by id.
+func (j *job) heldInstance(id string) (cloud.Instance, bool) {
+	for _, in := range j.held {
+		if in.ID == id {
+			return in, true
+		}
+	}
+	return cloud.Instance{}, false
+}
+
+// deadlineCheck returns "deadline" when on-demand capacity should be added (the deadline is
+// at risk at the current estimate) or dropped (spot alone is again enough, with a margin).
+func (j *job) deadlineCheck(now time.Time) string {
+	if j.deadline.IsZero() || j.plan == nil || j.spec.Spot != "spot-with-fallback" {
+		return ""
+	}
+	left := float64(j.status.Iterations - j.status.Iteration)
+	eta := func(iter float64) time.Time {
+		return now.Add(time.Duration(left * iter / j.ts * float64(time.Second)))
+	}
+	if !j.onDemand && eta(j.plan.Estimate.IterTime).After(j.deadline) {
+		j.onDemand = true
+		return "deadline"
+	}
+	if j.onDemand && j.spotIter > 0 {
+		slack := j.deadline.Sub(now)
+		if eta(j.spotIter).Before(now.Add(slack * 8 / 10)) {
+			j.onDemand = false
+			return "deadline"
+		}
+	}
+	return ""
+}
