@@ -37,16 +37,24 @@ func ConfirmLost(ctx context.Context, p Provider, id string) (Verdict, *Instance
 		if inst.ID != id {
 			continue
 		}
-		switch {
-		case inst.State == StatePreempted || (inst.Interruption != nil && inst.Interruption.Kind == Preempted):
-			return VerdictPreempted, &inst, nil
-		case inst.State.Gone():
-			return VerdictGone, &inst, nil
-		case inst.Interruption != nil && inst.Interruption.Kind == Notice:
-			return VerdictNotice, &inst, nil
-		default:
-			return VerdictAlive, &inst, nil
-		}
+		return VerdictOf(inst), &inst, nil
 	}
 	return VerdictGone, nil, nil
+}
+
+// VerdictOf is the lost-instance rule applied to an instance as the provider described it:
+// preempted when the provider reclaimed it (by state or by a preemption event), gone when it
+// is terminated, notice while it runs under a preemption notice, alive otherwise. ConfirmLost
+// and the job workflows (which describe instances through an activity) both decide by it.
+func VerdictOf(inst Instance) Verdict {
+	switch {
+	case inst.State == StatePreempted || (inst.Interruption != nil && inst.Interruption.Kind == Preempted):
+		return VerdictPreempted
+	case inst.State.Gone():
+		return VerdictGone
+	case inst.Interruption != nil && inst.Interruption.Kind == Notice:
+		return VerdictNotice
+	default:
+		return VerdictAlive
+	}
 }

@@ -104,3 +104,14 @@ func (m *Multi) collect(call func(Provider) ([]Instance, error)) ([]Instance, er
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
 }
+
+// TimeScale is the first member's that runs at another pace than the wall clock (members of
+// one Multi share a clock in practice: all real, or one simulated market's faces).
+func (m *Multi) TimeScale() TimeScale {
+	for _, p := range m.Providers {
+		if s := TimeScaleOf(p); s != Real {
+			return s
+		}
+	}
+	return Real
+}

@@ -12,19 +12,16 @@ import (
 const DefaultUnavailableTTL = 3 * time.Minute
 
 // Unavailable remembers offerings that recently failed for lack of capacity, so the next
-// attempt goes elsewhere. Safe for concurrent use. The clock is injectable because the
-// simulator runs faster than wall time.
+// attempt goes elsewhere: an ExpirySet on a clock, safe for concurrent use, with the reason
+// of each entry. The clock is injectable because the simulator runs faster than wall time.
+// Workflows keep the ExpirySet itself in their state, with workflow time.
 type Unavailable struct {
 	TTL time.Duration
 	Now func() time.Time
 
 	mu      sync.Mutex
-	entries map[OfferingKey]unavailableEntry
-}
-
-type unavailableEntry struct {
-	until  time.Time
-	reason string
+	set     ExpirySet
+	reasons map[OfferingKey]string
 }
 
 // UnavailableEntry is one remembered offering, for status output.
@@ -52,10 +49,13 @@ func (u *Unavailable) ttl() time.Duration {
 func (u *Unavailable) Mark(key OfferingKey, reason string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.entries == nil {
-		u.entries = map[OfferingKey]unavailableEntry{}
+	if u.reasons == nil {
+		u.reasons = map[OfferingKey]string{}
 	}
-	u.entries[key] = unavailableEntry{until: u.now().Add(u.ttl()), reason: reason}
+	now := u.now()
+	u.set.Prune(now)
+	u.set.Add(key, now.Add(u.ttl()))
+	u.reasons[key] = reason
 }
 
 // Observe feeds an error from creating key: capacity errors mark it, anything else is
@@ -75,15 +75,7 @@ func (u *Unavailable) Observe(key OfferingKey, err error) bool {
 func (u *Unavailable) IsUnavailable(key OfferingKey) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	e, ok := u.entries[key]
-	if !ok {
-		return false
-	}
-	if !u.now().Before(e.until) {
-		delete(u.entries, key)
-		return false
-	}
-	return true
+	return u.set.Has(key, u.now())
 }
 
 // Filter returns the offerings that are not marked unavailable for capacity c.
@@ -101,12 +93,10 @@ func (u *Unavailable) Filter(offers []Offering, c CapacityType) []Offering {
 func (u *Unavailable) Entries() []UnavailableEntry {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	now := u.now()
+	u.set.Prune(u.now())
 	out := []UnavailableEntry{}
-	for k, e := range u.entries {
-		if now.Before(e.until) {
-			out = append(out, UnavailableEntry{Key: k, Until: e.until, Reason: e.reason})
-		}
+	for _, k := range u.set {
+		out = append(out, UnavailableEntry{Key: k.Key, Until: k.Until, Reason: u.reasons[k.Key]})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key.String() < out[j].Key.String() })
 	return out

@@ -19,6 +19,7 @@ const (
 	ActivityDescribeInstances = "DescribeInstances"
 	ActivityReleaseInstances  = "ReleaseInstances"
 	ActivityListJobInstances  = "ListJobInstances"
+	ActivityTimeScale         = "ProviderTimeScale"
 )
 
 // Group asks for Count instances of one offering.
@@ -61,4 +62,7 @@ type Activities interface {
 	DescribeInstances(ctx context.Context, ids []string) ([]cloud.Instance, error)
 	ReleaseInstances(ctx context.Context, ids []string) error
 	ListJobInstances(ctx context.Context, jobID string) ([]cloud.Instance, error)
+	// TimeScale is the provider's time scale (cloud.TimeScaleOf): jobs convert notice
+	// periods, TTLs and deadlines with it instead of trusting a number the user typed.
+	TimeScale(ctx context.Context) (cloud.TimeScale, error)
 }

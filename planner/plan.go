@@ -49,6 +49,9 @@ type Replica struct {
 	GPUsPerNode   int      `json:"gpus_per_node"`
 	InstanceType  string   `json:"instance_type,omitempty"`
 	USDPerGPUHour float64  `json:"usd_per_gpu_hour"`
+	// Spot is the capacity type of the pool the replica was planned on, so what to buy
+	// travels with the plan instead of being guessed back from the price.
+	Spot bool `json:"spot,omitempty"`
 }
 
 // Endpoint is where the replica's GPUs sit.

@@ -120,7 +120,7 @@ func (s *search) materialiseFrom(f *found, keep bool) (*Plan, bool) {
 					left[cur] -= tp
 					pl := here[cur]
 					p.Stages[i].Replicas[j] = Replica{GPU: pl.GPU, TP: tp, Zone: pl.Zone, Region: pl.Region,
-						GPUsPerNode: pl.GPUsPerNode, InstanceType: pl.InstanceType, USDPerGPUHour: pl.USDPerGPUHour}
+						GPUsPerNode: pl.GPUsPerNode, InstanceType: pl.InstanceType, USDPerGPUHour: pl.USDPerGPUHour, Spot: pl.Spot}
 				}
 			}
 		}

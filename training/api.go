@@ -44,8 +44,9 @@ const (
 // continue-as-new.
 type JobInput struct {
 	Spec Spec `json:"spec"`
-	// TimeScale is simulated seconds per wall second of the cloud the job runs on (1 for a
-	// real cloud); iteration times and notice periods are converted with it.
+	// TimeScale is ignored: the job asks its provider (a real cloud's is 1, the simulated
+	// market's its --time-scale), so a user cannot get it wrong. It is read only when
+	// replaying histories recorded before the job asked.
 	TimeScale   float64     `json:"time_scale,omitempty"`
 	SubmittedAt time.Time   `json:"submitted_at"`
 	Carried     *CarryState `json:"carried,omitempty"`
@@ -62,8 +63,8 @@ type CarryState struct {
 	// on-demand comparison.
 	OnDemandPrices map[string]float64 `json:"on_demand_prices,omitempty"`
 	// Unavailable and Avoided are the steering caches with their expiry in workflow time.
-	Unavailable []ExpiringKey `json:"unavailable,omitempty"`
-	Avoided     []ExpiringKey `json:"avoided,omitempty"`
+	Unavailable cloud.ExpirySet `json:"unavailable,omitempty"`
+	Avoided     cloud.ExpirySet `json:"avoided,omitempty"`
 	// Placement is the running plan's rank → instance map, so the next run relaunches the
 	// same plan without planning again.
 	Placement []RankPlacement `json:"placement,omitempty"`
@@ -71,12 +72,8 @@ type CarryState struct {
 	ModelLayers int `json:"model_layers,omitempty"`
 	// SpotOnlyIterSeconds is the iteration time of the last spot-only plan (deadline check).
 	SpotOnlyIterSeconds float64 `json:"spot_only_iter_seconds,omitempty"`
-}
-
-// ExpiringKey is an offering key (Zone alone for an avoided zone) remembered until Until.
-type ExpiringKey struct {
-	Key   cloud.OfferingKey `json:"key"`
-	Until time.Time         `json:"until"`
+	// TimeScale is the provider's, as the first run asked it.
+	TimeScale cloud.TimeScale `json:"time_scale,omitempty"`
 }
 
 // RankPlacement is the instance a rank of the running plan runs on.
@@ -148,16 +145,19 @@ type JobStatus struct {
 	Replans         int     `json:"replans"`
 	Epoch           int     `json:"epoch"`
 	// LastCheckpoint is the newest durable step (-1 none); Restores counts restores.
-	LastCheckpoint       int64        `json:"last_checkpoint"`
-	CheckpointsCommitted int          `json:"checkpoints_committed"`
-	Restores             int          `json:"restores"`
-	LostIterations       int64        `json:"lost_iterations"`
-	Budget               Budget       `json:"budget"`
-	Paused               bool         `json:"paused"`
-	Plans                []PlanRecord `json:"plans"`
-	StartedAt            time.Time    `json:"started_at"`
-	UpdatedAt            time.Time    `json:"updated_at"`
-	Error                string       `json:"error,omitempty"`
+	LastCheckpoint       int64  `json:"last_checkpoint"`
+	CheckpointsCommitted int    `json:"checkpoints_committed"`
+	Restores             int    `json:"restores"`
+	LostIterations       int64  `json:"lost_iterations"`
+	Budget               Budget `json:"budget"`
+	// Deadline is the spec's deadline resolved once, at the job's start, in wall time
+	// (zero: none).
+	Deadline  time.Time    `json:"deadline,omitempty"`
+	Paused    bool         `json:"paused"`
+	Plans     []PlanRecord `json:"plans"`
+	StartedAt time.Time    `json:"started_at"`
+	UpdatedAt time.Time    `json:"updated_at"`
+	Error     string       `json:"error,omitempty"`
 	// Notices counts preemption notices received; Instances are the held instance ids.
 	Notices   int      `json:"notices"`
 	Instances []string `json:"instances,omitempty"`

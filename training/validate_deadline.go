@@ -3,6 +3,8 @@ package training
 import (
 	"fmt"
 	"time"
+
+	"github.com/schooner-ml/schooner/cloud"
 )
 
 // Deadline is a parsed spec deadline: either relative to submission or an absolute time.
@@ -27,10 +29,12 @@ func ParseDeadline(s string) (Deadline, error) {
 	return Deadline{At: t}, nil
 }
 
-// Resolve turns the deadline into a time, given when the job was submitted.
-func (d Deadline) Resolve(submitted time.Time) time.Time {
+// Resolve turns the deadline into a wall-clock time, given when the job was submitted and
+// the time scale of its provider: a duration counts the provider's time (hours of simulated
+// market at 60× pass in minutes), an absolute time is taken as is.
+func (d Deadline) Resolve(submitted time.Time, scale cloud.TimeScale) time.Time {
 	if d.After > 0 {
-		return submitted.Add(d.After)
+		return submitted.Add(scale.Wall(d.After))
 	}
 	return d.At
 }

@@ -114,3 +114,9 @@ func (t *Instances) ListJobInstances(ctx context.Context, jobID string) ([]cloud
 	}
 	return out, nil
 }
+
+// TimeScale reports the provider's time scale: 1 for a real cloud, the simulated market's
+// own pace otherwise.
+func (t *Instances) TimeScale(context.Context) (cloud.TimeScale, error) {
+	return cloud.TimeScaleOf(t.Provider), nil
+}

@@ -15,6 +15,7 @@ func Register(r worker.ActivityRegistry, a fleet.Activities) {
 		fleet.ActivityDescribeInstances: a.DescribeInstances,
 		fleet.ActivityReleaseInstances:  a.ReleaseInstances,
 		fleet.ActivityListJobInstances:  a.ListJobInstances,
+		fleet.ActivityTimeScale:         a.TimeScale,
 	} {
 		r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}

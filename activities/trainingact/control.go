@@ -13,7 +13,7 @@ import (
 	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/gpu"
 	"github.com/schooner-ml/schooner/planner"
-	"github.com/schooner-ml/schooner/planner/profiles"
+	"github.com/schooner-ml/schooner/planner/bridge"
 	"github.com/schooner-ml/schooner/training"
 )
 
@@ -37,16 +37,14 @@ type Control struct {
 	// Logger receives what the activities decide (the zero value discards).
 	Logger zerolog.Logger
 
-	once    sync.Once
-	mu      sync.Mutex
-	models  map[string]*planner.ModelProfile
-	network *planner.Network
-	rp      *planner.Replanner
+	once   sync.Once
+	models *bridge.Models
+	rp     *planner.Replanner
 }
 
 func (t *Control) init() {
 	t.once.Do(func() {
-		t.models = map[string]*planner.ModelProfile{}
+		t.models = &bridge.Models{Dir: t.ProfilesDir}
 		t.rp = t.Replanner
 		if t.rp == nil {
 			t.rp = &planner.Replanner{}
@@ -76,43 +74,10 @@ func (t *Control) JobOfferings(ctx context.Context, req training.JobOfferingsReq
 	return out, nil
 }
 
-// model returns the planner profile of the spec's model, one pointer per model so the
-// Replanner's cache (keyed by the profile's address) hits across calls.
+// model returns the planner profile of the spec's model (bridge.Models caches one pointer
+// per model, so the Replanner's cache hits across calls).
 func (t *Control) model(m training.Model, seqLen int) (*planner.ModelProfile, *planner.Network, error) {
 	t.init()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	key := fmt.Sprintf("%s/%d/%d/%d/%d/%d/%d", m.Name, m.Layers, m.Hidden, m.Heads, m.FFN, m.Vocab, seqLen)
-	if t.network == nil {
-		n, err := profiles.LoadNetwork(t.ProfilesDir)
-		if err != nil {
-			return nil, nil, fmt.Errorf("loading the network profile: %w", err)
-		}
-		t.network = n
-	}
-	if p, ok := t.models[key]; ok {
-		return p, t.network, nil
-	}
-	var p *planner.ModelProfile
-	if m.Name != "" && m.Layers == 0 {
-		var err error
-		if p, err = profiles.Load(m.Name, t.ProfilesDir); err != nil {
-			return nil, nil, fmt.Errorf("loading the profile of model %q: %w", m.Name, err)
-		}
-	} else {
-		a := planner.Architecture{Name: m.Name, Layers: m.Layers, Hidden: m.Hidden, Heads: m.Heads, FFN: m.FFN,
-			Vocab: m.Vocab, SeqLen: seqLen}
-		if a.Name == "" {
-			a.Name = "custom"
-		}
-		if a.SeqLen == 0 {
-			a.SeqLen = 2048
-		}
-		if err := a.Validate(); err != nil {
-			return nil, nil, fmt.Errorf("building the profile of the model: %w", err)
-		}
-		p = planner.BuildModel(a, gpu.KnownTypes, planner.DefaultTPs(), planner.DefaultMicroBatches())
-	}
-	t.models[key] = p
-	return p, t.network, nil
+	return t.models.Profile(bridge.ModelRef{Name: m.Name, Layers: m.Layers, Hidden: m.Hidden, Heads: m.Heads,
+		FFN: m.FFN, Vocab: m.Vocab, SeqLen: seqLen})
 }

@@ -57,13 +57,13 @@ func TestPlanJobPlansAndPlaces(t *testing.T) {
 	_, err = tr.PlanJob(context.Background(), req)
 	var app *temporal.ApplicationError
 	require.True(t, errors.As(err, &app))
-	assert.Equal(t, ErrTypeOverBudget, app.Type())
+	assert.Equal(t, training.ErrTypeOverBudget, app.Type())
 	assert.True(t, app.NonRetryable())
 
 	// Nothing on offer.
 	_, err = tr.PlanJob(context.Background(), training.PlanJobRequest{Model: training.Model{Name: "OPT-350"}, GlobalBatch: 64})
 	require.True(t, errors.As(err, &app))
-	assert.Equal(t, ErrTypeNoPlan, app.Type())
+	assert.Equal(t, training.ErrTypeNoPlan, app.Type())
 }
 
 func TestPlanJobKeepsSurvivors(t *testing.T) {

@@ -111,3 +111,7 @@ func (m *Market) Params(provider string) ProviderParams {
 	}
 	return m.cfg.params(provider)
 }
+
+// TimeScale is the market's simulated seconds per wall second while it runs (cloud.Scaled),
+// so jobs on it convert notice periods and iteration times without being told by the user.
+func (m *Market) TimeScale() cloud.TimeScale { return cloud.TimeScale(m.cfg.TimeScale) }

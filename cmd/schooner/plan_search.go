@@ -16,7 +16,7 @@ import (
 	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/gpu"
 	"github.com/schooner-ml/schooner/planner"
-	"github.com/schooner-ml/schooner/planner/profiles"
+	"github.com/schooner-ml/schooner/planner/bridge"
 )
 
 // planSearchFlags are the inputs of `schooner plan search`.
@@ -105,13 +105,9 @@ func runPlanSearch(cmd *cobra.Command, f *planSearchFlags) error {
 	if err != nil {
 		return err
 	}
-	m, err := profiles.Load(f.model, f.profilesDir)
+	m, n, err := (&bridge.Models{Dir: f.profilesDir}).Profile(bridge.ModelRef{Name: f.model})
 	if err != nil {
-		return fmt.Errorf("loading the profile of model %q, %w", f.model, err)
-	}
-	n, err := profiles.LoadNetwork(f.profilesDir)
-	if err != nil {
-		return fmt.Errorf("loading the network profile, %w", err)
+		return err
 	}
 	res, err := planner.Search(planner.Request{
 		Model: m, Network: n, Pools: pools, GlobalBatch: f.globalBatch, Objective: obj,
@@ -144,11 +140,13 @@ func (f *planSearchFlags) pools(ctx context.Context, filter cloud.OfferingFilter
 		if err != nil {
 			return nil, "", fmt.Errorf("offerings file %s: %w", f.offeringsPath, err)
 		}
+		var matched []cloud.Offering
 		for _, o := range offers {
 			if filter.Match(o) {
-				pools = append(pools, f.poolOf(o))
+				matched = append(matched, o)
 			}
 		}
+		pools = append(pools, bridge.OfferPools(matched, f.pricing())...)
 		for _, p := range ps {
 			if filter.Match(cloud.Offering{Region: p.Region, Zone: p.Zone, InstanceType: p.InstanceType, GPUType: p.GPU}) {
 				pools = append(pools, p)
@@ -166,44 +164,20 @@ func (f *planSearchFlags) pools(ctx context.Context, filter cloud.OfferingFilter
 		if err != nil {
 			return nil, "", fmt.Errorf("listing offerings, %w", err)
 		}
-		for _, o := range offers {
-			pools = append(pools, f.poolOf(o))
-		}
+		pools = bridge.OfferPools(offers, f.pricing())
 		note = src
 	}
-	out := pools[:0]
-	for _, p := range pools {
-		if f.maxGPUsPerPool > 0 && p.GPUs > f.maxGPUsPerPool {
-			per := max(p.GPUsPerNode, 1)
-			p.GPUs = f.maxGPUsPerPool / per * per
-		}
-		if p.GPUs > 0 {
-			out = append(out, p)
-		}
-	}
+	out := bridge.CapPerPool(pools, f.maxGPUsPerPool)
 	if len(out) == 0 {
 		return nil, "", errors.New("no GPUs on offer after filtering: check --gpu, --region, --zone and the offerings")
 	}
 	return out, note, nil
 }
 
-// poolOf turns a cloud offering into a pool: capacity from the spot hint (or
-// --assume-instances when the provider gives none, and always on demand), price per GPU.
-func (f *planSearchFlags) poolOf(o cloud.Offering) planner.Pool {
-	per := max(o.GPUsPerInstance, 1)
-	instances := f.assumeInstances
-	if !f.onDemand && o.SpotCapacity >= 0 {
-		instances = o.SpotCapacity
-	}
-	price := o.SpotPrice
-	if f.onDemand {
-		price = o.OnDemandPrice
-	}
-	return planner.Pool{
-		Provider: o.Provider, Region: o.Region, Zone: o.Zone, InstanceType: o.InstanceType,
-		GPU: o.GPUType, GPUsPerNode: per, GPUs: instances * per,
-		USDPerGPUHour: price / float64(per), Spot: !f.onDemand,
-	}
+// pricing is the bridge's reading of --on-demand and --assume-instances: spot capacity from
+// the provider's hint, or on-demand capacity of the assumed size.
+func (f *planSearchFlags) pricing() bridge.Pricing {
+	return bridge.Pricing{Spot: !f.onDemand, OnDemand: f.onDemand, AssumeInstances: f.assumeInstances}
 }
 
 // decodeOfferings reads a JSON list of planner pools or of cloud offerings, telling them

@@ -36,26 +36,6 @@ func TestDecodeOfferingsTellsPoolsFromOfferings(t *testing.T) {
 	assert.ErrorContains(t, err, "JSON list")
 }
 
-func TestPoolOfOffering(t *testing.T) {
-	t.Parallel()
-	o := cloud.Offering{Provider: "aws", Region: "us-east-1", Zone: "us-east-1a", InstanceType: "p3.8xlarge", GPUType: gpu.V100,
-		GPUsPerInstance: 4, SpotPrice: 4, OnDemandPrice: 12.24, SpotCapacity: 3}
-	f := planSearchFlags{assumeInstances: 4}
-	p := f.poolOf(o)
-	assert.Equal(t, 12, p.GPUs, "3 instances × 4 GPUs")
-	assert.Equal(t, 1.0, p.USDPerGPUHour)
-	assert.Equal(t, 4, p.GPUsPerNode)
-	assert.True(t, p.Spot)
-
-	o.SpotCapacity = -1
-	assert.Equal(t, 16, f.poolOf(o).GPUs, "unknown capacity: --assume-instances")
-
-	f.onDemand = true
-	p = f.poolOf(o)
-	assert.InDelta(t, 3.06, p.USDPerGPUHour, 1e-9)
-	assert.False(t, p.Spot)
-}
-
 func TestPlanSearchCommand(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -23,6 +23,12 @@ func TrainingJob(ctx workflow.Context, in training.JobInput) (training.JobStatus
 	if err := j.registerHandlers(ctx); err != nil {
 		return j.status, err
 	}
+	if err := j.admit(ctx); err != nil {
+		j.status.Error = err.Error()
+		j.finished = true
+		j.setPhase(ctx, training.PhaseFailed)
+		return j.snapshot(), err
+	}
 	j.event(ctx, "started")
 	err := j.run(ctx)
 	return j.finish(ctx, err)
@@ -119,7 +125,7 @@ func (j *job) onLost(ctx workflow.Context, out outcome) error {
 		ids = append(ids, in.ID)
 		if out.preempted[in.ID] {
 			j.status.Preemptions++
-			j.avoided = append(j.avoided, training.ExpiringKey{Key: cloud.OfferingKey{Zone: in.Zone}, Until: now.Add(j.simToWall(j.opts.AvoidZoneTTL))})
+			j.strategy.Preempted(in.Zone, now)
 		}
 	}
 	j.setPhase(ctx, training.PhaseRecovering)
@@ -264,8 +270,8 @@ func (j *job) continueAsNew(ctx workflow.Context) error {
 	next := j.in
 	next.Spec = j.spec
 	next.Carried = &training.CarryState{Status: j.snapshot(), Instances: append([]cloud.Instance(nil), j.held...),
-		OnDemandPrices: j.odPrice, Unavailable: j.unavail, Avoided: j.avoided, Placement: j.placement,
-		ModelLayers: j.modelLayers, SpotOnlyIterSeconds: j.spotIter}
+		OnDemandPrices: j.odPrice, Unavailable: j.strategy.Unavailable, Avoided: j.strategy.Avoided, Placement: j.placement,
+		ModelLayers: j.modelLayers, SpotOnlyIterSeconds: j.strategy.SpotIterSeconds, TimeScale: j.scale}
 	return workflow.NewContinueAsNewError(ctx, training.WorkflowTrainingJob, next)
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -100,6 +101,7 @@ func (standIn) VerifyTrainedState(context.Context, training.VerifyStateRequest) 
 func (standIn) RunTrainer(context.Context, training.Assignment) (training.TrainerResult, error) {
 	return training.TrainerResult{}, nil
 }
+func (standIn) TimeScale(context.Context) (cloud.TimeScale, error)              { return 1, nil }
 func (standIn) StopTrainers(context.Context, training.StopRequest) (int, error) { return 0, nil }
 
 // newJobEnv wires the world into a test environment. planFor decides each plan.
@@ -110,6 +112,7 @@ func newJobEnv(t *testing.T, w *jobWorld, planFor func(req training.PlanJobReque
 	fleetact.Register(env, standIn{})
 	trainingact.RegisterControl(env, standIn{})
 	trainingact.RegisterNode(env, standIn{})
+	env.OnActivity(fleet.ActivityTimeScale, mock.Anything).Return(cloud.TimeScale(60), nil)
 	env.OnActivity(training.ActivityJobOfferings, mock.Anything, mock.Anything).Return([]cloud.Offering{
 		{Provider: "sim", Zone: "z-a", InstanceType: "a1", GPUType: "A100-40", GPUsPerInstance: 1, SpotPrice: 1, OnDemandPrice: 3, SpotCapacity: 8},
 		{Provider: "sim", Zone: "z-b", InstanceType: "a1", GPUType: "A100-40", GPUsPerInstance: 1, SpotPrice: 1.2, OnDemandPrice: 3, SpotCapacity: 8},
@@ -567,4 +570,49 @@ func TestTrainingJobBudgetExhaustedFailsAndReleases(t *testing.T) {
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "budget")
 	require.Empty(t, w.leaked())
+}
+
+func TestTrainingJobRefusesABadSpecAtOnceNamingTheField(t *testing.T) {
+	w := newJobWorld()
+	env := newJobEnv(t, w, func(training.PlanJobRequest) (training.PlanJobResult, error) {
+		t.Fatal("a bad spec must not be planned")
+		return training.PlanJobResult{}, nil
+	})
+	in := jobInput()
+	in.Spec.Iterations = -5
+	in.Spec.Checkpoint.Store = ""
+	env.ExecuteWorkflow(TrainingJob, in)
+	require.True(t, env.IsWorkflowCompleted())
+	err := env.GetWorkflowError()
+	require.Error(t, err)
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, err, &app)
+	assert.Equal(t, training.ErrTypeInvalidSpec, app.Type())
+	assert.True(t, app.NonRetryable(), "a bad spec is final")
+	assert.Contains(t, err.Error(), "iterations")
+	assert.Contains(t, err.Error(), "checkpoint.store")
+	var problems []training.FieldError
+	require.NoError(t, app.Details(&problems))
+	assert.GreaterOrEqual(t, len(problems), 2)
+	assert.Empty(t, w.acquires, "nothing is bought for a bad spec")
+	assert.Empty(t, w.plans)
+}
+
+func TestTrainingJobAppliesDefaultsAndTakesTheProvidersTimeScale(t *testing.T) {
+	w := newJobWorld()
+	w.trainerRun = func(training.Assignment) (time.Duration, error) { return 0, nil }
+	env := newJobEnv(t, w, func(training.PlanJobRequest) (training.PlanJobResult, error) {
+		return twoStagePlan("z-a", cloud.Spot, 1), nil
+	})
+	in := jobInput()
+	in.TimeScale = 1 // what a user typed; the provider (mocked at 60×) wins
+	in.Spec.Trainer.Kind, in.Spec.Objective, in.Spec.Spot = "", "", ""
+	env.ExecuteWorkflow(TrainingJob, in)
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	require.NotEmpty(t, w.assignments)
+	assert.Equal(t, 60.0, w.assignments[0].TimeScale, "iteration pacing uses the provider's scale")
+	assert.Equal(t, training.TrainerSim, w.assignments[0].Trainer.Kind, "the defaults are applied by the workflow")
+	require.NotEmpty(t, w.plans)
+	assert.Equal(t, training.ObjectiveThroughput, w.plans[0].Objective)
 }

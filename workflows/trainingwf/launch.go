@@ -77,7 +77,7 @@ func (j *job) launch(ctx workflow.Context, restore int64) {
 			JobID: j.id, Epoch: j.status.Epoch, InstanceID: p.InstanceID, Rank: p.Rank, Stage: p.Stage, Replica: p.Replica,
 			Layers: checkpoint.StageLayers{First: st.FirstLayer, End: st.LastLayer + 1}, Plan: info,
 			Model: j.plan.Plan.Model, ModelLayers: j.modelLayers, Seed: j.spec.Trainer.Seed, RestoreStep: restore,
-			Iterations: j.spec.Iterations, IterSeconds: j.plan.Estimate.IterTime, TimeScale: j.ts,
+			Iterations: j.spec.Iterations, IterSeconds: j.plan.Estimate.IterTime, TimeScale: float64(j.scale),
 			CheckpointEvery: j.spec.Checkpoint.Every, Store: j.spec.Checkpoint.Store, Saver: p.Replica == 0, Trainer: j.spec.Trainer,
 		}
 		if a.Model == "" {

@@ -155,7 +155,7 @@ func (j *job) notFinished() error {
 func (j *job) pauseWait() time.Duration {
 	d := j.opts.PollInterval
 	if j.plan != nil && j.spec.Checkpoint.Every > 0 {
-		w := time.Duration(2 * float64(j.spec.Checkpoint.Every) * j.plan.Estimate.IterTime / j.ts * float64(time.Second))
+		w := j.scale.Wall(time.Duration(2 * float64(j.spec.Checkpoint.Every) * j.plan.Estimate.IterTime * float64(time.Second)))
 		d = max(d, w)
 	}
 	return d

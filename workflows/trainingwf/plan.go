@@ -32,7 +32,7 @@ func (j *job) planAndAcquire(ctx workflow.Context, reason string) error {
 		last := round >= j.opts.MaxAcquireRounds
 		usable := []cloud.Offering{}
 		if !last {
-			usable = j.usableOffers(workflow.Now(ctx), offers)
+			usable = j.strategy.Usable(offers, workflow.Now(ctx))
 		}
 		res, err := j.planOnce(ctx, usable)
 		if err != nil {
@@ -60,21 +60,17 @@ func (j *job) planAndAcquire(ctx workflow.Context, reason string) error {
 
 // planOnce runs the PlanJob local activity on the held instances and the given offers.
 func (j *job) planOnce(ctx workflow.Context, offers []cloud.Offering) (training.PlanJobResult, error) {
-	survivors := j.held
-	if !j.onDemand && j.spec.Spot != training.OnDemandOnly {
-		// Dropping on-demand capacity: on-demand survivors are left out of the plan and
-		// released by releaseUnused.
-		survivors = nil
-		for _, in := range j.held {
-			if capOf(in) == cloud.Spot {
-				survivors = append(survivors, in)
-			}
+	// Dropping on-demand capacity: on-demand survivors are left out of the plan and released
+	// by releaseUnused.
+	var survivors []cloud.Instance
+	for _, in := range j.held {
+		if j.strategy.KeepsSurvivor(capOf(in)) {
+			survivors = append(survivors, in)
 		}
 	}
 	req := training.PlanJobRequest{Model: j.spec.Model, SeqLen: j.spec.SeqLen, GlobalBatch: j.spec.GlobalBatch,
 		Objective: j.spec.Objective, USDPerHourCap: j.status.Budget.USDPerHour, MaxGPUs: j.spec.Resources.MaxGPUs,
-		Survivors: survivors, Offers: offers, OnDemand: j.onDemand || j.spec.Spot == training.OnDemandOnly,
-		SpotOff: j.spec.Spot == training.OnDemandOnly}
+		Survivors: survivors, Offers: offers, OnDemand: j.strategy.BuysOnDemand(), SpotOff: j.strategy.SpotOff()}
 	if j.plan != nil {
 		req.Current = &j.plan.Plan
 	}
@@ -85,64 +81,13 @@ func (j *job) planOnce(ctx workflow.Context, offers []cloud.Offering) (training.
 	var res training.PlanJobResult
 	if err := workflow.ExecuteLocalActivity(lctx, training.ActivityPlanJob, req).Get(ctx, &res); err != nil {
 		var app *temporal.ApplicationError
-		if errors.As(err, &app) && app.Type() == "BadModel" {
+		if errors.As(err, &app) && app.Type() == training.ErrTypeBadModel {
 			return res, fmt.Errorf("planning: %w", err)
 		}
 		return res, fmt.Errorf("%w: %w", errNoPlan, err)
 	}
-	if !j.onDemand && j.spec.Spot != training.OnDemandOnly {
-		j.spotIter = res.Estimate.IterTime
-	}
+	j.strategy.Planned(res.Estimate.IterTime)
 	return res, nil
-}
-
-// usableOffers drops offerings marked unavailable (for spot) and zones being avoided.
-func (j *job) usableOffers(now time.Time, offers []cloud.Offering) []cloud.Offering {
-	j.unavail = live(j.unavail, now)
-	j.avoided = live(j.avoided, now)
-	out := []cloud.Offering{}
-	for _, o := range offers {
-		if j.isAvoided(o.Zone) {
-			continue
-		}
-		if j.isUnavailable(o.Key(cloud.Spot)) {
-			if !j.onDemand || j.isUnavailable(o.Key(cloud.OnDemand)) {
-				continue
-			}
-			o.SpotCapacity = 0
-		}
-		out = append(out, o)
-	}
-	return out
-}
-
-// live drops expired entries.
-func live(ks []training.ExpiringKey, now time.Time) []training.ExpiringKey {
-	out := ks[:0]
-	for _, k := range ks {
-		if now.Before(k.Until) {
-			out = append(out, k)
-		}
-	}
-	return out
-}
-
-func (j *job) isAvoided(zone string) bool {
-	for _, k := range j.avoided {
-		if k.Key.Zone == zone {
-			return true
-		}
-	}
-	return false
-}
-
-func (j *job) isUnavailable(key cloud.OfferingKey) bool {
-	for _, k := range j.unavail {
-		if k.Key == key {
-			return true
-		}
-	}
-	return false
 }
 
 // fleet runs the Fleet child workflow for the groups the plan lacks.
@@ -177,9 +122,7 @@ func (j *job) remember(ctx workflow.Context, got fleet.Result, offers []cloud.Of
 			}
 		}
 	}
-	for _, k := range got.Unavailable {
-		j.unavail = append(j.unavail, training.ExpiringKey{Key: k, Until: now.Add(j.simToWall(j.opts.UnavailableTTL))})
-	}
+	j.strategy.Short(got.Unavailable, now)
 	j.event(ctx, fmt.Sprintf("acquired %d instances (%d short)", len(got.Instances), got.Short))
 }
 

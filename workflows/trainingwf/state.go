@@ -23,21 +23,19 @@ type job struct {
 	opts training.JobOptions
 	spec training.Spec
 	id   string
-	ts   float64
+	// scale is the provider's time scale (resolved by admit).
+	scale cloud.TimeScale
+	// strategy holds the spot decisions: short offerings, avoided zones, on-demand or not.
+	strategy training.SpotStrategy
 
-	status   training.JobStatus
-	held     []cloud.Instance // in acquisition order
-	odPrice  map[string]float64
-	unavail  []training.ExpiringKey
-	avoided  []training.ExpiringKey
-	deadline time.Time
+	status  training.JobStatus
+	held    []cloud.Instance // in acquisition order
+	odPrice map[string]float64
 
 	// The running plan.
 	plan        *training.PlanJobResult
 	placement   []training.RankPlacement
 	modelLayers int
-	spotIter    float64
-	onDemand    bool
 
 	// The running epoch.
 	trainers    []*trainerRun
@@ -66,17 +64,10 @@ type job struct {
 // newJob builds the state of a fresh start or of a run continued as new.
 func newJob(ctx workflow.Context, in training.JobInput) *job {
 	j := &job{in: in, opts: in.Options.WithDefaults(), spec: in.Spec, id: workflow.GetInfo(ctx).WorkflowExecution.ID,
-		ts: in.TimeScale, odPrice: map[string]float64{}, warm: map[string]bool{}, wake: workflow.NewBufferedChannel(ctx, 64)}
-	if j.ts <= 0 {
-		j.ts = 1
-	}
+		odPrice: map[string]float64{}, warm: map[string]bool{}, wake: workflow.NewBufferedChannel(ctx, 64)}
+	j.strategy = training.SpotStrategy{Policy: in.Spec.Spot, UnavailableTTL: j.opts.UnavailableTTL, AvoidZoneTTL: j.opts.AvoidZoneTTL}
 	now := workflow.Now(ctx)
 	j.lastAccrue = now
-	submitted := in.SubmittedAt
-	if submitted.IsZero() {
-		submitted = workflow.GetInfo(ctx).WorkflowStartTime
-	}
-	j.deadline = parseDeadline(in.Spec.Deadline, submitted, j.ts)
 	j.status = training.JobStatus{JobID: j.id, Name: in.Spec.Name, Phase: training.PhasePlanning, Iterations: in.Spec.Iterations,
 		LastCheckpoint: -1, Budget: in.Spec.Budget, StartedAt: now, UpdatedAt: now, GPUs: map[string]int{}}
 	j.lastCounted = -1
@@ -87,38 +78,18 @@ func newJob(ctx workflow.Context, in training.JobInput) *job {
 		for k, v := range c.OnDemandPrices {
 			j.odPrice[k] = v
 		}
-		j.unavail, j.avoided = c.Unavailable, c.Avoided
-		j.placement, j.modelLayers, j.spotIter = c.Placement, c.ModelLayers, c.SpotOnlyIterSeconds
+		j.strategy.Unavailable, j.strategy.Avoided = c.Unavailable, c.Avoided
+		j.placement, j.modelLayers, j.strategy.SpotIterSeconds = c.Placement, c.ModelLayers, c.SpotOnlyIterSeconds
 		if n := len(j.status.Plans); n > 0 && len(j.placement) > 0 {
 			last := j.status.Plans[n-1]
 			j.plan = &training.PlanJobResult{Plan: last.Plan, Estimate: last.Estimate, Summary: last.Summary, ModelLayers: c.ModelLayers}
-			j.onDemand = j.usesOnDemand()
+			j.strategy.OnDemand = j.usesOnDemand()
 		}
 		j.spec.Budget = j.status.Budget
 		j.lastCounted = j.status.LastCheckpoint
 	}
 	return j
 }
-
-// parseDeadline reads the spec's deadline (training.ParseDeadline): a duration counts
-// simulated time from submission, so it is scaled to workflow time; an RFC 3339 time is
-// taken as is. The spec was validated at submission; an unreadable deadline means none.
-func parseDeadline(s string, submitted time.Time, ts float64) time.Time {
-	if s == "" {
-		return time.Time{}
-	}
-	d, err := training.ParseDeadline(s)
-	if err != nil {
-		return time.Time{}
-	}
-	if d.After > 0 {
-		return submitted.Add(time.Duration(float64(d.After) / ts))
-	}
-	return d.At
-}
-
-// simToWall converts a simulated duration to workflow (wall) time.
-func (j *job) simToWall(d time.Duration) time.Duration { return time.Duration(float64(d) / j.ts) }
 
 // accrue adds the cost of holding the instances since the last event: price × simulated
 // hours, and the same holding at on-demand prices for the comparison.
@@ -128,7 +99,7 @@ func (j *job) accrue(now time.Time) {
 	if dt <= 0 {
 		return
 	}
-	hours := dt.Seconds() * j.ts / 3600
+	hours := j.scale.SimHours(dt)
 	for _, in := range j.held {
 		j.status.CostUSD += in.PricePerHour * hours
 		od := j.odPrice[in.ID]

@@ -170,8 +170,8 @@ func (j *job) onPoll(ctx workflow.Context) (outcome, bool, error) {
 	if out, ok, err := j.confirm(ctx, ids, true); err != nil || ok {
 		return out, ok, err
 	}
-	if r := j.deadlineCheck(workflow.Now(ctx)); r != "" {
-		return outcome{kind: outReplan, reason: r}, true, nil
+	if j.plan != nil && j.strategy.DeadlineCheck(workflow.Now(ctx), j.status.Iterations-j.status.Iteration, j.plan.Estimate.IterTime) {
+		return outcome{kind: outReplan, reason: "deadline"}, true, nil
 	}
 	if workflow.GetInfo(ctx).GetContinueAsNewSuggested() || (j.opts.ContinueAsNewAfter > 0 && j.events >= j.opts.ContinueAsNewAfter) {
 		return outcome{kind: outContinueAsNew}, true, nil
@@ -197,8 +197,7 @@ func (j *job) confirm(ctx workflow.Context, ids []string, preempted bool) (outco
 		if !ok {
 			continue
 		}
-		gone := in.State.Gone() || (in.Interruption != nil && in.Interruption.Kind == cloud.Preempted)
-		if gone {
+		if cloud.VerdictOf(in).Lost() {
 			out.lost = append(out.lost, held)
 			out.preempted[in.ID] = preempted
 		}
@@ -217,28 +216,4 @@ func (j *job) heldInstance(id string) (cloud.Instance, bool) {
 		}
 	}
 	return cloud.Instance{}, false
-}
-
-// deadlineCheck returns "deadline" when on-demand capacity should be added (the deadline is
-// at risk at the current estimate) or dropped (spot alone is again enough, with a margin).
-func (j *job) deadlineCheck(now time.Time) string {
-	if j.deadline.IsZero() || j.plan == nil || j.spec.Spot != "spot-with-fallback" {
-		return ""
-	}
-	left := float64(j.status.Iterations - j.status.Iteration)
-	eta := func(iter float64) time.Time {
-		return now.Add(time.Duration(left * iter / j.ts * float64(time.Second)))
-	}
-	if !j.onDemand && eta(j.plan.Estimate.IterTime).After(j.deadline) {
-		j.onDemand = true
-		return "deadline"
-	}
-	if j.onDemand && j.spotIter > 0 {
-		slack := j.deadline.Sub(now)
-		if eta(j.spotIter).Before(now.Add(slack * 8 / 10)) {
-			j.onDemand = false
-			return "deadline"
-		}
-	}
-	return ""
 }

@@ -1,0 +1,15 @@
+package training
+
+// Error types of a TrainingJob and its activities, as Temporal application errors carry
+// them, so the workflow, the CLI and tests decide by type and never by message.
+const (
+	// ErrTypeInvalidSpec: the spec is invalid; the details are the []FieldError naming every
+	// bad field. Final: nothing was bought.
+	ErrTypeInvalidSpec = "InvalidSpec"
+	// ErrTypeNoPlan: no plan fits the GPUs on offer (memory, batch or capacity).
+	ErrTypeNoPlan = "NoPlan"
+	// ErrTypeOverBudget: plans exist but every one costs more per hour than the cap.
+	ErrTypeOverBudget = "OverBudget"
+	// ErrTypeBadModel: the model cannot be profiled; the spec is wrong.
+	ErrTypeBadModel = "BadModel"
+)
