@@ -6,6 +6,8 @@ package fleet
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/schooner-ml/schooner/cloud"
 )
@@ -22,6 +24,9 @@ const (
 	ActivityTimeScale         = "ProviderTimeScale"
 )
 
+// ErrTypeInvalidInput is the error type of a Fleet started with an invalid input.
+const ErrTypeInvalidInput = "InvalidFleetInput"
+
 // Group asks for Count instances of one offering.
 type Group struct {
 	Key   cloud.OfferingKey `json:"key"`
@@ -35,6 +40,28 @@ type Input struct {
 	Tags   map[string]string `json:"tags,omitempty"`
 	// Token makes retried creates idempotent; the group index is appended.
 	Token string `json:"token,omitempty"`
+}
+
+// Validate checks the input before anything is bought: a job id to tag instances with, and
+// groups that each name a zone, an instance type, a capacity type and a positive count.
+func (in Input) Validate() error {
+	if in.JobID == "" {
+		return errors.New("fleet input: job_id is required")
+	}
+	if len(in.Groups) == 0 {
+		return errors.New("fleet input: groups is empty")
+	}
+	for i, g := range in.Groups {
+		switch {
+		case g.Count < 1:
+			return fmt.Errorf("fleet input: groups[%d].count must be ≥ 1 (got %d)", i, g.Count)
+		case g.Key.Zone == "" || g.Key.InstanceType == "":
+			return fmt.Errorf("fleet input: groups[%d].key needs a zone and an instance type", i)
+		case g.Key.Capacity != cloud.Spot && g.Key.Capacity != cloud.OnDemand:
+			return fmt.Errorf("fleet input: groups[%d].key.capacity must be %q or %q (got %q)", i, cloud.Spot, cloud.OnDemand, g.Key.Capacity)
+		}
+	}
+	return nil
 }
 
 // Result is every instance the fleet obtained (never dropped on a partial failure) and the

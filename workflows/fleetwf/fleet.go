@@ -17,6 +17,9 @@ import (
 // whose activity fails after its retries is reported, and what the other groups got is
 // still returned, never dropped, so the job can use or release it.
 func Fleet(ctx workflow.Context, in fleet.Input) (fleet.Result, error) {
+	if err := in.Validate(); err != nil {
+		return fleet.Result{}, temporal.NewNonRetryableApplicationError(err.Error(), fleet.ErrTypeInvalidInput, nil)
+	}
 	futures := make([]workflow.Future, len(in.Groups))
 	for i, g := range in.Groups {
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{

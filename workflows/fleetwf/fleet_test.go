@@ -45,3 +45,25 @@ func TestFleetKeepsWhatItGotOnPartialFailure(t *testing.T) {
 	require.Len(t, res.Unavailable, 1)
 	require.Len(t, res.Errors, 1)
 }
+
+func TestFleetRefusesAnInvalidInputBeforeBuying(t *testing.T) {
+	for name, in := range map[string]fleet.Input{
+		"no job":       {Groups: []fleet.Group{{Key: cloud.OfferingKey{Capacity: cloud.Spot, InstanceType: "a1", Zone: "z"}, Count: 1}}},
+		"no groups":    {JobID: "j"},
+		"zero count":   {JobID: "j", Groups: []fleet.Group{{Key: cloud.OfferingKey{Capacity: cloud.Spot, InstanceType: "a1", Zone: "z"}}}},
+		"no zone":      {JobID: "j", Groups: []fleet.Group{{Key: cloud.OfferingKey{Capacity: cloud.Spot, InstanceType: "a1"}, Count: 1}}},
+		"bad capacity": {JobID: "j", Groups: []fleet.Group{{Key: cloud.OfferingKey{Capacity: "cheap", InstanceType: "a1", Zone: "z"}, Count: 1}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var s testsuite.WorkflowTestSuite
+			env := s.NewTestWorkflowEnvironment()
+			env.RegisterActivityWithOptions(standInAcquire, activity.RegisterOptions{Name: fleet.ActivityAcquireInstances})
+			env.ExecuteWorkflow(Fleet, in)
+			err := env.GetWorkflowError()
+			require.Error(t, err)
+			var app *temporal.ApplicationError
+			require.ErrorAs(t, err, &app)
+			require.Equal(t, fleet.ErrTypeInvalidInput, app.Type())
+		})
+	}
+}
