@@ -5,7 +5,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -52,6 +51,18 @@ func rtBackends(t *testing.T) map[string]func(t *testing.T) rtBackend {
 	}
 }
 
+// rtOnEachBackend runs test on every rtBackend, in parallel, with a Remote over it.
+func rtOnEachBackend(t *testing.T, test func(t *testing.T, ctx context.Context, b rtBackend, r *checkpoint.Remote)) {
+	t.Parallel()
+	for name, mk := range rtBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := mk(t)
+			test(t, context.Background(), b, &checkpoint.Remote{Store: b.store})
+		})
+	}
+}
+
 // rtPut encodes and uploads rank's shard of step.
 func rtPut(t *testing.T, r *checkpoint.Remote, rank int, step int64, n int) (checkpoint.ShardMeta, checkpoint.Shard, bool) {
 	t.Helper()
@@ -72,123 +83,102 @@ func rtPutStep(t *testing.T, r *checkpoint.Remote, step int64) {
 }
 
 func TestRemoteCommitsOnlyAfterAllRanks(t *testing.T) {
-	t.Parallel()
-	for name, mk := range rtBackends(t) {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			b := mk(t)
-			r := &checkpoint.Remote{Store: b.store}
+	rtOnEachBackend(t, func(t *testing.T, ctx context.Context, b rtBackend, r *checkpoint.Remote) {
+		shards := map[int]checkpoint.Shard{}
+		for _, rank := range []int{2, 0} {
+			_, s, committed := rtPut(t, r, rank, 100, 1000)
+			assert.False(t, committed, "rank %d alone does not complete the step", rank)
+			shards[rank] = s
+		}
+		steps, err := r.DurableSteps(ctx)
+		require.NoError(t, err)
+		assert.Empty(t, steps)
 
-			shards := map[int]checkpoint.Shard{}
-			for _, rank := range []int{2, 0} {
-				_, s, committed := rtPut(t, r, rank, 100, 1000)
-				assert.False(t, committed, "rank %d alone does not complete the step", rank)
-				shards[rank] = s
-			}
-			steps, err := r.DurableSteps(ctx)
+		_, s, committed := rtPut(t, r, 1, 100, 1000)
+		shards[1] = s
+		assert.True(t, committed, "the last rank's upload commits the step")
+		steps, err = r.DurableSteps(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, []int64{100}, steps)
+
+		c, err := r.Commit(ctx, 100)
+		require.NoError(t, err)
+		assert.Equal(t, 3, c.World)
+		assert.Equal(t, rtPlan, c.Plan)
+		require.Len(t, c.Ranks, 3)
+
+		for rank := range 3 {
+			got, meta, err := r.ReadShard(ctx, 100, rank)
 			require.NoError(t, err)
-			assert.Empty(t, steps)
+			assert.Equal(t, shards[rank], got)
+			assert.Equal(t, rank, meta.Rank)
+		}
 
-			_, s, committed := rtPut(t, r, 1, 100, 1000)
-			shards[1] = s
-			assert.True(t, committed, "the last rank's upload commits the step")
-			steps, err = r.DurableSteps(ctx)
-			require.NoError(t, err)
-			assert.Equal(t, []int64{100}, steps)
+		// Uploading a shard again is harmless and reports the step durable.
+		_, _, committed = rtPut(t, r, 0, 100, 1000)
+		assert.True(t, committed)
 
-			c, err := r.Commit(ctx, 100)
-			require.NoError(t, err)
-			assert.Equal(t, 3, c.World)
-			assert.Equal(t, rtPlan, c.Plan)
-			require.Len(t, c.Ranks, 3)
-
-			for rank := range 3 {
-				got, meta, err := r.ReadShard(ctx, 100, rank)
-				require.NoError(t, err)
-				assert.Equal(t, shards[rank], got)
-				assert.Equal(t, rank, meta.Rank)
-			}
-
-			// Uploading a shard again is harmless and reports the step durable.
-			_, _, committed = rtPut(t, r, 0, 100, 1000)
-			assert.True(t, committed)
-
-			snap, err := checkpoint.LoadSnapshot(ctx, r, -1, zerolog.Nop())
-			require.NoError(t, err)
-			assert.Equal(t, int64(100), snap.Step)
-			assert.Len(t, snap.Tensors, 7)
-			assert.Contains(t, r.String(), b.store.String())
-		})
-	}
+		snap, err := checkpoint.LoadSnapshot(ctx, r, -1, zerolog.Nop())
+		require.NoError(t, err)
+		assert.Equal(t, int64(100), snap.Step)
+		assert.Len(t, snap.Tensors, 7)
+		assert.Contains(t, r.String(), b.store.String())
+	})
 }
 
 func TestRemoteRetentionKeepsNewestDurableSteps(t *testing.T) {
-	t.Parallel()
-	for name, mk := range rtBackends(t) {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			b := mk(t)
-			r := &checkpoint.Remote{Store: b.store, Retain: 2}
+	rtOnEachBackend(t, func(t *testing.T, ctx context.Context, b rtBackend, r *checkpoint.Remote) {
+		r.Retain = 2
 
-			rtPut(t, r, 0, 5, 10) // an incomplete step that will be older than everything kept
-			rtPutStep(t, r, 10)
-			rtPutStep(t, r, 20)
-			rtPut(t, r, 0, 35, 10) // in progress, newer than the newest durable step
-			rtPutStep(t, r, 30)
+		rtPut(t, r, 0, 5, 10) // an incomplete step that will be older than everything kept
+		rtPutStep(t, r, 10)
+		rtPutStep(t, r, 20)
+		rtPut(t, r, 0, 35, 10) // in progress, newer than the newest durable step
+		rtPutStep(t, r, 30)
 
-			steps, err := r.DurableSteps(ctx)
-			require.NoError(t, err)
-			assert.Equal(t, []int64{30, 20}, steps)
-			infos, err := r.Steps(ctx)
-			require.NoError(t, err)
-			var all []int64
-			for _, in := range infos {
-				all = append(all, in.Step)
-			}
-			assert.Equal(t, []int64{35, 30, 20}, all, "steps 10 and 5 are pruned; step 35 is still being uploaded")
-			objs, err := b.store.List(ctx, "step-000000000010/")
-			require.NoError(t, err)
-			assert.Empty(t, objs)
+		steps, err := r.DurableSteps(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, []int64{30, 20}, steps)
+		infos, err := r.Steps(ctx)
+		require.NoError(t, err)
+		var all []int64
+		for _, in := range infos {
+			all = append(all, in.Step)
+		}
+		assert.Equal(t, []int64{35, 30, 20}, all, "steps 10 and 5 are pruned; step 35 is still being uploaded")
+		objs, err := b.store.List(ctx, "step-000000000010/")
+		require.NoError(t, err)
+		assert.Empty(t, objs)
 
-			assert.False(t, infos[0].Durable)
-			assert.Equal(t, []int{0}, infos[0].Ranks)
-			assert.Equal(t, 3, infos[0].World, "an incomplete step's world comes from its metadata")
-			assert.True(t, infos[1].Durable)
-			assert.Equal(t, []int{0, 1, 2}, infos[1].Ranks)
-			assert.Positive(t, infos[1].Size)
-			assert.Empty(t, infos[1].Problem)
-		})
-	}
+		assert.False(t, infos[0].Durable)
+		assert.Equal(t, []int{0}, infos[0].Ranks)
+		assert.Equal(t, 3, infos[0].World, "an incomplete step's world comes from its metadata")
+		assert.True(t, infos[1].Durable)
+		assert.Equal(t, []int{0, 1, 2}, infos[1].Ranks)
+		assert.Positive(t, infos[1].Size)
+		assert.Empty(t, infos[1].Problem)
+	})
 }
 
 func TestRemoteReadShardDetectsCorruption(t *testing.T) {
-	t.Parallel()
-	for name, mk := range rtBackends(t) {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			b := mk(t)
-			r := &checkpoint.Remote{Store: b.store}
-			rtPutStep(t, r, 10)
-			rtPutStep(t, r, 20)
+	rtOnEachBackend(t, func(t *testing.T, ctx context.Context, b rtBackend, r *checkpoint.Remote) {
+		rtPutStep(t, r, 10)
+		rtPutStep(t, r, 20)
 
-			b.corrupt(t, "step-000000000020/rank-00001.data")
-			_, _, err := r.ReadShard(ctx, 20, 1)
-			require.ErrorIs(t, err, checkpoint.ErrCorrupt)
+		b.corrupt(t, "step-000000000020/rank-00001.data")
+		_, _, err := r.ReadShard(ctx, 20, 1)
+		require.ErrorIs(t, err, checkpoint.ErrCorrupt)
 
-			b.corrupt(t, "step-000000000010/rank-00002.meta")
-			_, _, err = r.ReadShard(ctx, 10, 2)
-			require.ErrorIs(t, err, checkpoint.ErrCorrupt)
+		b.corrupt(t, "step-000000000010/rank-00002.meta")
+		_, _, err = r.ReadShard(ctx, 10, 2)
+		require.ErrorIs(t, err, checkpoint.ErrCorrupt)
 
-			_, _, err = r.ReadShard(ctx, 30, 0)
-			require.ErrorIs(t, err, checkpoint.ErrNoCheckpoint)
-			require.NoError(t, b.store.Delete(ctx, "step-000000000010/rank-00000.data"))
-			_, _, err = r.ReadShard(ctx, 10, 0)
-			require.ErrorIs(t, err, checkpoint.ErrNoCheckpoint)
-		})
-	}
+		_, _, err = r.ReadShard(ctx, 30, 0)
+		require.ErrorIs(t, err, checkpoint.ErrNoCheckpoint)
+		require.NoError(t, b.store.Delete(ctx, "step-000000000010/rank-00000.data"))
+		_, _, err = r.ReadShard(ctx, 10, 0)
+		require.ErrorIs(t, err, checkpoint.ErrNoCheckpoint)
+	})
 }
 
 // Metadata replaced by a valid but different one after the commit is caught by the COMMIT's
@@ -211,27 +201,20 @@ func TestRemoteReadShardChecksMetadataAgainstCommit(t *testing.T) {
 }
 
 func TestRemoteSnapshotFallsBackPastCorruptStep(t *testing.T) {
-	t.Parallel()
-	for name, mk := range rtBackends(t) {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			b := mk(t)
-			r := &checkpoint.Remote{Store: b.store}
-			rtPutStep(t, r, 10)
-			rtPutStep(t, r, 20)
-			b.corrupt(t, "step-000000000020/rank-00002.data")
+	rtOnEachBackend(t, func(t *testing.T, ctx context.Context, b rtBackend, r *checkpoint.Remote) {
+		rtPutStep(t, r, 10)
+		rtPutStep(t, r, 20)
+		b.corrupt(t, "step-000000000020/rank-00002.data")
 
-			var logs rtLog
-			snap, err := checkpoint.LoadSnapshot(ctx, r, -1, zerolog.New(&logs))
-			require.NoError(t, err)
-			assert.Equal(t, int64(10), snap.Step, "the corrupt newest step is skipped")
-			assert.Contains(t, logs.String(), "falling back to step 10")
+		var logs checkpoint.SyncBuffer
+		snap, err := checkpoint.LoadSnapshot(ctx, r, -1, zerolog.New(&logs))
+		require.NoError(t, err)
+		assert.Equal(t, int64(10), snap.Step, "the corrupt newest step is skipped")
+		assert.Contains(t, logs.String(), "falling back to step 10")
 
-			_, err = checkpoint.LoadSnapshot(ctx, r, 20, zerolog.Nop())
-			assert.ErrorIs(t, err, checkpoint.ErrCorrupt, "an explicit step does not fall back")
-		})
-	}
+		_, err = checkpoint.LoadSnapshot(ctx, r, 20, zerolog.Nop())
+		assert.ErrorIs(t, err, checkpoint.ErrCorrupt, "an explicit step does not fall back")
+	})
 }
 
 func TestRemoteMultipartShardOnS3(t *testing.T) {
@@ -271,22 +254,4 @@ func TestRemotePutShardRefusesBadShards(t *testing.T) {
 	bad.CRC32C++
 	_, err = r.PutShard(context.Background(), bad, bytes.NewReader(data))
 	assert.ErrorIs(t, err, store.ErrChecksum)
-}
-
-// rtLog collects log output from several goroutines.
-type rtLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *rtLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *rtLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
 }

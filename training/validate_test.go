@@ -6,6 +6,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/schooner-ml/schooner/cloud"
+
+	"github.com/schooner-ml/schooner/checkpoint/store"
 )
 
 func validSpec() Spec {
@@ -64,6 +68,9 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"store no scheme", func(s *Spec) { s.Checkpoint.Store = "/tmp/x" }, "checkpoint.store", "no scheme"},
 		{"store s3 bucket", func(s *Spec) { s.Checkpoint.Store = "s3:///prefix" }, "checkpoint.store", "missing bucket"},
 		{"store s3", func(s *Spec) { s.Checkpoint.Store = "s3://b/p?endpoint=http://127.0.0.1:7070" }, "", ""},
+		{"store file query", func(s *Spec) { s.Checkpoint.Store = "file:///tmp/x?sync=1" }, "checkpoint.store", "take no query"},
+		{"store s3 parameter", func(s *Spec) { s.Checkpoint.Store = "s3://b/p?regoin=x" }, "checkpoint.store", "unknown query parameter"},
+		{"store s3 part size", func(s *Spec) { s.Checkpoint.Store = "s3://b/p?part_size=1MiB" }, "checkpoint.store", "below the S3 minimum"},
 		{"trainer kind", func(s *Spec) { s.Trainer.Kind = "torch" }, "trainer.kind", "must be one of sim, command"},
 		{"command required", func(s *Spec) { s.Trainer.Kind = TrainerCommand }, "trainer.command", "required when trainer.kind is command"},
 		{"command with sim", func(s *Spec) { s.Trainer.Command = []string{"x"} }, "trainer.command", "only for"},
@@ -88,6 +95,36 @@ func TestValidateNamesTheField(t *testing.T) {
 	}
 }
 
+// TestValidateRejectsWhatTheStoreRejects keeps spec validation and the node's store.Open from
+// disagreeing: every URL the store's parser rejects fails validation, on checkpoint.store,
+// with the store's reason.
+func TestValidateRejectsWhatTheStoreRejects(t *testing.T) {
+	for _, raw := range []string{
+		"", "/var/ckpt", "gs://bucket", "s3:///prefix", "s3://key:secret@bucket/p",
+		"s3://b/p?endpoint=127.0.0.1:7070", "s3://b/p?path_style=maybe", "s3://b/p?part_size=big",
+		"s3://b/p?part_size=1MiB", "s3://b/p?regoin=x", "file://host/dir", "file:relative/dir",
+		"file:///dir?x=1", "file://%zz",
+	} {
+		_, storeErr := store.ParseURL(raw)
+		require.Error(t, storeErr, "the store rejects %q", raw)
+		s := validSpec()
+		s.Checkpoint.Store = raw
+		problems := Problems(s.Validate())
+		require.Len(t, problems, 1, "spec with store %q", raw)
+		assert.Equal(t, "checkpoint.store", problems[0].Field, "store %q", raw)
+		if raw != "" { // an empty store is reported as missing
+			assert.Contains(t, problems[0].Problem, storeErr.Error(), "store %q", raw)
+		}
+	}
+	for _, raw := range []string{"file:///var/ckpt", "s3://b/p?endpoint=https://s3.example&region=x&path_style=true&part_size=64MiB"} {
+		_, storeErr := store.ParseURL(raw)
+		require.NoError(t, storeErr)
+		s := validSpec()
+		s.Checkpoint.Store = raw
+		require.NoError(t, s.Validate(), "store %q", raw)
+	}
+}
+
 func TestValidateReportsEveryProblemAtOnce(t *testing.T) {
 	err := Spec{Spot: "x"}.Validate()
 	fields := map[string]bool{}
@@ -103,8 +140,8 @@ func TestParseDeadline(t *testing.T) {
 	submitted := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	d, err := ParseDeadline("6h")
 	require.NoError(t, err)
-	assert.Equal(t, submitted.Add(6*time.Hour), d.Resolve(submitted))
+	assert.Equal(t, submitted.Add(6*time.Hour), d.Resolve(submitted, cloud.Real))
 	d, err = ParseDeadline("2026-02-01T00:00:00Z")
 	require.NoError(t, err)
-	assert.Equal(t, time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC), d.Resolve(submitted))
+	assert.Equal(t, time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC), d.Resolve(submitted, cloud.Real))
 }

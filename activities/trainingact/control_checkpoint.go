@@ -14,13 +14,9 @@ import (
 
 // remote opens the job's checkpoint store as the remote tier.
 func (t *Control) remote(ctx context.Context, url string) (*checkpoint.Remote, error) {
-	open := t.OpenStore
-	if open == nil {
-		open = func(ctx context.Context, url string) (store.Store, error) { return store.Open(ctx, url) }
-	}
-	s, err := open(ctx, url)
+	s, err := store.Opener(t.OpenStore).Open(ctx, url)
 	if err != nil {
-		return nil, fmt.Errorf("opening checkpoint store %s: %w", url, err)
+		return nil, err
 	}
 	return &checkpoint.Remote{Store: s}, nil
 }

@@ -64,7 +64,7 @@ func TestNoticeFromSimulatedGCEMetadata(t *testing.T) {
 func noticeReachesTrainer(t *testing.T, m *sim.Market, w cloud.InterruptionWatcher, deadline time.Time) {
 	ctx := context.Background()
 	opts := testOptions(t)
-	opts.Watcher, opts.WatchInterval, opts.Now = w, 5*time.Millisecond, m.Now
+	opts.Watcher, opts.WatchInterval, opts.Now = cloudWatcher(w), 5*time.Millisecond, m.Now
 	r := startAgent(t, opts)
 	c := r.dial(t, 0, plan1())
 
@@ -242,4 +242,16 @@ func TestEmergencyTooLargeForTheDeadlineUploadsTheNewestCommittedStep(t *testing
 	s, err := c.Status(ctx)
 	require.NoError(t, err)
 	assert.Contains(t, s.Decision, "uploading step 3 first instead")
+}
+
+// cloudWatcher adapts a cloud's interruption watcher to the agent's Watcher, as the agent's
+// callers do (cmd/schooner's ckpt agent).
+func cloudWatcher(w cloud.InterruptionWatcher) Watcher {
+	return WatcherFunc(func(ctx context.Context) (time.Time, bool, error) {
+		intr, err := w.Poll(ctx)
+		if err != nil || intr == nil {
+			return time.Time{}, false, err
+		}
+		return intr.Deadline, true, nil
+	})
 }

@@ -3,9 +3,22 @@ package agent
 import (
 	"context"
 	"time"
-
-	"github.com/schooner-ml/schooner/cloud"
 )
+
+// Watcher tells the agent that its machine will be reclaimed. The agent owns this interface so
+// it knows no cloud: the caller adapts the cloud's watcher of the instance metadata
+// (cloud/aws.Watcher, cloud/gcp.Watcher) to it.
+type Watcher interface {
+	// PollNotice returns the deadline of an announced preemption and true, or false when none
+	// is announced. A zero deadline means a preemption without notice: no time left at all.
+	PollNotice(ctx context.Context) (deadline time.Time, announced bool, err error)
+}
+
+// WatcherFunc is a function that is a Watcher.
+type WatcherFunc func(ctx context.Context) (deadline time.Time, announced bool, err error)
+
+// PollNotice calls f.
+func (f WatcherFunc) PollNotice(ctx context.Context) (time.Time, bool, error) { return f(ctx) }
 
 // watchPollTimeout bounds one read of the instance metadata, so a metadata service that hangs
 // delays the next poll instead of stopping the watch.
@@ -70,14 +83,14 @@ func (a *Agent) checkpointNow(r *rankState) (bool, *time.Time) {
 // watch polls the instance metadata for a preemption notice until the agent closes. Failures
 // are logged once per change of message, since a metadata service that is down says so every
 // second.
-func (a *Agent) watch(w cloud.InterruptionWatcher) {
+func (a *Agent) watch(w Watcher) {
 	defer a.bg.Done()
 	t := time.NewTicker(a.opts.WatchInterval)
 	defer t.Stop()
 	lastErr := ""
 	for {
 		ctx, cancel := context.WithTimeout(a.ctx, watchPollTimeout)
-		intr, err := w.Poll(ctx)
+		deadline, announced, err := w.PollNotice(ctx)
 		cancel()
 		switch {
 		case err != nil:
@@ -88,9 +101,8 @@ func (a *Agent) watch(w cloud.InterruptionWatcher) {
 				a.log.Warn().Err(err).Msg("polling instance metadata for a preemption notice")
 				lastErr = err.Error()
 			}
-		case intr != nil:
+		case announced:
 			lastErr = ""
-			deadline := intr.Deadline
 			if deadline.IsZero() {
 				deadline = a.opts.Now() // a preemption without notice: no time left at all
 			}

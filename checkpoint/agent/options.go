@@ -7,7 +7,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/schooner-ml/schooner/checkpoint/store"
-	"github.com/schooner-ml/schooner/cloud"
 )
 
 // Mode says where the agent keeps checkpoints.
@@ -67,8 +66,8 @@ type Options struct {
 	AssumedBandwidth float64
 
 	// Watcher, when set, is polled every WatchInterval (default 1 s) for a preemption notice:
-	// the instance metadata of the cloud (cloud/aws.Watcher, cloud/gcp.Watcher).
-	Watcher       cloud.InterruptionWatcher
+	// the instance metadata of the cloud, adapted by the caller.
+	Watcher       Watcher
 	WatchInterval time.Duration
 
 	// Now is the clock the deadline is compared with (default time.Now); the simulator's clock

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"strconv"
 )
 
@@ -41,4 +42,17 @@ func objectMetadata(size int64, crc uint32) map[string]string {
 // mismatch is the error for bytes whose checksum is not the one promised.
 func mismatch(what string, got, want uint32) error {
 	return fmt.Errorf("%s has CRC-32C %08x, expected %08x: %w", what, got, want, ErrChecksum)
+}
+
+// readChecked reads the size bytes of object key from r and checks them against crc, for a
+// store that sends or keeps an object whole.
+func readChecked(key string, r io.ReaderAt, size int64, crc uint32) ([]byte, error) {
+	buf := make([]byte, size)
+	if n, err := r.ReadAt(buf, 0); int64(n) != size {
+		return nil, fmt.Errorf("reading %s: got %d of %d bytes: %w", key, n, size, err)
+	}
+	if got := crc32.Checksum(buf, castagnoli); got != crc {
+		return nil, mismatch("object "+key, got, crc)
+	}
+	return buf, nil
 }

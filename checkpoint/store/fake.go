@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"sort"
 	"strings"
@@ -134,12 +133,9 @@ func (f *Fake) put(ctx context.Context, key string, r io.ReaderAt, size int64, c
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	buf := make([]byte, size)
-	if n, err := r.ReadAt(buf, 0); int64(n) != size {
-		return fmt.Errorf("reading %s: got %d of %d bytes: %w", key, n, size, err)
-	}
-	if got := crc32.Checksum(buf, castagnoli); got != crc {
-		return mismatch("object "+key, got, crc)
+	buf, err := readChecked(key, r, size, crc)
+	if err != nil {
+		return err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -56,14 +56,11 @@ func (s *S3) Put(ctx context.Context, key string, r io.ReaderAt, size int64, crc
 
 // putSingle sends an object of at most one part in one request.
 func (s *S3) putSingle(ctx context.Context, key string, r io.ReaderAt, size int64, crc uint32) error {
-	buf := make([]byte, size)
-	if n, err := r.ReadAt(buf, 0); int64(n) != size {
-		return fmt.Errorf("reading %s: got %d of %d bytes: %w", key, n, size, err)
+	buf, err := readChecked(key, r, size, crc)
+	if err != nil {
+		return err
 	}
-	if got := crc32.Checksum(buf, castagnoli); got != crc {
-		return mismatch("object "+key, got, crc)
-	}
-	_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
+	_, err = s.client.PutObject(ctx, &s3.PutObjectInput{
 		Bucket: &s.opts.Bucket, Key: aws.String(s.full(key)), Body: bytes.NewReader(buf),
 		ContentLength: aws.Int64(size), ChecksumCRC32C: aws.String(crcBase64(crc)),
 		Metadata: objectMetadata(size, crc),

@@ -19,11 +19,31 @@ import (
 	"github.com/schooner-ml/schooner/checkpoint/store/s3test"
 )
 
+// startS3 starts a gateway and opens a store on it under prefix.
+func startS3(t *testing.T, prefix string) (*s3test.Gateway, *store.S3) {
+	t.Helper()
+	g := s3test.Start(t)
+	s, err := g.Store(t, prefix)
+	require.NoError(t, err)
+	return g, s
+}
+
+// startSmallParts starts a gateway and opens a store on it with the smallest parts S3 allows,
+// sent one at a time, so a test can fail an upload between parts.
+func startSmallParts(t *testing.T) (*s3test.Gateway, *store.S3) {
+	t.Helper()
+	g := s3test.Start(t)
+	s, err := store.NewS3(context.Background(), store.S3Options{
+		Bucket: g.Bucket, Endpoint: g.Endpoint, AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey,
+		PartSize: store.MinPartSize, PartConcurrency: 1,
+	})
+	require.NoError(t, err)
+	return g, s
+}
+
 func TestS3Contract(t *testing.T) {
 	t.Parallel()
-	g := s3test.Start(t)
-	s, err := g.Store(t, "job-1")
-	require.NoError(t, err)
+	_, s := startS3(t, "job-1")
 	testContract(t, s)
 	assert.Contains(t, s.String(), "s3://ckpt/job-1/")
 }
@@ -31,9 +51,7 @@ func TestS3Contract(t *testing.T) {
 func TestS3MultipartRoundTrip(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	g := s3test.Start(t)
-	s, err := g.Store(t, "")
-	require.NoError(t, err)
+	g, s := startS3(t, "")
 
 	data := randomBytes(7, 12<<20+12345) // three 5 MiB parts
 	put(t, s, "big", data)
@@ -90,17 +108,12 @@ func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
 func TestS3ResumesInterruptedMultipart(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	g := s3test.Start(t)
-	s, err := store.NewS3(ctx, store.S3Options{
-		Bucket: g.Bucket, Endpoint: g.Endpoint, AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey,
-		PartSize: store.MinPartSize, PartConcurrency: 1,
-	})
-	require.NoError(t, err)
+	g, s := startSmallParts(t)
 
 	const k = 2 // parts that make it before the failure
 	data := randomBytes(11, 4*int(store.MinPartSize)+999)
 	first := &countingReader{r: bytes.NewReader(data), partSize: store.MinPartSize, read: map[int64]int64{}, failPart: k}
-	err = s.Put(ctx, "shard", first, int64(len(data)), crcOf(data))
+	err := s.Put(ctx, "shard", first, int64(len(data)), crcOf(data))
 	require.ErrorIs(t, err, errInjected)
 	assert.Equal(t, int64(k), s.Stats().PartsUploaded)
 	_, err = s.Get(ctx, "shard")
@@ -125,12 +138,7 @@ func TestS3ResumesInterruptedMultipart(t *testing.T) {
 func TestS3AbandonsUploadOfOtherContent(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	g := s3test.Start(t)
-	s, err := store.NewS3(ctx, store.S3Options{
-		Bucket: g.Bucket, Endpoint: g.Endpoint, AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey,
-		PartSize: store.MinPartSize, PartConcurrency: 1,
-	})
-	require.NoError(t, err)
+	g, s := startSmallParts(t)
 
 	old := randomBytes(1, 3*int(store.MinPartSize))
 	r := &countingReader{r: bytes.NewReader(old), partSize: store.MinPartSize, read: map[int64]int64{}, failPart: 1}
@@ -149,9 +157,7 @@ func TestS3AbandonsUploadOfOtherContent(t *testing.T) {
 func TestS3AbortStale(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	g := s3test.Start(t)
-	s, err := g.Store(t, "job")
-	require.NoError(t, err)
+	_, s := startS3(t, "job")
 	data := randomBytes(3, 2*int(store.MinPartSize)+1)
 	r := &countingReader{r: bytes.NewReader(data), partSize: store.MinPartSize, read: map[int64]int64{}, failPart: 0}
 	require.Error(t, s.Put(ctx, "shard", r, int64(len(data)), crcOf(data)))
@@ -167,9 +173,7 @@ func TestS3AbortStale(t *testing.T) {
 func TestS3ListPaginatesAndDeleteBatches(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	g := s3test.Start(t)
-	s, err := g.Store(t, "many")
-	require.NoError(t, err)
+	_, s := startS3(t, "many")
 	const n = 1010 // more than one page (1000) and one delete batch (1000)
 	var ks []string
 	for i := range n {
@@ -222,11 +226,9 @@ func (f *flippingReader) ReadAt(p []byte, off int64) (int, error) {
 func TestS3ServiceRejectsBytesChangedInFlight(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	g := s3test.Start(t)
-	s, err := g.Store(t, "")
-	require.NoError(t, err)
+	_, s := startS3(t, "")
 	data := randomBytes(5, 2*int(store.MinPartSize)+10)
-	err = s.Put(ctx, "shard", &flippingReader{data: data, partSize: store.MinPartSize}, int64(len(data)), crcOf(data))
+	err := s.Put(ctx, "shard", &flippingReader{data: data, partSize: store.MinPartSize}, int64(len(data)), crcOf(data))
 	require.ErrorIs(t, err, store.ErrChecksum)
 	_, err = s.Get(ctx, "shard")
 	assert.ErrorIs(t, err, store.ErrNotFound)

@@ -3,8 +3,10 @@ package store
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,7 +14,8 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// Open makes the store a URL names, so every tool and config file names stores the same way:
+// Open makes the store a URL names (see ParseURL), so every tool and config file names stores
+// the same way:
 //
 //	s3://bucket/prefix?endpoint=http://127.0.0.1:7070&region=us-east-1&path_style=true&part_size=64MiB
 //	file:///abs/dir
@@ -24,33 +27,64 @@ func Open(ctx context.Context, rawURL string, opts ...OpenOption) (Store, error)
 	for _, f := range opts {
 		f(&o)
 	}
+	u, err := ParseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	if u.Scheme == SchemeFile {
+		return NewDir(u.Dir)
+	}
+	s3opts := u.S3
+	s3opts.Logger = o.logger
+	return NewS3(ctx, s3opts)
+}
+
+// The schemes of a store URL.
+const (
+	SchemeS3   = "s3"
+	SchemeFile = "file"
+)
+
+// URL is a store URL read and checked: the store it names, before anything is opened.
+type URL struct {
+	// Scheme is SchemeS3 or SchemeFile.
+	Scheme string
+	// Dir is a file URL's absolute directory.
+	Dir string
+	// S3 is an s3 URL's bucket, prefix and query parameters (no credentials, no logger).
+	S3 S3Options
+}
+
+// ParseURL reads and checks a store URL without opening it: no network, no disk. It is the
+// one definition of a valid store URL: Open takes exactly what it accepts, and a job spec is
+// validated with it, so a spec that validates does not fail on the node for its URL.
+func ParseURL(rawURL string) (URL, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("parsing store URL %q: %w", rawURL, err)
+		return URL{}, fmt.Errorf("parsing store URL %q: %w", rawURL, err)
 	}
 	switch u.Scheme {
-	case "s3":
+	case SchemeS3:
 		opts, err := s3OptionsFromURL(u)
 		if err != nil {
-			return nil, fmt.Errorf("store URL %q: %w", rawURL, err)
+			return URL{}, fmt.Errorf("store URL %q: %w", rawURL, err)
 		}
-		opts.Logger = o.logger
-		return NewS3(ctx, opts)
-	case "file":
+		return URL{Scheme: SchemeS3, S3: opts}, nil
+	case SchemeFile:
 		if u.Host != "" && u.Host != "localhost" {
-			return nil, fmt.Errorf("store URL %q: file URLs take no host (%q); write file:///abs/dir", rawURL, u.Host)
+			return URL{}, fmt.Errorf("store URL %q: file URLs take no host (%q); write file:///abs/dir", rawURL, u.Host)
 		}
 		if u.RawQuery != "" {
-			return nil, fmt.Errorf("store URL %q: file URLs take no query (%q)", rawURL, u.RawQuery)
+			return URL{}, fmt.Errorf("store URL %q: file URLs take no query (%q)", rawURL, u.RawQuery)
 		}
 		if u.Path == "" || !filepath.IsAbs(u.Path) {
-			return nil, fmt.Errorf("store URL %q: the path must be absolute, as in file:///var/lib/ckpt", rawURL)
+			return URL{}, fmt.Errorf("store URL %q: the path must be absolute, as in file:///var/lib/ckpt", rawURL)
 		}
-		return NewDir(u.Path)
+		return URL{Scheme: SchemeFile, Dir: u.Path}, nil
 	case "":
-		return nil, fmt.Errorf("store URL %q has no scheme: want s3://bucket/prefix or file:///abs/dir", rawURL)
+		return URL{}, fmt.Errorf("store URL %q has no scheme: want s3://bucket/prefix or file:///abs/dir", rawURL)
 	default:
-		return nil, fmt.Errorf("store URL %q: unsupported scheme %q (want s3 or file)", rawURL, u.Scheme)
+		return URL{}, fmt.Errorf("store URL %q: unsupported scheme %q (want s3 or file)", rawURL, u.Scheme)
 	}
 }
 
@@ -77,7 +111,10 @@ func s3OptionsFromURL(u *url.URL) (S3Options, error) {
 	opts.Bucket = u.Host
 	opts.Prefix = strings.Trim(u.Path, "/")
 	var unknown []string
-	for name, vals := range u.Query() {
+	query := u.Query()
+	//workflowcheck:ignore the keys are sorted
+	for _, name := range slices.Sorted(maps.Keys(query)) { // sorted: the same URL, the same error
+		vals := query[name]
 		v := vals[len(vals)-1]
 		switch name {
 		case "endpoint":
@@ -98,6 +135,9 @@ func s3OptionsFromURL(u *url.URL) (S3Options, error) {
 			n, err := ParseSize(v)
 			if err != nil {
 				return opts, fmt.Errorf("part_size: %w", err)
+			}
+			if n != 0 && n < MinPartSize { // 0 takes the default
+				return opts, fmt.Errorf("part_size %s is below the S3 minimum of %d bytes", v, MinPartSize)
 			}
 			opts.PartSize = n
 		default:

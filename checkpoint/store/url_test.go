@@ -48,9 +48,26 @@ func TestOpenRejects(t *testing.T) {
 		"file:///dir?x=1":                  "take no query",
 	}
 	for url, want := range cases {
-		_, err := store.Open(context.Background(), url)
+		_, err := store.ParseURL(url)
+		assert.ErrorContains(t, err, want, "ParseURL(%q)", url)
+		_, err = store.Open(context.Background(), url)
 		assert.ErrorContains(t, err, want, "URL %q", url)
 	}
+}
+
+func TestParseURL(t *testing.T) {
+	t.Parallel()
+	u, err := store.ParseURL("file:///var/lib/ckpt")
+	require.NoError(t, err)
+	assert.Equal(t, store.URL{Scheme: store.SchemeFile, Dir: "/var/lib/ckpt"}, u)
+	u, err = store.ParseURL("file://localhost/var/lib/ckpt")
+	require.NoError(t, err)
+	assert.Equal(t, "/var/lib/ckpt", u.Dir)
+
+	u, err = store.ParseURL("s3://bucket/job-7/?endpoint=http://127.0.0.1:7070&region=eu-west-1&path_style=false&part_size=8MiB")
+	require.NoError(t, err)
+	assert.Equal(t, store.URL{Scheme: store.SchemeS3, S3: store.S3Options{Bucket: "bucket", Prefix: "job-7",
+		Endpoint: "http://127.0.0.1:7070", Region: "eu-west-1", VirtualHostStyle: true, PartSize: 8 << 20}}, u)
 }
 
 func TestParseSize(t *testing.T) {

@@ -112,7 +112,9 @@ func runCkptAgent(ctx context.Context, f ckptAgentFlags) error {
 	if err != nil {
 		return err
 	}
-	f.opts.Watcher = w
+	if w != nil {
+		f.opts.Watcher = noticeWatcher(w)
+	}
 	a, err := agent.New(f.opts)
 	if err != nil {
 		return err
@@ -154,6 +156,18 @@ func ckptWatcher(f ckptAgentFlags) (cloud.InterruptionWatcher, error) {
 		return gcp.NewWatcher(gcp.WatcherOptions{MetadataURL: f.gceMetadata})
 	}
 	return nil, fmt.Errorf("unknown --watch %q (want aws, gce or none)", watch)
+}
+
+// noticeWatcher adapts the cloud's interruption watcher to the checkpoint agent's Watcher (the
+// agent knows no cloud).
+func noticeWatcher(w cloud.InterruptionWatcher) agent.Watcher {
+	return agent.WatcherFunc(func(ctx context.Context) (time.Time, bool, error) {
+		intr, err := w.Poll(ctx)
+		if err != nil || intr == nil {
+			return time.Time{}, false, err
+		}
+		return intr.Deadline, true, nil
+	})
 }
 
 func removeSocket(path string) error {

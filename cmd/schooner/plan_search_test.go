@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/gpu"
 	"github.com/schooner-ml/schooner/planner"
 )

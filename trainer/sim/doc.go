@@ -11,6 +11,6 @@
 // (ExpectedLayer), VerifyStep proves that a job that met preemptions and replans ended in
 // exactly the state it would have reached without them.
 //
-// The package is a domain package: it knows nothing of Temporal. trainingact.Trainer runs it
-// inside the RunTrainer activity.
+// The package is a domain package: it knows nothing of Temporal. A node's trainer/node.Supervisor
+// runs it (inside the RunTrainer activity).
 package sim

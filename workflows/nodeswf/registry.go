@@ -23,6 +23,7 @@ func NodeRegistry(ctx workflow.Context, state nodes.RegistryState) error {
 	}
 	snapshot := func() []nodes.Record {
 		out := make([]nodes.Record, 0, len(known))
+		//workflowcheck:ignore the result is sorted right below
 		for _, n := range known {
 			out = append(out, n)
 		}

@@ -3,6 +3,7 @@ package trainingwf
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/schooner-ml/schooner/training"
@@ -164,10 +165,7 @@ func (j *job) pauseWait() time.Duration {
 // snapshot is a copy of the status safe to hand out.
 func (j *job) snapshot() training.JobStatus {
 	s := j.status
-	s.GPUs = make(map[string]int, len(j.status.GPUs))
-	for k, v := range j.status.GPUs {
-		s.GPUs[k] = v
-	}
+	s.GPUs = maps.Clone(j.status.GPUs)
 	s.Plans = append([]training.PlanRecord(nil), j.status.Plans...)
 	s.Timeline = append([]training.TimelinePoint(nil), j.status.Timeline...)
 	s.Instances = append([]string(nil), j.status.Instances...)

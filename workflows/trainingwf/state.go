@@ -2,6 +2,7 @@ package trainingwf
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"time"
@@ -75,9 +76,7 @@ func newJob(ctx workflow.Context, in training.JobInput) *job {
 		j.status = c.Status
 		j.status.JobID = j.id
 		j.held = append(j.held, c.Instances...)
-		for k, v := range c.OnDemandPrices {
-			j.odPrice[k] = v
-		}
+		maps.Copy(j.odPrice, c.OnDemandPrices)
 		j.strategy.Unavailable, j.strategy.Avoided = c.Unavailable, c.Avoided
 		j.placement, j.modelLayers, j.strategy.SpotIterSeconds = c.Placement, c.ModelLayers, c.SpotOnlyIterSeconds
 		if n := len(j.status.Plans); n > 0 && len(j.placement) > 0 {
@@ -123,6 +122,7 @@ func (j *job) refresh(now time.Time) {
 		j.status.Instances = append(j.status.Instances, in.ID)
 	}
 	j.status.Zones = j.status.Zones[:0]
+	//workflowcheck:ignore the result is sorted right below
 	for z := range zones {
 		j.status.Zones = append(j.status.Zones, z)
 	}
@@ -150,10 +150,7 @@ func (j *job) event(ctx workflow.Context, name string) {
 	j.accrue(now)
 	j.refresh(now)
 	j.events++
-	gpus := make(map[string]int, len(j.status.GPUs))
-	for k, v := range j.status.GPUs {
-		gpus[k] = v
-	}
+	gpus := maps.Clone(j.status.GPUs)
 	j.status.Timeline = append(j.status.Timeline, training.TimelinePoint{At: now, Iteration: j.status.Iteration,
 		CostUSD: j.status.CostUSD, GPUs: gpus, Event: name})
 	if len(j.status.Timeline) > maxTimeline {

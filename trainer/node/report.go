@@ -1,4 +1,4 @@
-package trainingact
+package node
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"go.temporal.io/sdk/activity"
 
 	"github.com/schooner-ml/schooner/training"
 )
@@ -15,8 +14,9 @@ import (
 // HeartbeatEvery and progress signals every ProgressEvery, sooner when a checkpoint became
 // durable, so the job hears of a new restore point at once.
 type progressReporter struct {
-	t   *Trainer
+	s   *Supervisor
 	a   training.Assignment
+	hb  Heartbeat
 	log zerolog.Logger
 
 	mu       sync.Mutex
@@ -27,8 +27,8 @@ type progressReporter struct {
 	lastSent time.Time
 }
 
-func newProgressReporter(t *Trainer, a training.Assignment, log zerolog.Logger) *progressReporter {
-	return &progressReporter{t: t, a: a, log: log, kick: make(chan struct{}, 1),
+func newProgressReporter(s *Supervisor, a training.Assignment, hb Heartbeat, log zerolog.Logger) *progressReporter {
+	return &progressReporter{s: s, a: a, hb: hb, log: log, kick: make(chan struct{}, 1),
 		latest: training.Progress{Epoch: a.Epoch, Rank: a.Rank, InstanceID: a.InstanceID,
 			Iteration: max(a.RestoreStep, 0), LastCheckpoint: a.RestoreStep}}
 }
@@ -53,12 +53,12 @@ func (r *progressReporter) update(p training.Progress) {
 // committed signals a durable step to the job.
 func (r *progressReporter) committed(ctx context.Context, c training.CheckpointCommitted) {
 	r.update(training.Progress{Epoch: c.Epoch, Rank: c.Rank, InstanceID: r.a.InstanceID, LastCheckpoint: c.Step})
-	if r.t.Reporter == nil {
+	if r.s.Reporter == nil {
 		return
 	}
 	rctx, cancel := context.WithTimeout(ctx, reportTimeout)
 	defer cancel()
-	if err := r.t.Reporter.Committed(rctx, r.a.JobID, c); err != nil && ctx.Err() == nil {
+	if err := r.s.Reporter.Committed(rctx, r.a.JobID, c); err != nil && ctx.Err() == nil {
 		r.log.Warn().Err(err).Int64("step", c.Step).Msg("reporting a committed checkpoint to the job")
 	}
 }
@@ -70,17 +70,17 @@ func (r *progressReporter) wake() {
 	}
 }
 
-// loop heartbeats and signals until runCtx ends; heartbeats go through the activity's own
-// context actCtx.
-func (r *progressReporter) loop(runCtx, actCtx context.Context) {
-	every := r.t.HeartbeatEvery
+// loop heartbeats and signals until runCtx ends; heartbeats stop early when the caller's own
+// context callerCtx ends.
+func (r *progressReporter) loop(runCtx, callerCtx context.Context) {
+	every := r.s.HeartbeatEvery
 	if every <= 0 {
 		every = DefaultHeartbeatEvery
 	}
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
-		r.beat(runCtx, actCtx, false)
+		r.beat(runCtx, callerCtx, false)
 		select {
 		case <-runCtx.Done():
 			return
@@ -91,27 +91,27 @@ func (r *progressReporter) loop(runCtx, actCtx context.Context) {
 }
 
 // beat sends a heartbeat and, when due (or force), a progress signal.
-func (r *progressReporter) beat(ctx, actCtx context.Context, force bool) {
-	every := r.t.ProgressEvery
+func (r *progressReporter) beat(ctx, callerCtx context.Context, force bool) {
+	every := r.s.ProgressEvery
 	if every <= 0 {
 		every = DefaultProgressEvery
 	}
 	r.mu.Lock()
 	p := r.latest
-	send := r.t.Reporter != nil && r.dirty && (force || r.urgent || time.Since(r.lastSent) >= every)
+	send := r.s.Reporter != nil && r.dirty && (force || r.urgent || time.Since(r.lastSent) >= every)
 	if send {
 		r.dirty, r.urgent, r.lastSent = false, false, time.Now()
 	}
 	r.mu.Unlock()
-	if actCtx.Err() == nil {
-		activity.RecordHeartbeat(actCtx, p)
+	if callerCtx.Err() == nil && r.hb != nil {
+		r.hb(p)
 	}
 	if !send {
 		return
 	}
 	rctx, cancel := context.WithTimeout(ctx, reportTimeout)
 	defer cancel()
-	if err := r.t.Reporter.Progress(rctx, r.a.JobID, p); err != nil && ctx.Err() == nil {
+	if err := r.s.Reporter.Progress(rctx, r.a.JobID, p); err != nil && ctx.Err() == nil {
 		r.log.Warn().Err(err).Int64("iteration", p.Iteration).Msg("reporting progress to the job")
 	}
 }

@@ -1,4 +1,4 @@
-package trainingact
+package node
 
 import (
 	"context"
@@ -45,7 +45,7 @@ func runCommand(ctx context.Context, a training.Assignment, st store.Store, sock
 	}()
 	res, err := command.Run(ctx, command.Options{Assignment: a, Socket: sock, Grace: grace, OnProgress: rep.update, Logger: log})
 	if err == nil && a.Saver {
-		// One last look, so the final step is reported before the activity returns.
+		// One last look, so the final step is reported before Run returns.
 		reportDurable(ctx, a, sock, rep, &res.LastCheckpoint, log)
 	}
 	stop()
