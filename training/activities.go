@@ -74,7 +74,8 @@ type VerifyStateRequest struct {
 // called by name from workflows/trainingwf; the instance activities are package fleet's.
 const (
 	ActivityJobOfferings       = "JobOfferings"
-	ActivityPlanJob            = "PlanJob" // a local activity
+	ActivityPlanJob            = "PlanJob"         // a local activity
+	ActivityAdmissionLimits    = "AdmissionLimits" // a local activity
 	ActivityLatestCheckpoint   = "LatestDurableCheckpoint"
 	ActivityRunTrainer         = "RunTrainer"   // on the instance's node queue
 	ActivityStopTrainers       = "StopTrainers" // on the instance's node queue
@@ -89,6 +90,8 @@ type ControlActivities interface {
 	PlanJob(ctx context.Context, req PlanJobRequest) (PlanJobResult, error)
 	LatestDurableCheckpoint(ctx context.Context, storeURL string) (int64, error)
 	VerifyTrainedState(ctx context.Context, req VerifyStateRequest) error
+	// AdmissionLimits are the control plane's job limits (zero fields: DefaultLimits').
+	AdmissionLimits(ctx context.Context) (Limits, error)
 }
 
 // NodeActivities are the job's activities on an instance's own node queue.

@@ -34,6 +34,11 @@ func FormatOf(path string) Format {
 // WithDefaults and Validate for that.
 func ParseSpec(data []byte, format Format) (Spec, error) {
 	var spec Spec
+	if format == FormatJSON || format == FormatYAML || format == "" {
+		if err := checkShape(data); err != nil {
+			return spec, fmt.Errorf("reading %s spec: %w", orYAML(format), err)
+		}
+	}
 	js := data
 	switch format {
 	case FormatJSON:
@@ -54,4 +59,12 @@ func ParseSpec(data []byte, format Format) (Spec, error) {
 		return spec, fmt.Errorf("reading %s spec: more than one document", format)
 	}
 	return spec, nil
+}
+
+// orYAML names the format for messages; empty means YAML.
+func orYAML(f Format) Format {
+	if f == "" {
+		return FormatYAML
+	}
+	return f
 }

@@ -73,3 +73,26 @@ func TestExamplesAreValid(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, n, 4)
 }
+
+func TestParseSpecRejectsWhatYAMLWouldDropOrMerge(t *testing.T) {
+	for name, c := range map[string]struct {
+		data   string
+		format Format
+		want   string
+	}{
+		"two documents":      {"name: a\niterations: 10\n---\nname: b\n", FormatYAML, "second document"},
+		"duplicate key":      {"name: a\niterations: 10\niterations: 20\n", FormatYAML, "iterations is given twice"},
+		"nested duplicate":   {"name: a\nmodel:\n  name: OPT-350\n  name: GPT-Neo-2.7\n", FormatYAML, "model.name is given twice"},
+		"json duplicate key": {`{"name": "a", "name": "b"}`, FormatJSON, "name is given twice"},
+		"empty":              {"", FormatYAML, "empty"},
+		"too large":          {"name: " + strings.Repeat("x", MaxSpecFileBytes), FormatYAML, "more than"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := ParseSpec([]byte(c.data), c.format)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), c.want)
+		})
+	}
+	_, err := ParseSpec([]byte("name: a\n---\n"), FormatYAML)
+	require.NoError(t, err, "a trailing document marker alone is one document")
+}

@@ -46,7 +46,8 @@ type Resources struct {
 	Regions  []string `json:"regions,omitempty" yaml:"regions,omitempty"`
 	Zones    []string `json:"zones,omitempty" yaml:"zones,omitempty"`
 	GPUTypes []string `json:"gpu_types,omitempty" yaml:"gpu_types,omitempty"`
-	// MaxGPUs caps the GPUs held at once; 0 means no cap.
+	// MaxGPUs caps the GPUs held at once; 0 means the control plane's limit
+	// (Limits.MaxGPUs, 4,096 by default).
 	MaxGPUs int `json:"max_gpus,omitempty" yaml:"max_gpus,omitempty"`
 }
 
@@ -81,4 +82,12 @@ type Trainer struct {
 	Env     map[string]string `json:"env,omitempty" yaml:"env,omitempty"`
 	// Seed makes the simulated trainer's state reproducible.
 	Seed int64 `json:"seed,omitempty" yaml:"seed,omitempty"`
+}
+
+// params estimates the parameters of a decoder given by its dimensions: per layer the
+// attention projections (4·hidden²) and the two MLP matrices (2·hidden·ffn), plus the
+// embedding (vocab·hidden). It is a bound for limits, not a memory model.
+func (m Model) params() float64 {
+	h, f := float64(m.Hidden), float64(m.FFN)
+	return float64(m.Layers)*(4*h*h+2*h*f) + float64(m.Vocab)*h
 }

@@ -1,6 +1,7 @@
 package training
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -42,10 +43,14 @@ func (e *ValidationError) Error() string {
 	return fmt.Sprintf("invalid training spec (%d problems):\n  %s", len(e.Problems), strings.Join(lines, "\n  "))
 }
 
-// Validate checks the spec and returns a *ValidationError naming every bad field, or nil.
-// Call it on WithDefaults' result: empty optional fields are errors here.
-func (s Spec) Validate() error {
-	v := &validator{}
+// Validate checks the spec within DefaultLimits and returns a *ValidationError naming every
+// bad field, or nil. Call it on WithDefaults' result: empty optional fields are errors here.
+func (s Spec) Validate() error { return s.ValidateWithin(DefaultLimits) }
+
+// ValidateWithin is Validate with an operator's limits (zero fields: the defaults).
+func (s Spec) ValidateWithin(lim Limits) error {
+	lim = lim.WithDefaults()
+	v := &validator{lim: lim}
 	if s.Name == "" {
 		v.add("name", "required")
 	} else if !namePattern.MatchString(s.Name) {
@@ -54,12 +59,21 @@ func (s Spec) Validate() error {
 	v.model(s.Model)
 	if s.GlobalBatch < 1 {
 		v.add("global_batch", "must be ≥ 1")
+	} else if s.GlobalBatch > lim.MaxGlobalBatch {
+		v.add("global_batch", "%d is over this control plane's limit of %d", s.GlobalBatch, lim.MaxGlobalBatch)
 	}
 	if s.SeqLen < 0 {
 		v.add("seq_len", "must be ≥ 0 (0: the model's default)")
+	} else if s.SeqLen > lim.MaxSeqLen {
+		v.add("seq_len", "%d is over this control plane's limit of %d", s.SeqLen, lim.MaxSeqLen)
 	}
 	if s.Iterations < 1 {
 		v.add("iterations", "must be ≥ 1")
+	} else if s.Iterations > lim.MaxIterations {
+		v.add("iterations", "%d is over this control plane's limit of %d", s.Iterations, lim.MaxIterations)
+	}
+	if n := specBytes(s); n > lim.MaxSpecBytes {
+		v.add("spec", "%d bytes as JSON, over this control plane's limit of %d (long commands, environments or lists)", n, lim.MaxSpecBytes)
 	}
 	if s.Objective != ObjectiveThroughput && s.Objective != ObjectiveCost {
 		v.add("objective", "must be one of %s, %s (got %q)", ObjectiveThroughput, ObjectiveCost, s.Objective)
@@ -98,7 +112,19 @@ func Problems(err error) []FieldError {
 	return nil
 }
 
-type validator struct{ problems []FieldError }
+type validator struct {
+	lim      Limits
+	problems []FieldError
+}
+
+// specBytes is the size of the spec's JSON encoding, what the workflow carries.
+func specBytes(s Spec) int {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return 0
+	}
+	return len(b)
+}
 
 func (v *validator) add(field, format string, args ...any) {
 	v.problems = append(v.problems, FieldError{Field: field, Problem: fmt.Sprintf(format, args...)})
@@ -120,13 +146,16 @@ func (v *validator) model(m Model) {
 			name string
 			val  int
 			must bool
-		}{{"layers", m.Layers, true}, {"hidden", m.Hidden, true}, {"heads", m.Heads, true}, {"ffn", m.FFN, false}, {"vocab", m.Vocab, false}} {
+		}{{"layers", m.Layers, true}, {"hidden", m.Hidden, true}, {"heads", m.Heads, true}, {"ffn", m.FFN, true}, {"vocab", m.Vocab, true}} {
 			if f.val < 0 || (f.must && f.val == 0) {
-				v.add("model."+f.name, "must be ≥ 1")
+				v.add("model."+f.name, "must be ≥ 1 (a model given by its dimensions needs layers, hidden, heads, ffn and vocab)")
 			}
 		}
 		if m.Hidden > 0 && m.Heads > 0 && m.Hidden%m.Heads != 0 {
 			v.add("model.heads", "must divide model.hidden (%d)", m.Hidden)
+		}
+		if p := m.params(); p > v.lim.MaxModelParams {
+			v.add("model", "about %.3g parameters, over this control plane's limit of %.3g", p, v.lim.MaxModelParams)
 		}
 	}
 }
@@ -157,7 +186,9 @@ func (v *validator) resources(r Resources) {
 		}
 	}
 	if r.MaxGPUs < 0 {
-		v.add("resources.max_gpus", "must be ≥ 0 (0: no cap)")
+		v.add("resources.max_gpus", "must be ≥ 0 (0: this control plane's limit, %d)", v.lim.MaxGPUs)
+	} else if r.MaxGPUs > v.lim.MaxGPUs {
+		v.add("resources.max_gpus", "%d is over this control plane's limit of %d", r.MaxGPUs, v.lim.MaxGPUs)
 	}
 }
 

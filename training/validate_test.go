@@ -1,6 +1,7 @@
 package training
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -38,14 +39,22 @@ func TestValidateNamesTheField(t *testing.T) {
 		says   string
 	}{
 		{"valid", func(*Spec) {}, "", ""},
-		{"dimensions", func(s *Spec) { s.Model = Model{Layers: 4, Hidden: 64, Heads: 4} }, "", ""},
+		{"dimensions", func(s *Spec) { s.Model = Model{Layers: 4, Hidden: 64, Heads: 4, FFN: 256, Vocab: 1000} }, "", ""},
+		{"dimensions without ffn", func(s *Spec) { s.Model = Model{Layers: 4, Hidden: 64, Heads: 4, Vocab: 1000} }, "model.ffn", "≥ 1"},
+		{"dimensions without vocab", func(s *Spec) { s.Model = Model{Layers: 4, Hidden: 64, Heads: 4, FFN: 256} }, "model.vocab", "≥ 1"},
+		{"model over the limit", func(s *Spec) { s.Model = Model{Layers: 1000, Hidden: 65536, Heads: 64, FFN: 262144, Vocab: 1000} }, "model", "limit"},
+		{"iterations over the limit", func(s *Spec) { s.Iterations = DefaultLimits.MaxIterations + 1 }, "iterations", "limit of 10000000"},
+		{"global batch over the limit", func(s *Spec) { s.GlobalBatch = DefaultLimits.MaxGlobalBatch + 1 }, "global_batch", "limit"},
+		{"seq len over the limit", func(s *Spec) { s.SeqLen = DefaultLimits.MaxSeqLen + 1 }, "seq_len", "limit"},
+		{"max gpus over the limit", func(s *Spec) { s.Resources.MaxGPUs = DefaultLimits.MaxGPUs + 1 }, "resources.max_gpus", "limit"},
+		{"spec over the limit", func(s *Spec) { s.Trainer.Env = map[string]string{"BIG": strings.Repeat("x", 70<<10)} }, "spec", "bytes"},
 		{"missing name", func(s *Spec) { s.Name = "" }, "name", "required"},
 		{"bad name", func(s *Spec) { s.Name = "My_Job" }, "name", "lowercase"},
 		{"unknown model", func(s *Spec) { s.Model.Name = "X" }, "model.name", `unknown model "X"; known: `},
 		{"no model", func(s *Spec) { s.Model = Model{} }, "model", "required"},
 		{"both model forms", func(s *Spec) { s.Model.Layers = 3 }, "model", "not both"},
-		{"heads divide hidden", func(s *Spec) { s.Model = Model{Layers: 4, Hidden: 65, Heads: 4} }, "model.heads", "divide"},
-		{"zero hidden", func(s *Spec) { s.Model = Model{Layers: 4, Heads: 4} }, "model.hidden", "≥ 1"},
+		{"heads divide hidden", func(s *Spec) { s.Model = Model{Layers: 4, Hidden: 65, Heads: 4, FFN: 256, Vocab: 1000} }, "model.heads", "divide"},
+		{"zero hidden", func(s *Spec) { s.Model = Model{Layers: 4, Heads: 4, FFN: 256, Vocab: 1000} }, "model.hidden", "≥ 1"},
 		{"batch", func(s *Spec) { s.GlobalBatch = 0 }, "global_batch", "≥ 1"},
 		{"seq len", func(s *Spec) { s.SeqLen = -1 }, "seq_len", "≥ 0"},
 		{"iterations", func(s *Spec) { s.Iterations = 0 }, "iterations", "≥ 1"},
@@ -144,4 +153,16 @@ func TestParseDeadline(t *testing.T) {
 	d, err = ParseDeadline("2026-02-01T00:00:00Z")
 	require.NoError(t, err)
 	assert.Equal(t, time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC), d.Resolve(submitted, cloud.Real))
+}
+
+func TestLimitsAreConfigurable(t *testing.T) {
+	s := validSpec().WithDefaults()
+	s.Iterations = 500
+	require.NoError(t, s.Validate())
+	err := s.ValidateWithin(Limits{MaxIterations: 100})
+	require.Error(t, err)
+	require.Len(t, Problems(err), 1)
+	assert.Equal(t, "iterations", Problems(err)[0].Field)
+	assert.Contains(t, err.Error(), "limit of 100")
+	assert.Equal(t, DefaultLimits, Limits{}.WithDefaults())
 }

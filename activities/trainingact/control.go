@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/rs/zerolog"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/schooner-ml/schooner/checkpoint"
 	"github.com/schooner-ml/schooner/checkpoint/store"
@@ -34,6 +36,8 @@ type Control struct {
 	// Verify compares a durable step with an uninterrupted simulated run; the worker wires
 	// trainer/sim.VerifyStep. Nil makes VerifyTrainedState fail with a clear error.
 	Verify func(ctx context.Context, r *checkpoint.Remote, step int64, seed int64, modelLayers int) error
+	// Limits are the largest jobs this control plane accepts (zero fields: the defaults).
+	Limits training.Limits
 	// Logger receives what the activities decide (the zero value discards).
 	Logger zerolog.Logger
 
@@ -54,24 +58,65 @@ func (t *Control) init() {
 
 // JobOfferings lists what the job may buy: the provider's offerings narrowed to the spec's
 // clouds, regions, zones and GPU types. The spot policy does not filter offerings (each
-// offering has both prices); PlanJob prices them as the policy allows.
+// offering has both prices); PlanJob prices them as the policy allows. A region, zone or GPU
+// type the provider does not offer at all is a spec error, reported at once with the field
+// named: waiting for capacity that cannot come would only burn the job's time.
 func (t *Control) JobOfferings(ctx context.Context, req training.JobOfferingsRequest) ([]cloud.Offering, error) {
-	f := cloud.OfferingFilter{Regions: req.Resources.Regions, Zones: req.Resources.Zones}
-	for _, g := range req.Resources.GPUTypes {
-		f.GPUTypes = append(f.GPUTypes, gpu.Type(g))
-	}
-	offers, err := t.Provider.Offerings(ctx, f)
+	r := req.Resources
+	all, err := t.Provider.Offerings(ctx, cloud.OfferingFilter{})
 	if err != nil {
 		return nil, fmt.Errorf("listing offerings of %s: %w", t.Provider.Name(), err)
 	}
-	out := make([]cloud.Offering, 0, len(offers))
-	for _, o := range offers {
-		if len(req.Resources.Clouds) > 0 && !slices.Contains(req.Resources.Clouds, o.Provider) {
-			continue
+	all = slices.DeleteFunc(all, func(o cloud.Offering) bool {
+		return len(r.Clouds) > 0 && !slices.Contains(r.Clouds, o.Provider)
+	})
+	if problems := unknownPlaces(r, all); len(problems) > 0 {
+		verr := &training.ValidationError{Problems: problems}
+		return nil, temporal.NewNonRetryableApplicationError(verr.Error(), training.ErrTypeInvalidSpec, nil, problems)
+	}
+	f := cloud.OfferingFilter{Regions: r.Regions, Zones: r.Zones}
+	for _, g := range r.GPUTypes {
+		f.GPUTypes = append(f.GPUTypes, gpu.Type(g))
+	}
+	out := make([]cloud.Offering, 0, len(all))
+	for _, o := range all {
+		if f.Match(o) {
+			out = append(out, o)
 		}
-		out = append(out, o)
 	}
 	return out, nil
+}
+
+// unknownPlaces names every region, zone and GPU type of the spec that no offering of the
+// allowed clouds has, with what is offered instead.
+func unknownPlaces(r training.Resources, offers []cloud.Offering) []training.FieldError {
+	var regions, zones, gpus []string
+	for _, o := range offers {
+		regions, zones, gpus = append(regions, o.Region), append(zones, o.Zone), append(gpus, string(o.GPUType))
+	}
+	var out []training.FieldError
+	check := func(field string, want, have []string) {
+		slices.Sort(have)
+		have = slices.Compact(have)
+		for i, w := range want {
+			if !slices.Contains(have, w) {
+				out = append(out, training.FieldError{Field: fmt.Sprintf("resources.%s[%d]", field, i),
+					Problem: fmt.Sprintf("%q is not offered by %s; offered: %s", w, cloudsOf(r), strings.Join(have, ", "))})
+			}
+		}
+	}
+	check("regions", r.Regions, regions)
+	check("zones", r.Zones, zones)
+	check("gpu_types", r.GPUTypes, gpus)
+	return out
+}
+
+// cloudsOf names the clouds a spec allows, for messages.
+func cloudsOf(r training.Resources) string {
+	if len(r.Clouds) == 0 {
+		return "any cloud"
+	}
+	return strings.Join(r.Clouds, "+")
 }
 
 // model returns the planner profile of the spec's model (bridge.Models caches one pointer
@@ -80,4 +125,9 @@ func (t *Control) model(m training.Model, seqLen int) (*planner.ModelProfile, *p
 	t.init()
 	return t.models.Profile(bridge.ModelRef{Name: m.Name, Layers: m.Layers, Hidden: m.Hidden, Heads: m.Heads,
 		FFN: m.FFN, Vocab: m.Vocab, SeqLen: seqLen})
+}
+
+// AdmissionLimits answers the workflow's question at its door: this control plane's limits.
+func (t *Control) AdmissionLimits(context.Context) (training.Limits, error) {
+	return t.Limits.WithDefaults(), nil
 }

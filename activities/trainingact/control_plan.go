@@ -22,35 +22,77 @@ func (t *Control) PlanJob(ctx context.Context, req training.PlanJobRequest) (tra
 		return training.PlanJobResult{}, temporal.NewNonRetryableApplicationError(err.Error(), training.ErrTypeBadModel, err)
 	}
 	pricing := bridge.Pricing{Spot: !req.SpotOff, OnDemand: req.OnDemand, AssumeInstances: req.AssumeInstances}
-	survivors, offers := bridge.CapGPUs(bridge.HeldPools(req.Survivors), bridge.OfferPools(req.Offers, pricing), req.MaxGPUs)
-	if len(survivors)+len(offers) == 0 {
-		err := fmt.Errorf("planning %s: no GPUs on offer", m.Name)
-		return training.PlanJobResult{}, temporal.NewNonRetryableApplicationError(err.Error(), training.ErrTypeNoPlan, err)
-	}
+	held, offered := bridge.HeldPools(req.Survivors), bridge.OfferPools(req.Offers, pricing)
 	preq := planner.Request{Model: m, Network: n, GlobalBatch: req.GlobalBatch, Objective: planner.Objective(req.Objective), TopK: 10}
 	if preq.Objective == "" {
 		preq.Objective = planner.MaxThroughput
 	}
-	var res *planner.Result
-	if len(survivors) == 0 && req.Current == nil {
+	// The planner ranks by the objective, not by price per hour; under a $/h cap, plan again
+	// on fewer GPUs (in proportion to how far over the cap the best plan is) until one fits
+	// or none can: a cap rules out the largest plans, not the job.
+	maxGPUs, over := req.MaxGPUs, 0.0
+	for {
+		survivors, offers := bridge.CapGPUs(held, offered, maxGPUs)
+		if len(survivors)+len(offers) == 0 {
+			if over > 0 {
+				return training.PlanJobResult{}, overBudget(m.Name, req.USDPerHourCap, over, nil)
+			}
+			err := fmt.Errorf("planning %s: no GPUs on offer", m.Name)
+			return training.PlanJobResult{}, temporal.NewNonRetryableApplicationError(err.Error(), training.ErrTypeNoPlan, err)
+		}
+		res, err := t.plan(req.Current, survivors, offers, preq)
+		if err != nil {
+			if over > 0 {
+				return training.PlanJobResult{}, overBudget(m.Name, req.USDPerHourCap, over, err)
+			}
+			err = fmt.Errorf("planning %s on %d pools: %w", m.Name, len(survivors)+len(offers), err)
+			return training.PlanJobResult{}, temporal.NewNonRetryableApplicationError(err.Error(), training.ErrTypeNoPlan, err)
+		}
+		best, ok := withinBudget(res, req.USDPerHourCap)
+		if ok {
+			return training.PlanJobResult{
+				Plan: best.Plan, Estimate: best.Estimate, Summary: planner.SummarizePlan(&best.Plan),
+				ModelLayers: m.NumLayers(), Replicas: place(&best.Plan),
+			}, nil
+		}
+		cheapest := cheapestPerHour(res)
+		over = cheapest.Estimate.USDPerHour
+		gpus := cheapest.Plan.GPUs()
+		maxGPUs = min(gpus-1, int(float64(gpus)*req.USDPerHourCap/over))
+		if maxGPUs < 1 {
+			return training.PlanJobResult{}, overBudget(m.Name, req.USDPerHourCap, over, nil)
+		}
+	}
+}
+
+// overBudget is the final error of a job whose cap rules out every plan, the smallest one's
+// price named so the user knows what cap would do.
+func overBudget(model string, cap, smallest float64, cause error) error {
+	err := fmt.Errorf("planning %s: no plan costs at most the cap of $%.2f/h (the cheapest found costs $%.2f/h): raise budget.usd_per_hour", model, cap, smallest)
+	if cause != nil {
+		err = fmt.Errorf("%w (%w)", err, cause)
+	}
+	return temporal.NewNonRetryableApplicationError(err.Error(), training.ErrTypeOverBudget, err)
+}
+
+// plan runs the Replanner: a fresh plan, or a replan that keeps what the job holds.
+func (t *Control) plan(current *planner.Plan, survivors, offers []planner.Pool, preq planner.Request) (*planner.Result, error) {
+	if len(survivors) == 0 && current == nil {
 		preq.Pools = offers
-		res, err = t.rp.Plan(preq)
-	} else {
-		res, err = t.rp.Replan(req.Current, survivors, offers, preq)
+		return t.rp.Plan(preq)
 	}
-	if err != nil {
-		err = fmt.Errorf("planning %s on %d pools: %w", m.Name, len(survivors)+len(offers), err)
-		return training.PlanJobResult{}, temporal.NewNonRetryableApplicationError(err.Error(), training.ErrTypeNoPlan, err)
+	return t.rp.Replan(current, survivors, offers, preq)
+}
+
+// cheapestPerHour is the candidate of res that costs the least per hour.
+func cheapestPerHour(res *planner.Result) planner.Candidate {
+	best := res.Best
+	for _, c := range res.Next {
+		if c.Estimate.USDPerHour < best.Estimate.USDPerHour {
+			best = c
+		}
 	}
-	best, ok := withinBudget(res, req.USDPerHourCap)
-	if !ok {
-		err := fmt.Errorf("planning %s: the best plan costs $%.2f/h, over the cap of $%.2f/h", m.Name, res.Best.Estimate.USDPerHour, req.USDPerHourCap)
-		return training.PlanJobResult{}, temporal.NewNonRetryableApplicationError(err.Error(), training.ErrTypeOverBudget, err)
-	}
-	return training.PlanJobResult{
-		Plan: best.Plan, Estimate: best.Estimate, Summary: planner.SummarizePlan(&best.Plan),
-		ModelLayers: m.NumLayers(), Replicas: place(&best.Plan),
-	}, nil
+	return best
 }
 
 // withinBudget picks the best candidate whose price per hour is under the cap (0: none).

@@ -12,6 +12,7 @@ import (
 	"github.com/schooner-ml/schooner/checkpoint"
 	"github.com/schooner-ml/schooner/checkpoint/store"
 	"github.com/schooner-ml/schooner/cloud"
+	"github.com/schooner-ml/schooner/cloud/sim"
 	"github.com/schooner-ml/schooner/training"
 )
 
@@ -51,6 +52,14 @@ func TestPlanJobPlansAndPlaces(t *testing.T) {
 	for _, r := range res.Replicas {
 		assert.Equal(t, cloud.Spot, r.Key.Capacity)
 	}
+
+	// A cap the fastest plan exceeds takes a smaller plan under the cap, not an error.
+	capped := req
+	capped.USDPerHourCap = res.Estimate.USDPerHour / 2
+	small, err := tr.PlanJob(context.Background(), capped)
+	require.NoError(t, err, "a $/h cap rules out the largest plans, not the job")
+	assert.LessOrEqual(t, small.Estimate.USDPerHour, capped.USDPerHourCap+1e-9)
+	assert.Less(t, small.Plan.GPUs(), res.Plan.GPUs())
 
 	// A cap below any plan's price is a clear non-retryable error.
 	req.USDPerHourCap = 0.01
@@ -105,4 +114,36 @@ func TestVerifyTrainedStateMismatchIsFinal(t *testing.T) {
 	require.True(t, errors.As(err, &app))
 	assert.True(t, app.NonRetryable())
 	assert.Contains(t, err.Error(), "layer3.w")
+}
+
+// The demo's job without a GPU cap (max_gpus: 0, "no cap") on the demo's market: the fastest
+// plans all cost more than its $40/h budget, and the job must still get the fastest plan under
+// it instead of failing over budget.
+func TestPlanJobFindsThePlanUnderTheCapWithoutAGPUCap(t *testing.T) {
+	m, err := sim.New(sim.Config{Seed: 1})
+	require.NoError(t, err)
+	tr := &Control{Provider: m}
+	offers, err := tr.JobOfferings(context.Background(), training.JobOfferingsRequest{Resources: training.Resources{
+		Clouds: []string{"aws"}, Zones: []string{"us-east-2b", "us-west-2a", "us-west-2c"}, GPUTypes: []string{"V100-16"}}})
+	require.NoError(t, err)
+	require.NotEmpty(t, offers)
+	req := training.PlanJobRequest{Model: training.Model{Name: "OPT-350"}, GlobalBatch: 32, Objective: training.ObjectiveThroughput,
+		USDPerHourCap: 40, MaxGPUs: training.DefaultLimits.MaxGPUs, Offers: offers, OnDemand: true}
+	res, err := tr.PlanJob(context.Background(), req)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, res.Estimate.USDPerHour, 40.0)
+}
+
+func TestJobOfferingsNamesZonesRegionsAndGPUsNobodyOffers(t *testing.T) {
+	tr := &Control{Provider: cloud.NewFake("fake", testOffers()...)}
+	_, err := tr.JobOfferings(context.Background(), training.JobOfferingsRequest{Resources: training.Resources{
+		Zones: []string{"r1-a", "mars-1a"}, Regions: []string{"r9"}, GPUTypes: []string{"H200"}}})
+	require.Error(t, err)
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, err, &app)
+	assert.Equal(t, training.ErrTypeInvalidSpec, app.Type())
+	assert.True(t, app.NonRetryable())
+	for _, want := range []string{`resources.zones[1]: "mars-1a"`, `resources.regions[0]: "r9"`, `resources.gpu_types[0]: "H200"`, "offered: r1-a, r1-b, r2-a"} {
+		assert.Contains(t, err.Error(), want)
+	}
 }

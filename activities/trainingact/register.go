@@ -24,6 +24,7 @@ func RegisterControl(r worker.ActivityRegistry, a training.ControlActivities) {
 		training.ActivityPlanJob:            a.PlanJob,
 		training.ActivityLatestCheckpoint:   a.LatestDurableCheckpoint,
 		training.ActivityVerifyTrainedState: a.VerifyTrainedState,
+		training.ActivityAdmissionLimits:    a.AdmissionLimits,
 	} {
 		r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}

@@ -1,6 +1,7 @@
 package trainingwf
 
 import (
+	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -11,49 +12,82 @@ import (
 	"github.com/schooner-ml/schooner/training"
 )
 
-// versionTimeScale marks runs that ask the provider for its time scale; histories recorded
-// before it took JobInput.TimeScale from the submitter.
-const versionTimeScale = "time-scale-from-provider"
+// versionAdmission marks runs that ask the control plane for its limits and the provider for
+// its time scale; histories recorded before took the default limits and the submitter's
+// JobInput.TimeScale.
+const versionAdmission = "admission-limits-and-time-scale"
 
 // admit is the job's door, the same for every entry point (schooner train submit, the plain
-// temporal CLI, a program): it applies the spec's defaults and validates it, failing at once
-// and for good with every bad field named, before anything is bought. Then it resolves, once,
-// what the rest of the job takes as given: the provider's time scale and the deadline.
+// temporal CLI, a program): it applies the spec's defaults and validates it within the
+// control plane's limits, failing at once and for good with every bad field named, before
+// anything is bought. Then it resolves, once, what the rest of the job takes as given: the
+// provider's time scale and the deadline, which must still be ahead.
 func (j *job) admit(ctx workflow.Context) error {
+	asks := workflow.GetVersion(ctx, versionAdmission, workflow.DefaultVersion, 1) != workflow.DefaultVersion
+	j.limits = training.DefaultLimits
+	if asks {
+		if err := j.askLimits(ctx); err != nil {
+			return err
+		}
+	}
 	if j.in.Carried == nil {
 		j.spec = j.spec.WithDefaults()
-		if err := j.spec.Validate(); err != nil {
-			return temporal.NewNonRetryableApplicationError(err.Error(), training.ErrTypeInvalidSpec, nil, training.Problems(err))
+		if err := j.spec.ValidateWithin(j.limits); err != nil {
+			return invalidSpec(err.Error(), training.Problems(err))
 		}
 		j.status.Budget = j.spec.Budget
 		j.strategy.Policy = j.spec.Spot
 	}
-	scale, err := j.timeScale(ctx)
-	if err != nil {
-		return err
+	scale := cloud.TimeScale(j.in.TimeScale)
+	if asks {
+		var err error
+		if scale, err = j.askTimeScale(ctx); err != nil {
+			return err
+		}
 	}
 	j.scale, j.strategy.Scale = scale, scale
 	if j.status.Deadline.IsZero() && j.spec.Deadline != "" {
 		d, err := training.ParseDeadline(j.spec.Deadline)
 		if err != nil {
-			return temporal.NewNonRetryableApplicationError("deadline: "+err.Error(), training.ErrTypeInvalidSpec, nil)
+			return invalidSpec("deadline: "+err.Error(), nil)
 		}
 		submitted := j.in.SubmittedAt
 		if submitted.IsZero() {
 			submitted = workflow.GetInfo(ctx).WorkflowStartTime
 		}
 		j.status.Deadline = d.Resolve(submitted, scale)
+		if now := workflow.Now(ctx); asks && !j.status.Deadline.After(now) {
+			return invalidSpec(fmt.Sprintf("deadline: %s is already past (now %s): a job cannot keep it, and spot-with-fallback would buy on-demand capacity at once",
+				j.spec.Deadline, now.UTC().Format(time.RFC3339)), []training.FieldError{{Field: "deadline", Problem: "already past"}})
+		}
 	}
 	j.strategy.Deadline = j.status.Deadline
 	return nil
 }
 
-// timeScale is the provider's time scale: asked once per job and carried across
-// continue-as-new. Runs recorded before the job asked used the submitter's number.
-func (j *job) timeScale(ctx workflow.Context) (cloud.TimeScale, error) {
-	if workflow.GetVersion(ctx, versionTimeScale, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return cloud.TimeScale(j.in.TimeScale), nil
+// invalidSpec is the final error of a job refused at the door.
+func invalidSpec(msg string, problems []training.FieldError) error {
+	return temporal.NewNonRetryableApplicationError(msg, training.ErrTypeInvalidSpec, nil, problems)
+}
+
+// askLimits reads the control plane's limits from its workers (a local activity: the answer
+// is recorded, so replay takes the same limits even if the operator changed them since).
+func (j *job) askLimits(ctx workflow.Context) error {
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: 10 * time.Second, RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3},
+		Summary: "read this control plane's job limits",
+	})
+	var lim training.Limits
+	if err := workflow.ExecuteLocalActivity(lctx, training.ActivityAdmissionLimits).Get(ctx, &lim); err != nil {
+		return fmt.Errorf("reading the control plane's limits: %w", err)
 	}
+	j.limits = lim.WithDefaults()
+	return nil
+}
+
+// askTimeScale is the provider's time scale: asked once per job and carried across
+// continue-as-new.
+func (j *job) askTimeScale(ctx workflow.Context) (cloud.TimeScale, error) {
 	if c := j.in.Carried; c != nil && c.TimeScale > 0 {
 		return c.TimeScale, nil
 	}

@@ -101,7 +101,10 @@ func (standIn) VerifyTrainedState(context.Context, training.VerifyStateRequest) 
 func (standIn) RunTrainer(context.Context, training.Assignment) (training.TrainerResult, error) {
 	return training.TrainerResult{}, nil
 }
-func (standIn) TimeScale(context.Context) (cloud.TimeScale, error)              { return 1, nil }
+func (standIn) TimeScale(context.Context) (cloud.TimeScale, error) { return 1, nil }
+func (standIn) AdmissionLimits(context.Context) (training.Limits, error) {
+	return training.DefaultLimits, nil
+}
 func (standIn) StopTrainers(context.Context, training.StopRequest) (int, error) { return 0, nil }
 
 // newJobEnv wires the world into a test environment. planFor decides each plan.
@@ -615,4 +618,57 @@ func TestTrainingJobAppliesDefaultsAndTakesTheProvidersTimeScale(t *testing.T) {
 	assert.Equal(t, training.TrainerSim, w.assignments[0].Trainer.Kind, "the defaults are applied by the workflow")
 	require.NotEmpty(t, w.plans)
 	assert.Equal(t, training.ObjectiveThroughput, w.plans[0].Objective)
+}
+
+func TestTrainingJobRefusesAPastDeadlineAndJobsOverTheLimits(t *testing.T) {
+	for name, c := range map[string]struct {
+		edit  func(*training.JobInput)
+		field string
+	}{
+		"past deadline": {func(in *training.JobInput) { in.Spec.Deadline = "2020-01-01T00:00:00Z" }, "deadline"},
+		"iterations":    {func(in *training.JobInput) { in.Spec.Iterations = training.DefaultLimits.MaxIterations + 1 }, "iterations"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := newJobWorld()
+			env := newJobEnv(t, w, func(training.PlanJobRequest) (training.PlanJobResult, error) {
+				t.Fatal("a refused job must not be planned")
+				return training.PlanJobResult{}, nil
+			})
+			in := jobInput()
+			c.edit(&in)
+			env.ExecuteWorkflow(TrainingJob, in)
+			err := env.GetWorkflowError()
+			var app *temporal.ApplicationError
+			require.ErrorAs(t, err, &app)
+			assert.Equal(t, training.ErrTypeInvalidSpec, app.Type())
+			assert.Contains(t, err.Error(), c.field)
+			assert.Empty(t, w.acquires)
+		})
+	}
+}
+
+func TestTrainingJobBuysNothingWithABudgetTooSmallForAMinute(t *testing.T) {
+	w := newJobWorld()
+	env := newJobEnv(t, w, func(training.PlanJobRequest) (training.PlanJobResult, error) {
+		return twoStagePlan("z-a", cloud.Spot, 1), nil
+	})
+	in := jobInput()
+	in.Spec.Budget.TotalUSD = 0.0001
+	env.ExecuteWorkflow(TrainingJob, in)
+	err := env.GetWorkflowError()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "nothing bought")
+	assert.Empty(t, w.acquires)
+}
+
+func TestTrainingJobFailsAtOnceWhenTheBudgetRulesOutEveryPlan(t *testing.T) {
+	w := newJobWorld()
+	env := newJobEnv(t, w, func(training.PlanJobRequest) (training.PlanJobResult, error) {
+		return training.PlanJobResult{}, temporal.NewNonRetryableApplicationError("over the cap", training.ErrTypeOverBudget, nil)
+	})
+	env.ExecuteWorkflow(TrainingJob, jobInput())
+	err := env.GetWorkflowError()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "over the cap")
+	assert.Len(t, w.plans, 1, "an over-budget plan is not retried for capacity")
 }

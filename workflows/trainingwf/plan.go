@@ -46,6 +46,9 @@ func (j *job) planAndAcquire(ctx workflow.Context, reason string) error {
 		if last {
 			return fmt.Errorf("%w: the plan on held instances still lacks %d groups", errNoPlan, len(groups))
 		}
+		if err := j.affords(res); err != nil {
+			return err
+		}
 		j.setPhase(ctx, training.PhaseAcquiring)
 		got, err := j.fleet(ctx, groups, round)
 		if err != nil {
@@ -69,7 +72,7 @@ func (j *job) planOnce(ctx workflow.Context, offers []cloud.Offering) (training.
 		}
 	}
 	req := training.PlanJobRequest{Model: j.spec.Model, SeqLen: j.spec.SeqLen, GlobalBatch: j.spec.GlobalBatch,
-		Objective: j.spec.Objective, USDPerHourCap: j.status.Budget.USDPerHour, MaxGPUs: j.spec.Resources.MaxGPUs,
+		Objective: j.spec.Objective, USDPerHourCap: j.status.Budget.USDPerHour, MaxGPUs: j.maxGPUs(),
 		Survivors: survivors, Offers: offers, OnDemand: j.strategy.BuysOnDemand(), SpotOff: j.strategy.SpotOff()}
 	if j.plan != nil {
 		req.Current = &j.plan.Plan
@@ -81,7 +84,8 @@ func (j *job) planOnce(ctx workflow.Context, offers []cloud.Offering) (training.
 	var res training.PlanJobResult
 	if err := workflow.ExecuteLocalActivity(lctx, training.ActivityPlanJob, req).Get(ctx, &res); err != nil {
 		var app *temporal.ApplicationError
-		if errors.As(err, &app) && app.Type() == training.ErrTypeBadModel {
+		if errors.As(err, &app) && (app.Type() == training.ErrTypeBadModel || app.Type() == training.ErrTypeOverBudget) {
+			// The spec rules out every plan: waiting for capacity would not help.
 			return res, fmt.Errorf("planning: %w", err)
 		}
 		return res, fmt.Errorf("%w: %w", errNoPlan, err)
@@ -204,4 +208,33 @@ func (j *job) controlCtx(ctx workflow.Context, summary string, timeout time.Dura
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: 500 * time.Millisecond, BackoffCoefficient: 2,
 			MaximumInterval: 10 * time.Second, MaximumAttempts: 10},
 	})
+}
+
+// maxGPUs is the job's cap on GPUs held at once: the spec's, or the control plane's limit
+// when the spec sets none.
+func (j *job) maxGPUs() int {
+	if n := j.spec.Resources.MaxGPUs; n > 0 {
+		return n
+	}
+	return j.limits.MaxGPUs
+}
+
+// minimumBilling is what buying an instance costs at the least: providers bill a minute.
+const minimumBilling = time.Minute
+
+// affords refuses to buy for a plan when what is left of the total budget cannot pay for the
+// plan's minimum billing: a budget of a few cents must not be spent on machines that are
+// released at once.
+func (j *job) affords(res training.PlanJobResult) error {
+	total := j.status.Budget.TotalUSD
+	if total <= 0 {
+		return nil
+	}
+	need := res.Estimate.USDPerHour * minimumBilling.Hours()
+	if left := total - j.status.CostUSD; need > left {
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("total budget of $%.4g leaves $%.4g, less than a minute of the plan (%s) costs ($%.4g at $%.2f/h): nothing bought",
+				total, max(left, 0), res.Summary, need, res.Estimate.USDPerHour), "BudgetExhausted", nil)
+	}
+	return nil
 }

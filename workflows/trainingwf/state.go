@@ -26,6 +26,8 @@ type job struct {
 	id   string
 	// scale is the provider's time scale (resolved by admit).
 	scale cloud.TimeScale
+	// limits are the control plane's (admit reads them).
+	limits training.Limits
 	// strategy holds the spot decisions: short offerings, avoided zones, on-demand or not.
 	strategy training.SpotStrategy
 
