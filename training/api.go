@@ -150,6 +150,9 @@ type JobStatus struct {
 	Restores             int    `json:"restores"`
 	LostIterations       int64  `json:"lost_iterations"`
 	Budget               Budget `json:"budget"`
+	// CheckpointStore is the job's own checkpoint namespace (JobStore): where its trainers
+	// save, what it restores from and what it verifies; never another job's.
+	CheckpointStore string `json:"checkpoint_store,omitempty"`
 	// Deadline is the spec's deadline resolved once, at the job's start, in wall time
 	// (zero: none).
 	Deadline  time.Time    `json:"deadline,omitempty"`

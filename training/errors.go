@@ -12,4 +12,10 @@ const (
 	ErrTypeOverBudget = "OverBudget"
 	// ErrTypeBadModel: the model cannot be profiled; the spec is wrong.
 	ErrTypeBadModel = "BadModel"
+	// ErrTypeStateMismatch: the job's final durable state is not what an uninterrupted run
+	// gives (simulated trainer), or the check could not be made; the job fails.
+	ErrTypeStateMismatch = "StateMismatch"
+	// ErrTypeForeignCheckpoints: the job's checkpoint namespace holds another job's
+	// checkpoints (or steps without an owner); the job refuses to restore from them.
+	ErrTypeForeignCheckpoints = "ForeignCheckpoints"
 )

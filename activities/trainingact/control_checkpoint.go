@@ -32,21 +32,21 @@ func (t *Control) LatestDurableCheckpoint(ctx context.Context, storeURL string) 
 	if err != nil {
 		return 0, fmt.Errorf("reading durable steps: %w", err)
 	}
+	if err := claim(ctx, r, storeURL, steps); err != nil {
+		return 0, err
+	}
 	if len(steps) == 0 {
 		return -1, nil
 	}
 	return steps[0], nil
 }
 
-// ErrTypeStateMismatch marks a verification that ran and found the state differs.
-const ErrTypeStateMismatch = "StateMismatch"
-
 // VerifyTrainedState compares the durable step with an uninterrupted run of the simulated
 // trainer computed from scratch: the proof that preemptions, replans and restores lost
 // nothing. A mismatch is non-retryable; a store error retries.
 func (t *Control) VerifyTrainedState(ctx context.Context, req training.VerifyStateRequest) error {
 	if t.Verify == nil {
-		return temporal.NewNonRetryableApplicationError("no simulated-state verifier configured on this worker", ErrTypeStateMismatch, nil)
+		return temporal.NewNonRetryableApplicationError("no simulated-state verifier configured on this worker", training.ErrTypeStateMismatch, nil)
 	}
 	r, err := t.remote(ctx, req.Store)
 	if err != nil {
@@ -56,7 +56,7 @@ func (t *Control) VerifyTrainedState(ctx context.Context, req training.VerifySta
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return err
 		}
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("verifying step %d: %v", req.Step, err), ErrTypeStateMismatch, err)
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("verifying step %d: %v", req.Step, err), training.ErrTypeStateMismatch, err)
 	}
 	return nil
 }

@@ -147,3 +147,40 @@ func TestJobOfferingsNamesZonesRegionsAndGPUsNobodyOffers(t *testing.T) {
 		assert.Contains(t, err.Error(), want)
 	}
 }
+
+func TestLatestDurableCheckpointRefusesAnotherJobsNamespace(t *testing.T) {
+	stores := map[string]*store.Fake{}
+	tr := &Control{OpenStore: func(_ context.Context, url string) (store.Store, error) {
+		if stores[url] == nil {
+			stores[url] = store.NewFake()
+		}
+		return stores[url], nil
+	}}
+	ctx := context.Background()
+	mine := "file:///s/jobs/train-a/run-1"
+	step, err := tr.LatestDurableCheckpoint(ctx, mine)
+	require.NoError(t, err)
+	assert.Equal(t, int64(-1), step)
+	stores[mine].Set("step-000000000010/COMMIT", []byte("{}"))
+	step, err = tr.LatestDurableCheckpoint(ctx, mine)
+	require.NoError(t, err, "the namespace the job claimed is its own")
+	assert.Equal(t, int64(10), step)
+
+	// Another job's namespace copied (owner record and all) under this job's URL.
+	copied := "file:///s/jobs/train-b/run-7"
+	stores[copied] = stores[mine]
+	_, err = tr.LatestDurableCheckpoint(ctx, copied)
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, err, &app)
+	assert.Equal(t, training.ErrTypeForeignCheckpoints, app.Type())
+	assert.True(t, app.NonRetryable())
+	assert.Contains(t, err.Error(), "belongs to job train-a run run-1")
+
+	// Steps without an owner record are not adopted either.
+	orphan := "file:///s/jobs/train-c/run-1"
+	stores[orphan] = store.NewFake()
+	stores[orphan].Set("step-000000000010/COMMIT", []byte("{}"))
+	_, err = tr.LatestDurableCheckpoint(ctx, orphan)
+	require.ErrorAs(t, err, &app)
+	assert.Contains(t, err.Error(), "no owner record")
+}

@@ -62,6 +62,16 @@ func (j *job) admit(ctx workflow.Context) error {
 		}
 	}
 	j.strategy.Deadline = j.status.Deadline
+	if j.status.CheckpointStore == "" {
+		j.status.CheckpointStore = j.spec.Checkpoint.Store
+		if asks {
+			ns, err := training.JobStore(j.spec.Checkpoint.Store, j.id, firstRunID(ctx))
+			if err != nil {
+				return invalidSpec("checkpoint.store: "+err.Error(), []training.FieldError{{Field: "checkpoint.store", Problem: err.Error()}})
+			}
+			j.status.CheckpointStore = ns
+		}
+	}
 	return nil
 }
 
@@ -95,4 +105,14 @@ func (j *job) askTimeScale(ctx workflow.Context) (cloud.TimeScale, error) {
 	err := workflow.ExecuteActivity(j.controlCtx(ctx, "ask the provider for its time scale", time.Minute),
 		fleet.ActivityTimeScale).Get(ctx, &scale)
 	return scale, err
+}
+
+// firstRunID is the run id of the job's first run, the same in every run continued as new
+// (the current run's when the server does not say, as in the SDK's test environment).
+func firstRunID(ctx workflow.Context) string {
+	info := workflow.GetInfo(ctx)
+	if info.FirstRunID != "" {
+		return info.FirstRunID
+	}
+	return info.WorkflowExecution.RunID
 }

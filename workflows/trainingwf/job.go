@@ -180,12 +180,15 @@ func (j *job) complete(ctx workflow.Context, step int64) error {
 	j.status.LastCheckpoint = step
 	j.status.Iteration = j.spec.Iterations
 	if kind := j.spec.Trainer.Kind; kind == "" || kind == "sim" {
-		req := training.VerifyStateRequest{Store: j.spec.Checkpoint.Store, Step: step, Seed: j.spec.Trainer.Seed, ModelLayers: j.modelLayers}
+		req := training.VerifyStateRequest{Store: j.status.CheckpointStore, Step: step, Seed: j.spec.Trainer.Seed, ModelLayers: j.modelLayers}
 		err := workflow.ExecuteActivity(j.controlCtx(ctx, fmt.Sprintf("verify step %d against an uninterrupted run", step), 10*time.Minute),
 			training.ActivityVerifyTrainedState, req).Get(ctx, nil)
 		j.status.StateVerified = err == nil
 		if err != nil {
+			// A final state that does not verify is a failed job, never a completed one.
 			j.status.VerifyError = err.Error()
+			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("the final state at step %d does not verify: %v", step, err),
+				training.ErrTypeStateMismatch, err)
 		}
 	}
 	j.setPhase(ctx, training.PhaseReleasing)

@@ -39,6 +39,8 @@ type jobWorld struct {
 	plans       []training.PlanJobRequest
 	shortOnce   map[string]bool // zone → the first acquire there is short
 	trainerRun  func(a training.Assignment) (time.Duration, error)
+	verifyErr   error
+	verified    []training.VerifyStateRequest
 }
 
 func newJobWorld() *jobWorld {
@@ -181,7 +183,12 @@ func newJobEnv(t *testing.T, w *jobWorld, planFor func(req training.PlanJobReque
 		defer w.mu.Unlock()
 		return w.durable, nil
 	})
-	env.OnActivity(training.ActivityVerifyTrainedState, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(training.ActivityVerifyTrainedState, mock.Anything, mock.Anything).Return(func(_ context.Context, req training.VerifyStateRequest) error {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.verified = append(w.verified, req)
+		return w.verifyErr
+	})
 	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
 		if info.ActivityType.Name != training.ActivityRunTrainer {
 			return
@@ -251,6 +258,28 @@ func TestTrainingJobCompletes(t *testing.T) {
 	require.Equal(t, -1, int(a.RestoreStep))
 	require.Equal(t, 2, a.Plan.World)
 	require.True(t, w.assignments[0].Saver && w.assignments[1].Saver)
+	ns := "file:///tmp/x/jobs/default-test-workflow-id/default-test-run-id"
+	assert.Equal(t, ns, st.CheckpointStore, "the job's own namespace under the spec's store")
+	assert.Equal(t, ns, a.Store, "trainers save there")
+	require.Len(t, w.verified, 1)
+	assert.Equal(t, ns, w.verified[0].Store, "and the final state is verified there")
+}
+
+func TestTrainingJobWhoseFinalStateDoesNotVerifyFails(t *testing.T) {
+	w := newJobWorld()
+	w.trainerRun = func(training.Assignment) (time.Duration, error) { return 0, nil }
+	w.verifyErr = temporal.NewNonRetryableApplicationError("step 100 differs from an uninterrupted run", "StateMismatch", nil)
+	env := newJobEnv(t, w, func(training.PlanJobRequest) (training.PlanJobResult, error) {
+		return twoStagePlan("z-a", cloud.Spot, 1), nil
+	})
+	env.ExecuteWorkflow(TrainingJob, jobInput())
+	require.True(t, env.IsWorkflowCompleted())
+	err := env.GetWorkflowError()
+	require.Error(t, err, "a job whose state does not verify is never reported completed")
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, err, &app)
+	assert.Equal(t, training.ErrTypeStateMismatch, app.Type())
+	assert.Empty(t, w.leaked(), "and it still releases everything")
 }
 
 func TestTrainingJobReplansWithWhatICEleft(t *testing.T) {

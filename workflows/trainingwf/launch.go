@@ -28,7 +28,7 @@ type trainerRun struct {
 func (j *job) latestCheckpoint(ctx workflow.Context) (int64, error) {
 	var step int64
 	err := workflow.ExecuteActivity(j.controlCtx(ctx, "read the latest durable checkpoint of "+j.id, time.Minute),
-		training.ActivityLatestCheckpoint, j.spec.Checkpoint.Store).Get(ctx, &step)
+		training.ActivityLatestCheckpoint, j.status.CheckpointStore).Get(ctx, &step)
 	if err != nil {
 		return 0, fmt.Errorf("reading the latest durable checkpoint: %w", err)
 	}
@@ -78,7 +78,7 @@ func (j *job) launch(ctx workflow.Context, restore int64) {
 			Layers: checkpoint.StageLayers{First: st.FirstLayer, End: st.LastLayer + 1}, Plan: info,
 			Model: j.plan.Plan.Model, ModelLayers: j.modelLayers, Seed: j.spec.Trainer.Seed, RestoreStep: restore,
 			Iterations: j.spec.Iterations, IterSeconds: j.plan.Estimate.IterTime, TimeScale: float64(j.scale),
-			CheckpointEvery: j.spec.Checkpoint.Every, Store: j.spec.Checkpoint.Store, Saver: p.Replica == 0, Trainer: j.spec.Trainer,
+			CheckpointEvery: j.spec.Checkpoint.Every, Store: j.status.CheckpointStore, Saver: p.Replica == 0, Trainer: j.spec.Trainer,
 		}
 		if a.Model == "" {
 			a.Model = j.spec.Model.Name
