@@ -141,9 +141,12 @@ type JobStatus struct {
 	USDPerHour float64 `json:"usd_per_hour"`
 	// OnDemandCostUSD is what the same plan history would have cost on demand.
 	OnDemandCostUSD float64 `json:"on_demand_cost_usd"`
-	Preemptions     int     `json:"preemptions"`
-	Replans         int     `json:"replans"`
-	Epoch           int     `json:"epoch"`
+	// Preemptions counts instances the provider reclaimed; LostInstances those lost
+	// otherwise (terminated by someone else, unknown to the provider, stuck without an agent).
+	Preemptions   int `json:"preemptions"`
+	LostInstances int `json:"lost_instances,omitempty"`
+	Replans       int `json:"replans"`
+	Epoch         int `json:"epoch"`
 	// LastCheckpoint is the newest durable step (-1 none); Restores counts restores.
 	LastCheckpoint       int64  `json:"last_checkpoint"`
 	CheckpointsCommitted int    `json:"checkpoints_committed"`

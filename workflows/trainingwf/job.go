@@ -95,7 +95,7 @@ func (j *job) run(ctx workflow.Context) error {
 			}
 			j.event(ctx, fmt.Sprintf("trainers finished but the latest durable step is %d: relaunching", step))
 		case outLost:
-			reason = "preemption"
+			reason = out.lossReason()
 			if err := j.onLost(ctx, out); err != nil {
 				return err
 			}
@@ -126,6 +126,8 @@ func (j *job) onLost(ctx workflow.Context, out outcome) error {
 		if out.preempted[in.ID] {
 			j.status.Preemptions++
 			j.strategy.Preempted(in.Zone, now)
+		} else {
+			j.status.LostInstances++
 		}
 	}
 	j.setPhase(ctx, training.PhaseRecovering)

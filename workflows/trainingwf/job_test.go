@@ -374,12 +374,13 @@ func TestTrainingJobLostWithoutNoticeAndFalseAlarm(t *testing.T) {
 	env := newJobEnv(t, w, func(training.PlanJobRequest) (training.PlanJobResult, error) {
 		return twoStagePlan("z-a", cloud.Spot, 1), nil
 	})
-	// Epoch 2's machine i-1 vanishes with no notice; the poll finds it.
-	env.RegisterDelayedCallback(func() { w.state("i-1", cloud.StateTerminated) }, 60*time.Second)
+	// Epoch 2's machine i-1 is reclaimed with no notice; the poll finds it.
+	env.RegisterDelayedCallback(func() { w.state("i-1", cloud.StatePreempted) }, 60*time.Second)
 	env.ExecuteWorkflow(TrainingJob, jobInput())
 	st := jobResult(t, env)
 	require.Equal(t, training.PhaseCompleted, st.Phase)
 	require.Equal(t, 1, st.Preemptions)
+	require.Equal(t, 0, st.LostInstances)
 	epochs := map[int][]string{}
 	for _, a := range w.assignments {
 		epochs[a.Epoch] = append(epochs[a.Epoch], a.InstanceID)
@@ -555,8 +556,9 @@ func TestTrainingJobHeartbeatTimeoutConfirmedLost(t *testing.T) {
 	env.ExecuteWorkflow(TrainingJob, in)
 	st := jobResult(t, env)
 	require.Equal(t, training.PhaseCompleted, st.Phase)
-	require.Equal(t, 1, st.Preemptions)
-	require.Equal(t, "preemption", st.Plans[len(st.Plans)-1].Reason)
+	require.Equal(t, 0, st.Preemptions, "terminated, not reclaimed: a lost machine is not a preemption")
+	require.Equal(t, 1, st.LostInstances)
+	require.Equal(t, "lost", st.Plans[len(st.Plans)-1].Reason)
 	require.Empty(t, w.leaked())
 }
 

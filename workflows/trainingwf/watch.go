@@ -115,7 +115,7 @@ func (j *job) onNotice(ctx workflow.Context, n training.PreemptionNotice) (outco
 		j.event(ctx, "preemption notice for "+n.InstanceID)
 		return outcome{}, false, nil
 	}
-	return j.confirm(ctx, []string{n.InstanceID}, true)
+	return j.confirm(ctx, []string{n.InstanceID})
 }
 
 // onTrainerDone handles one trainer's end: all finished means done; a failure is confirmed
@@ -136,7 +136,7 @@ func (j *job) onTrainerDone(ctx workflow.Context, t *trainerRun) (outcome, bool,
 	}
 	var timeout *temporal.TimeoutError
 	stuck := errors.As(t.err, &timeout) && timeout.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START
-	out, ok, err := j.confirm(ctx, []string{t.instanceID}, !stuck)
+	out, ok, err := j.confirm(ctx, []string{t.instanceID})
 	if err != nil || ok {
 		return out, ok, err
 	}
@@ -167,7 +167,7 @@ func (j *job) onPoll(ctx workflow.Context) (outcome, bool, error) {
 	for i, in := range j.held {
 		ids[i] = in.ID
 	}
-	if out, ok, err := j.confirm(ctx, ids, true); err != nil || ok {
+	if out, ok, err := j.confirm(ctx, ids); err != nil || ok {
 		return out, ok, err
 	}
 	if j.plan != nil && j.strategy.DeadlineCheck(workflow.Now(ctx), j.status.Iterations-j.status.Iteration, j.plan.Estimate.IterTime) {
@@ -179,9 +179,12 @@ func (j *job) onPoll(ctx workflow.Context) (outcome, bool, error) {
 	return outcome{}, false, nil
 }
 
-// confirm asks the provider about instances; those gone are lost. Notices it reveals are
-// recorded. A provider that cannot be asked is an error only after the activity's retries.
-func (j *job) confirm(ctx workflow.Context, ids []string, preempted bool) (outcome, bool, error) {
+// confirm asks the provider about instances; those gone are lost, and counted as preempted
+// only when the provider says it reclaimed them: an instance it terminated or no longer knows
+// (a simulated market restarted with the control plane, a machine someone deleted) is lost
+// but was not preempted. A provider that cannot be asked is an error only after the
+// activity's retries.
+func (j *job) confirm(ctx workflow.Context, ids []string) (outcome, bool, error) {
 	if len(ids) == 0 {
 		return outcome{}, false, nil
 	}
@@ -197,9 +200,9 @@ func (j *job) confirm(ctx workflow.Context, ids []string, preempted bool) (outco
 		if !ok {
 			continue
 		}
-		if cloud.VerdictOf(in).Lost() {
+		if v := cloud.VerdictOf(in); v.Lost() {
 			out.lost = append(out.lost, held)
-			out.preempted[in.ID] = preempted
+			out.preempted[in.ID] = v == cloud.VerdictPreempted
 		}
 	}
 	return out, len(out.lost) > 0, nil
@@ -216,4 +219,15 @@ func (j *job) heldInstance(id string) (cloud.Instance, bool) {
 		}
 	}
 	return cloud.Instance{}, false
+}
+
+// lossReason is the plan history's reason for replanning after a loss: "preemption" when the
+// provider reclaimed any of the instances, "lost" otherwise.
+func (o outcome) lossReason() string {
+	for _, p := range o.preempted {
+		if p {
+			return "preemption"
+		}
+	}
+	return "lost"
 }
