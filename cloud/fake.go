@@ -120,13 +120,7 @@ func (f *Fake) Offerings(_ context.Context, filter OfferingFilter) ([]Offering, 
 	if err := f.enter("Offerings"); err != nil {
 		return nil, err
 	}
-	out := []Offering{}
-	for _, o := range f.OfferingList {
-		if filter.Match(o) {
-			out = append(out, o)
-		}
-	}
-	return out, nil
+	return pick(f.OfferingList, func(o Offering) (Offering, bool) { return o, filter.Match(o) }), nil
 }
 
 func (f *Fake) findOffering(zone, typ string) (Offering, bool) {
@@ -190,13 +184,13 @@ func (f *Fake) Describe(_ context.Context, ids []string) ([]Instance, error) {
 	if err := f.enter("Describe"); err != nil {
 		return nil, err
 	}
-	out := []Instance{}
-	for _, id := range ids {
-		if inst, ok := f.instances[id]; ok {
-			out = append(out, *inst)
+	return pick(ids, func(id string) (Instance, bool) {
+		inst, ok := f.instances[id]
+		if !ok {
+			return Instance{}, false
 		}
-	}
-	return out, nil
+		return *inst, true
+	}), nil
 }
 
 func (f *Fake) Terminate(_ context.Context, ids []string) error {
@@ -220,16 +214,25 @@ func (f *Fake) List(_ context.Context, tags map[string]string) ([]Instance, erro
 	if err := f.enter("List"); err != nil {
 		return nil, err
 	}
-	out := []Instance{}
-	for _, id := range f.order {
+	out := pick(f.order, func(id string) (Instance, bool) {
 		inst := f.instances[id]
-		if inst.State.Gone() || !hasTags(inst.Tags, tags) {
-			continue
-		}
-		out = append(out, *inst)
-	}
+		return *inst, !inst.State.Gone() && hasTags(inst.Tags, tags)
+	})
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
+}
+
+// pick returns what keep makes of each element of xs it accepts, in order. The result is
+// empty, never nil, when none is accepted, since Offerings, Describe and List answer with an
+// empty list rather than a null one.
+func pick[T, U any](xs []T, keep func(T) (U, bool)) []U {
+	out := []U{}
+	for _, x := range xs {
+		if u, ok := keep(x); ok {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 func hasTags(have, want map[string]string) bool {

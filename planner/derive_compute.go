@@ -204,14 +204,9 @@ func DeriveCompute(a Architecture, spec GPUSpec, tps, mbss []int) *Compute {
 			a.Name, d.peak/1e12, d.bw/1e9, d.class.name),
 		Times: map[int]map[int][]LayerTime{},
 	}
-	for _, tp := range tps {
-		if !a.SupportsTP(tp) {
-			continue
-		}
-		mems := make([]LayerMem, len(kinds))
-		for i, k := range kinds {
-			mems[i] = a.layerMem(k, tp)
-		}
+	// Compute times depend on each layer's memory, so they are derived per TP degree that
+	// TransformerMem keeps (the ones a can be split over).
+	for tp, mems := range TransformerMem(a, tps) {
 		byMBS := map[int][]LayerTime{}
 		for _, mbs := range mbss {
 			if mbs <= 0 {

@@ -71,21 +71,15 @@ func exModel(rng *rand.Rand, l int, types []gpu.Type) *ModelProfile {
 		}
 		c := &Compute{GPU: g, Source: "random", Times: map[int]map[int][]LayerTime{}}
 		for _, tp := range []int{1, 2} {
-			if tp == 2 && rng.IntN(4) == 0 {
+			speedup, ok := randomFactor(rng, tp == 2, 4, 1.1, 0.8)
+			if !ok {
 				continue
-			}
-			speedup := 1.0
-			if tp == 2 {
-				speedup = 1.1 + 0.8*rng.Float64()
 			}
 			c.Times[tp] = map[int][]LayerTime{}
 			for _, mbs := range []int{1, 2} {
-				if mbs == 2 && rng.IntN(5) == 0 {
+				scale, ok := randomFactor(rng, mbs == 2, 5, 1.4, 0.6)
+				if !ok {
 					continue
-				}
-				scale := 1.0
-				if mbs == 2 {
-					scale = 1.4 + 0.6*rng.Float64()
 				}
 				layers := make([]LayerTime, l)
 				for i := range layers {
@@ -98,6 +92,20 @@ func exModel(rng *rand.Rand, l int, types []gpu.Type) *ModelProfile {
 		m.Compute[g] = c
 	}
 	return m
+}
+
+// randomFactor is the time factor of a random profile entry: 1 for the base entry, and for
+// a larger one (larger is true) either left out, one time in skipOneIn, or a factor from lo
+// to lo+span. It draws from rng only for larger entries, in that order, so profiles stay
+// reproducible from their seed.
+func randomFactor(rng *rand.Rand, larger bool, skipOneIn int, lo, span float64) (float64, bool) {
+	if !larger {
+		return 1, true
+	}
+	if rng.IntN(skipOneIn) == 0 {
+		return 0, false
+	}
+	return lo + span*rng.Float64(), true
 }
 
 // exNetwork has flat links, fastest inside a machine and slowest between regions.
@@ -113,6 +121,19 @@ var exZones = []struct{ zone, region string }{
 	{"us-central1-a", "us-central1"},
 	{"us-central1-b", "us-central1"},
 	{"us-west1-b", "us-west1"},
+}
+
+// exInstances is n random requests (see exInstance) drawn from the PCG seeded with (seed1,
+// seed2), each asking for its topK best plans: reproducible inputs for tests that check
+// every plan a search lists.
+func exInstances(seed1, seed2 uint64, n, topK int) []Request {
+	rng := rand.New(rand.NewPCG(seed1, seed2))
+	reqs := make([]Request, n)
+	for i := range reqs {
+		reqs[i] = exInstance(rng)
+		reqs[i].TopK = topK
+	}
+	return reqs
 }
 
 // exInstance is a random request small enough to enumerate.

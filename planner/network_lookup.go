@@ -3,6 +3,8 @@ package planner
 import (
 	"math"
 	"strings"
+
+	"github.com/schooner-ml/schooner/gpu"
 )
 
 // fallbackIntraNode and fallbackInterNode answer for GPU types a network knows nothing
@@ -33,12 +35,10 @@ func (n *Network) Between(a, b Endpoint) Link {
 
 // IntraNodeLink is the link between GPUs of one machine at e: NVLink or PCIe.
 func (n *Network) IntraNodeLink(e Endpoint) Link {
-	if n != nil {
-		if l, ok := linkFor(n.IntraNode[e.GPU], e.GPUsPerNode); ok {
-			return l
-		}
+	if n == nil {
+		return fallbackIntraNode
 	}
-	return fallbackIntraNode
+	return linkOr(n.IntraNode, e, fallbackIntraNode)
 }
 
 // EgressUSDPerGB is what a GB sent from a to b costs: nothing inside a zone, the price in
@@ -66,12 +66,10 @@ func (n *Network) EgressUSDPerGB(a, b Endpoint) float64 {
 
 // interNode is e's machine-to-machine link within its zone.
 func (n *Network) interNode(e Endpoint) Link {
-	if n != nil {
-		if l, ok := linkFor(n.InterNode[e.GPU], e.GPUsPerNode); ok {
-			return l
-		}
+	if n == nil {
+		return fallbackInterNode
 	}
-	return fallbackInterNode
+	return linkOr(n.InterNode, e, fallbackInterNode)
 }
 
 // zoneLink is the path between the zones of a and b (a.Zone != b.Zone).
@@ -93,6 +91,15 @@ func (n *Network) zoneLink(a, b Endpoint) Link {
 		return fallbackInterNode
 	}
 	return l
+}
+
+// linkOr is byGPU's link for e's GPU type and machine size (see linkFor), or fallback when
+// byGPU lists none for that type: the one lookup behind IntraNodeLink and interNode.
+func linkOr(byGPU map[gpu.Type]map[int]Link, e Endpoint, fallback Link) Link {
+	if l, ok := linkFor(byGPU[e.GPU], e.GPUsPerNode); ok {
+		return l
+	}
+	return fallback
 }
 
 // linkFor picks the entry for gpusPerNode machines: an exact match, else the largest

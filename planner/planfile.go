@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/schooner-ml/schooner/internal/jsonerr"
 )
 
 // ErrInvalidPlan matches, under errors.Is, every error that says a plan is malformed or does
@@ -47,10 +49,10 @@ func ParsePlan(data []byte) (*Plan, error) {
 	dec.DisallowUnknownFields()
 	var p Plan
 	if err := dec.Decode(&p); err != nil {
-		return nil, fmt.Errorf("parsing plan, %w", describeJSONError(data, err))
+		return nil, fmt.Errorf("parsing plan, %w", jsonerr.Describe(data, err))
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("parsing plan, unexpected data after the plan object at %s", position(data, dec.InputOffset()))
+		return nil, fmt.Errorf("parsing plan, unexpected data after the plan object at %s", jsonerr.Position(data, dec.InputOffset()))
 	}
 	if p.Model == "" {
 		return nil, planErr(-1, -1, "model is empty: name the model whose profile the plan is for")
@@ -138,38 +140,4 @@ func checkReplica(i, j int, r *Replica) error {
 		return planErr(i, j, "usd_per_gpu_hour is negative (%g)", r.USDPerGPUHour)
 	}
 	return nil
-}
-
-// describeJSONError turns encoding/json's byte offsets into line:column. Errors that carry no
-// offset (unknown fields, which name themselves) pass through.
-func describeJSONError(data []byte, err error) error {
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &syn):
-		return fmt.Errorf("%s: %w", position(data, syn.Offset), err)
-	case errors.As(err, &typ):
-		return fmt.Errorf("%s: field %q wants %s, got JSON %s", position(data, typ.Offset), typ.Field, typ.Type, typ.Value)
-	case errors.Is(err, io.EOF):
-		return errors.New("the file is empty")
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return errors.New("the file ends in the middle of the plan")
-	}
-	return err
-}
-
-func position(data []byte, offset int64) string {
-	if offset > int64(len(data)) {
-		offset = int64(len(data))
-	}
-	line, col := 1, 1
-	for _, b := range data[:offset] {
-		if b == '\n' {
-			line++
-			col = 1
-		} else {
-			col++
-		}
-	}
-	return fmt.Sprintf("line %d, column %d", line, col)
 }

@@ -167,19 +167,20 @@ func (req *Request) normalise() error {
 	return nil
 }
 
-// profiledGPUTypes lists the GPU types the model has a compute profile for.
-func profiledGPUTypes(m *ModelProfile) []string {
+// profiledGPUTypes lists the GPU types the model has a compute profile for, as gpuTypeList
+// words them.
+func profiledGPUTypes(m *ModelProfile) string {
 	var names []string
 	for g, c := range m.Compute {
 		if c != nil && len(c.Times) > 0 {
 			names = append(names, string(g))
 		}
 	}
-	sort.Strings(names)
-	return names
+	return gpuTypeList(names)
 }
 
-func offeredGPUTypes(pools []Pool) []string {
+// offeredGPUTypes lists the GPU types of the pools, each once, as gpuTypeList words them.
+func offeredGPUTypes(pools []Pool) string {
 	seen := map[gpu.Type]bool{}
 	var names []string
 	for _, p := range pools {
@@ -188,13 +189,15 @@ func offeredGPUTypes(pools []Pool) []string {
 			names = append(names, string(p.GPU))
 		}
 	}
-	sort.Strings(names)
-	return names
+	return gpuTypeList(names)
 }
 
-func joinOrNone(s []string) string {
-	if len(s) == 0 {
+// gpuTypeList words GPU type names for an error message: sorted, so the message does not
+// depend on map or pool order, comma-separated, and "none" for no names.
+func gpuTypeList(names []string) string {
+	if len(names) == 0 {
 		return "none"
 	}
-	return strings.Join(s, ", ")
+	sort.Strings(names)
+	return strings.Join(names, ", ")
 }

@@ -180,25 +180,21 @@ func (s *search) rejections(res *Result) []Rejection {
 		}
 	}
 	if s.req.MaxUSDPerIteration > 0 {
-		if r := s.unconstrained(MaxThroughput); r != nil && r.Best.Estimate.USDPerIteration > s.req.MaxUSDPerIteration*(1+1e-9) {
-			e := r.Best.Estimate
-			out = append(out, Rejection{
-				Summary: SummarizePlan(&r.Best.Plan),
-				Reason:  RejectBudget,
-				Detail: fmt.Sprintf("%.4g iterations/s but $%.4g per iteration, over the budget of $%.4g (chosen: %.4g iterations/s)",
-					e.Throughput, e.USDPerIteration, s.req.MaxUSDPerIteration, best.Estimate.Throughput),
-			})
+		if r, ok := s.limitRejection(MaxThroughput, RejectBudget, func(e Estimate) (bool, string) {
+			return e.USDPerIteration > s.req.MaxUSDPerIteration*(1+1e-9),
+				fmt.Sprintf("%.4g iterations/s but $%.4g per iteration, over the budget of $%.4g (chosen: %.4g iterations/s)",
+					e.Throughput, e.USDPerIteration, s.req.MaxUSDPerIteration, best.Estimate.Throughput)
+		}); ok {
+			out = append(out, r)
 		}
 	}
 	if s.req.MinItersPerSec > 0 {
-		if r := s.unconstrained(MinCost); r != nil && r.Best.Estimate.Throughput < s.req.MinItersPerSec*(1-1e-9) {
-			e := r.Best.Estimate
-			out = append(out, Rejection{
-				Summary: SummarizePlan(&r.Best.Plan),
-				Reason:  RejectMinThroughput,
-				Detail: fmt.Sprintf("$%.4g per iteration but only %.4g iterations/s, under the floor of %.4g (chosen: $%.4g per iteration)",
-					e.USDPerIteration, e.Throughput, s.req.MinItersPerSec, best.Estimate.USDPerIteration),
-			})
+		if r, ok := s.limitRejection(MinCost, RejectMinThroughput, func(e Estimate) (bool, string) {
+			return e.Throughput < s.req.MinItersPerSec*(1-1e-9),
+				fmt.Sprintf("$%.4g per iteration but only %.4g iterations/s, under the floor of %.4g (chosen: $%.4g per iteration)",
+					e.USDPerIteration, e.Throughput, s.req.MinItersPerSec, best.Estimate.USDPerIteration)
+		}); ok {
+			out = append(out, r)
 		}
 	}
 	if r, ok := s.networkRejection(best); ok {
@@ -215,6 +211,21 @@ func (s *search) rejections(res *Result) []Rejection {
 		})
 	}
 	return out
+}
+
+// limitRejection reports the plan the search would pick for objective o without the
+// request's limits when that plan breaks one of them: breaks says whether the estimate does
+// and why. The budget and the throughput floor are explained this same way.
+func (s *search) limitRejection(o Objective, reason string, breaks func(Estimate) (bool, string)) (Rejection, bool) {
+	r := s.unconstrained(o)
+	if r == nil {
+		return Rejection{}, false
+	}
+	broken, detail := breaks(r.Best.Estimate)
+	if !broken {
+		return Rejection{}, false
+	}
+	return Rejection{Summary: SummarizePlan(&r.Best.Plan), Reason: reason, Detail: detail}, true
 }
 
 // networkRejection reports the best plan found that spreads over more regions (or zones)

@@ -33,7 +33,7 @@ func newSearch(req Request) (*search, error) {
 	if len(classes) == 0 {
 		if len(skipped) > 0 {
 			return nil, fmt.Errorf("no offered GPU has a profile for %s: offered %s, profiled %s",
-				req.Model.Name, joinOrNone(offeredGPUTypes(req.Pools)), joinOrNone(profiledGPUTypes(req.Model)))
+				req.Model.Name, offeredGPUTypes(req.Pools), profiledGPUTypes(req.Model))
 		}
 		return nil, fmt.Errorf("the pools offer no whole machine: every pool has fewer GPUs than its GPUs per node")
 	}
@@ -68,7 +68,7 @@ func newSearch(req Request) (*search, error) {
 	}
 	if len(s.tables) == 0 {
 		return nil, fmt.Errorf("%s has no profile usable on the offered GPUs (%s) at micro-batch sizes %v with TP within one machine",
-			req.Model.Name, joinOrNone(offeredGPUTypes(req.Pools)), s.microBatches())
+			req.Model.Name, offeredGPUTypes(req.Pools), s.microBatches())
 	}
 	return s, nil
 }

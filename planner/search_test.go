@@ -98,11 +98,7 @@ func TestSearchNothingFitsSaysTheShortfall(t *testing.T) {
 	m := srModel(4, 200, 5*ms) // 50 GiB per layer at TP 1, 25 at TP 2
 	req := Request{Model: m, Network: srNet(), GlobalBatch: 8,
 		Pools: []Pool{srPool(gpu.V100, "us-central1-a", 16, 4, 2.55)}}
-	_, err := Search(req)
-	require.ErrorIs(t, err, ErrNoPlan)
-	assert.Contains(t, err.Error(), "does not fit in the memory of any offered GPU")
-	assert.Contains(t, err.Error(), "at TP 2")
-	assert.Contains(t, err.Error(), "GiB short")
+	requireNoPlan(t, req, "does not fit in the memory of any offered GPU", "at TP 2", "GiB short")
 }
 
 func TestSearchNotEnoughGPUs(t *testing.T) {
@@ -111,10 +107,7 @@ func TestSearchNotEnoughGPUs(t *testing.T) {
 	m := srModel(8, 60, 5*ms)
 	req := Request{Model: m, Network: srNet(), GlobalBatch: 8,
 		Pools: []Pool{srPool(gpu.V100, "us-central1-a", 4, 4, 2.55)}}
-	_, err := Search(req)
-	require.ErrorIs(t, err, ErrNoPlan)
-	assert.Contains(t, err.Error(), "not enough GPUs")
-	assert.Contains(t, err.Error(), "4 usable GPUs")
+	requireNoPlan(t, req, "not enough GPUs", "4 usable GPUs")
 }
 
 func TestSearchImpossibleBudgetAndFloorSayWhatIsAchievable(t *testing.T) {
@@ -132,17 +125,22 @@ func TestSearchImpossibleBudgetAndFloorSayWhatIsAchievable(t *testing.T) {
 
 	r := req
 	r.MaxUSDPerIteration = cheapest.Best.Estimate.USDPerIteration / 2
-	_, err = Search(r)
-	require.ErrorIs(t, err, ErrNoPlan)
-	assert.Contains(t, err.Error(), "the cheapest feasible plan costs $")
-	assert.Contains(t, err.Error(), trimFloat(cheapest.Best.Estimate.USDPerIteration))
+	requireNoPlan(t, r, "the cheapest feasible plan costs $", trimFloat(cheapest.Best.Estimate.USDPerIteration))
 
 	r = cheap
 	r.MinItersPerSec = fast.Best.Estimate.Throughput * 2
-	_, err = Search(r)
+	requireNoPlan(t, r, "the best achievable is", trimFloat(fast.Best.Estimate.Throughput))
+}
+
+// requireNoPlan runs Search on req and requires it to find no plan (ErrNoPlan) with an error
+// that mentions each of wants: the failures must say why, not just that they failed.
+func requireNoPlan(t *testing.T, req Request, wants ...string) {
+	t.Helper()
+	_, err := Search(req)
 	require.ErrorIs(t, err, ErrNoPlan)
-	assert.Contains(t, err.Error(), "the best achievable is")
-	assert.Contains(t, err.Error(), trimFloat(fast.Best.Estimate.Throughput))
+	for _, want := range wants {
+		assert.Contains(t, err.Error(), want)
+	}
 }
 
 func trimFloat(v float64) string { return fmt.Sprintf("%.6g", v) }
@@ -213,10 +211,7 @@ func TestSearchHeterogeneousStagesBalanceBySpeed(t *testing.T) {
 
 func TestSearchEstimatesComeFromTheSimulator(t *testing.T) {
 	t.Parallel()
-	rng := rand.New(rand.NewPCG(3, 4))
-	for i := 0; i < 20; i++ {
-		req := exInstance(rng)
-		req.TopK = 8
+	for _, req := range exInstances(3, 4, 20, 8) {
 		res, err := Search(req)
 		if errors.Is(err, ErrNoPlan) {
 			continue
@@ -239,10 +234,7 @@ func TestSearchEstimatesComeFromTheSimulator(t *testing.T) {
 
 func TestSearchInternalScoreMatchesSimulator(t *testing.T) {
 	t.Parallel()
-	rng := rand.New(rand.NewPCG(5, 6))
-	for i := 0; i < 30; i++ {
-		req := exInstance(rng)
-		req.TopK = 10
+	for _, req := range exInstances(5, 6, 30, 10) {
 		for _, o := range []Objective{MaxThroughput, MinCost} {
 			req.Objective = o
 			s, err := newSearch(req)

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"cmp"
 	"math"
 	"sort"
 	"sync"
@@ -25,38 +26,18 @@ type found struct {
 
 // less orders found plans best first, deterministically: objective, then the other measure,
 // then fewer GPUs, then the layout itself.
+// Floats compare with cmp.Compare, which agrees with < for every value a score can take.
 func (f *found) less(g *found) bool {
-	if f.obj != g.obj {
-		return f.obj < g.obj
-	}
-	if f.t != g.t {
-		return f.t < g.t
-	}
-	if f.usd != g.usd {
-		return f.usd < g.usd
-	}
-	if f.gpus != g.gpus {
-		return f.gpus < g.gpus
-	}
-	if f.mbs != g.mbs {
-		return f.mbs < g.mbs
-	}
-	if f.d != g.d {
-		return f.d < g.d
-	}
-	if len(f.stages) != len(g.stages) {
-		return len(f.stages) < len(g.stages)
+	if c := cmp.Or(cmp.Compare(f.obj, g.obj), cmp.Compare(f.t, g.t), cmp.Compare(f.usd, g.usd),
+		cmp.Compare(f.gpus, g.gpus), cmp.Compare(f.mbs, g.mbs), cmp.Compare(f.d, g.d),
+		cmp.Compare(len(f.stages), len(g.stages))); c != 0 {
+		return c < 0
 	}
 	for i := range f.stages {
 		x, y := f.stages[i], g.stages[i]
-		if x.b != y.b {
-			return x.b < y.b
-		}
-		if x.op.cls != y.op.cls {
-			return x.op.cls < y.op.cls
-		}
-		if x.op.tp != y.op.tp {
-			return x.op.tp < y.op.tp
+		if c := cmp.Or(cmp.Compare(x.b, y.b), cmp.Compare(x.op.cls, y.op.cls),
+			cmp.Compare(x.op.tp, y.op.tp)); c != 0 {
+			return c < 0
 		}
 	}
 	return false

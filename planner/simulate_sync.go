@@ -1,6 +1,9 @@
 package planner
 
-import "math"
+import (
+	"cmp"
+	"math"
+)
 
 // AllReduceBucketBytes is the size of the gradient buckets data parallelism all-reduces one
 // after another (PyTorch DDP's and Sailor's 500 MB).
@@ -118,14 +121,6 @@ func sortEndpoints(eps []endpointCount) {
 }
 
 func endpointLess(a, b Endpoint) bool {
-	if a.Region != b.Region {
-		return a.Region < b.Region
-	}
-	if a.Zone != b.Zone {
-		return a.Zone < b.Zone
-	}
-	if a.GPU != b.GPU {
-		return a.GPU < b.GPU
-	}
-	return a.GPUsPerNode < b.GPUsPerNode
+	return cmp.Or(cmp.Compare(a.Region, b.Region), cmp.Compare(a.Zone, b.Zone), cmp.Compare(a.GPU, b.GPU),
+		cmp.Compare(a.GPUsPerNode, b.GPUsPerNode)) < 0
 }

@@ -85,6 +85,17 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
+// mustCreate creates req's instances through the provider under test and fails the test
+// when that errs: for tests whose subject is what happens after the launch.
+func (e *env) mustCreate(t *testing.T, ctx context.Context, req cloud.CreateRequest) []cloud.Instance {
+	t.Helper()
+	insts, err := e.p.Create(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return insts
+}
+
 func spotReq(job, zone string, n int) cloud.CreateRequest {
 	return cloud.CreateRequest{JobID: job, Zone: zone, InstanceType: "p3.2xlarge", Capacity: cloud.Spot, Count: n}
 }

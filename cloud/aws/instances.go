@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -38,7 +39,7 @@ func (p *Provider) Describe(ctx context.Context, ids []string) ([]cloud.Instance
 	for _, region := range p.regions {
 		var missing []string
 		for _, id := range ids {
-			if _, ok := found[id]; !ok && !contains(known[region], id) {
+			if _, ok := found[id]; !ok && !slices.Contains(known[region], id) {
 				missing = append(missing, id)
 			}
 		}
@@ -77,20 +78,38 @@ func (p *Provider) describe(ctx context.Context, region string, filters []types.
 	}
 	in := &ec2.DescribeInstancesInput{Filters: filters, MaxResults: aws.Int32(p.opts.PageSize)}
 	var out []cloud.Instance
-	pages := ec2.NewDescribeInstancesPaginator(c, in)
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("describing instances in %s: %w", region, classify(err, nil))
-		}
-		for _, res := range page.Reservations {
-			for _, inst := range res.Instances {
-				out = append(out, p.toInstance(region, inst))
+	err = eachPage(ctx, ec2.NewDescribeInstancesPaginator(c, in), "describing instances", region,
+		func(page *ec2.DescribeInstancesOutput) {
+			for _, res := range page.Reservations {
+				for _, inst := range res.Instances {
+					out = append(out, p.toInstance(region, inst))
+				}
 			}
-		}
+		})
+	if err != nil {
+		return nil, err
 	}
 	p.remember(region, out)
 	return out, nil
+}
+
+// ec2Pages is what the EC2 SDK's paginators (ec2.NewDescribe...Paginator) have in common.
+type ec2Pages[Page any] interface {
+	HasMorePages() bool
+	NextPage(context.Context, ...func(*ec2.Options)) (Page, error)
+}
+
+// eachPage hands every page of pages to use, in order. The first failure ends the walk and
+// is classified like every EC2 error, naming what was being read and in which region.
+func eachPage[Page any](ctx context.Context, pages ec2Pages[Page], what, region string, use func(Page)) error {
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("%s in %s: %w", what, region, classify(err, nil))
+		}
+		use(page)
+	}
+	return nil
 }
 
 // Terminate ends the instances wherever they are. Ids EC2 does not know are ignored: the
@@ -176,13 +195,4 @@ func unique(ids []string) []string {
 		}
 	}
 	return out
-}
-
-func contains(set []string, v string) bool {
-	for _, s := range set {
-		if s == v {
-			return true
-		}
-	}
-	return false
 }

@@ -2,7 +2,6 @@ package aws
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"strconv"
 	"time"
@@ -109,28 +108,27 @@ func (p *Provider) spotPrices(ctx context.Context, region string, typeNames []st
 	}
 	latest := map[string]map[string]float64{}
 	stamp := map[[2]string]time.Time{}
-	pages := ec2.NewDescribeSpotPriceHistoryPaginator(c, in)
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("describing spot prices in %s: %w", region, classify(err, nil))
-		}
-		for _, sp := range page.SpotPriceHistory {
-			typ, zone := string(sp.InstanceType), aws.ToString(sp.AvailabilityZone)
-			price, err := strconv.ParseFloat(aws.ToString(sp.SpotPrice), 64)
-			if err != nil || price <= 0 {
-				continue
+	err = eachPage(ctx, ec2.NewDescribeSpotPriceHistoryPaginator(c, in), "describing spot prices", region,
+		func(page *ec2.DescribeSpotPriceHistoryOutput) {
+			for _, sp := range page.SpotPriceHistory {
+				typ, zone := string(sp.InstanceType), aws.ToString(sp.AvailabilityZone)
+				price, err := strconv.ParseFloat(aws.ToString(sp.SpotPrice), 64)
+				if err != nil || price <= 0 {
+					continue
+				}
+				key, at := [2]string{typ, zone}, aws.ToTime(sp.Timestamp)
+				if prev, ok := stamp[key]; ok && !at.After(prev) {
+					continue
+				}
+				stamp[key] = at
+				if latest[typ] == nil {
+					latest[typ] = map[string]float64{}
+				}
+				latest[typ][zone] = price
 			}
-			key, at := [2]string{typ, zone}, aws.ToTime(sp.Timestamp)
-			if prev, ok := stamp[key]; ok && !at.After(prev) {
-				continue
-			}
-			stamp[key] = at
-			if latest[typ] == nil {
-				latest[typ] = map[string]float64{}
-			}
-			latest[typ][zone] = price
-		}
+		})
+	if err != nil {
+		return nil, err
 	}
 	p.mu.Lock()
 	for typ, zones := range latest {

@@ -13,15 +13,9 @@ func TestCreateSpotAndOnDemand(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := ctxT(t)
-	spot, err := e.p.Create(ctx, cloud.CreateRequest{JobID: "job-1", Zone: "us-east-1a", InstanceType: "p3.2xlarge",
+	spot := e.mustCreate(t, ctx, cloud.CreateRequest{JobID: "job-1", Zone: "us-east-1a", InstanceType: "p3.2xlarge",
 		Capacity: cloud.Spot, Count: 2, Tags: map[string]string{"team": "ml"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	od, err := e.p.Create(ctx, cloud.CreateRequest{JobID: "job-1", Zone: "us-west-2a", InstanceType: "p3.2xlarge", Capacity: cloud.OnDemand, Count: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	od := e.mustCreate(t, ctx, cloud.CreateRequest{JobID: "job-1", Zone: "us-west-2a", InstanceType: "p3.2xlarge", Capacity: cloud.OnDemand, Count: 1})
 	if len(spot) != 2 || len(od) != 1 {
 		t.Fatalf("got %d spot, %d on-demand", len(spot), len(od))
 	}
@@ -168,17 +162,9 @@ func TestListPagesAndFindsLeaksByJob(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, func(o *Options) { o.PageSize = 5 })
 	ctx := ctxT(t)
-	mine, err := e.p.Create(ctx, spotReq("job-a", "us-east-1a", 12))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.p.Create(ctx, spotReq("job-b", "us-east-1b", 2)); err != nil {
-		t.Fatal(err)
-	}
-	west, err := e.p.Create(ctx, cloud.CreateRequest{JobID: "job-a", Zone: "us-west-2a", InstanceType: "p3.2xlarge", Capacity: cloud.OnDemand, Count: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mine := e.mustCreate(t, ctx, spotReq("job-a", "us-east-1a", 12))
+	e.mustCreate(t, ctx, spotReq("job-b", "us-east-1b", 2))
+	west := e.mustCreate(t, ctx, cloud.CreateRequest{JobID: "job-a", Zone: "us-west-2a", InstanceType: "p3.2xlarge", Capacity: cloud.OnDemand, Count: 1})
 	before := e.face.Calls("DescribeInstances")
 	got, err := e.p.List(ctx, map[string]string{cloud.JobTag: "job-a"})
 	if err != nil {
@@ -216,10 +202,7 @@ func TestPreemptionSeenByDescribe(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := ctxT(t)
-	insts, err := e.p.Create(ctx, spotReq("job", "us-east-1a", 2))
-	if err != nil {
-		t.Fatal(err)
-	}
+	insts := e.mustCreate(t, ctx, spotReq("job", "us-east-1a", 2))
 	if err := e.fake.Preempt(insts[0].ID); err != nil {
 		t.Fatal(err)
 	}
@@ -289,10 +272,7 @@ func TestTerminateIgnoresUnknownIDs(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := ctxT(t)
-	insts, err := e.p.Create(ctx, spotReq("job", "us-east-1a", 1))
-	if err != nil {
-		t.Fatal(err)
-	}
+	insts := e.mustCreate(t, ctx, spotReq("job", "us-east-1a", 1))
 	if err := e.p.Terminate(ctx, []string{"i-0123456789abcdef0", insts[0].ID, insts[0].ID}); err != nil {
 		t.Fatal(err)
 	}
@@ -313,14 +293,8 @@ func TestClientTokenMakesCreateIdempotent(t *testing.T) {
 	ctx := ctxT(t)
 	req := spotReq("job", "us-east-1a", 2)
 	req.ClientToken = "job-attempt-1"
-	first, err := e.p.Create(ctx, req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	again, err := e.p.Create(ctx, req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := e.mustCreate(t, ctx, req)
+	again := e.mustCreate(t, ctx, req)
 	if len(again) != 2 || again[0].ID != first[0].ID || again[1].ID != first[1].ID {
 		t.Errorf("first %v, again %v", instanceIDs(first), instanceIDs(again))
 	}

@@ -12,10 +12,7 @@ func TestWatcherSeesSpotNotice(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := ctxT(t)
-	insts, err := e.p.Create(ctx, spotReq("job", "us-east-1b", 1))
-	if err != nil {
-		t.Fatal(err)
-	}
+	insts := e.mustCreate(t, ctx, spotReq("job", "us-east-1b", 1))
 	id := insts[0].ID
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	w, err := NewWatcher(WatcherOptions{Endpoint: e.face.IMDSEndpoint(id), Now: func() time.Time { return now }})

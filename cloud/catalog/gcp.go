@@ -1,6 +1,10 @@
 package catalog
 
-import "github.com/schooner-ml/schooner/gpu"
+import (
+	"fmt"
+
+	"github.com/schooner-ml/schooner/gpu"
+)
 
 // GCP zones the catalog covers: Sailor's zones (us-central1-a/b/c/f, us-west1-b) and the
 // europe-west4 zones of each family.
@@ -47,47 +51,58 @@ const (
 //
 // Left out: a3-megagpu-8g, whose on-demand price could not be confirmed.
 func gcpTypes() []InstanceType {
-	eu := func(us float64) float64 { return round5(us * 1.1) }
-	return []InstanceType{
-		// A2 Standard: A100 40 GB bundled with the machine.
-		gcpBundled("a2-highgpu-1g", gpu.A100_40, 1, 12, 85, gcpA2Zones, gcpSpotA2,
-			usAndEU(3.67339, 0.81406+eu(2.93391))),
-		gcpBundled("a2-highgpu-2g", gpu.A100_40, 2, 24, 170, gcpA2Zones, gcpSpotA2,
-			usAndEU(7.34677, 1.62813+eu(5.86782))),
-		gcpBundled("a2-highgpu-4g", gpu.A100_40, 4, 48, 340, gcpA2Zones, gcpSpotA2,
-			usAndEU(14.69354, 3.25626+eu(11.73563))),
-		gcpBundled("a2-highgpu-8g", gpu.A100_40, 8, 96, 680, gcpA2Zones, gcpSpotA2,
-			usAndEU(29.38708, 6.51251+eu(23.47126))),
-		// A2 Ultra: A100 80 GB.
-		gcpBundled("a2-ultragpu-1g", gpu.A100_80, 1, 12, 170, gcpA2UltraZones, gcpSpotA2,
-			usAndEU(5.06879, 1.2105+eu(3.96917))),
-		gcpBundled("a2-ultragpu-2g", gpu.A100_80, 2, 24, 340, gcpA2UltraZones, gcpSpotA2,
-			usAndEU(10.13757, 2.42101+eu(7.93834))),
-		gcpBundled("a2-ultragpu-4g", gpu.A100_80, 4, 48, 680, gcpA2UltraZones, gcpSpotA2,
-			usAndEU(20.27514, 4.84202+eu(15.87668))),
-		gcpBundled("a2-ultragpu-8g", gpu.A100_80, 8, 96, 1360, gcpA2UltraZones, gcpSpotA2,
-			usAndEU(40.55028, 9.68403+eu(31.75336))),
+	var out []InstanceType
+	// A2 Standard: A100 40 GB bundled with the machine.
+	out = append(out, gcpA2("highgpu", gpu.A100_40, 85, gcpA2Zones,
+		[4]float64{3.67339, 7.34677, 14.69354, 29.38708},
+		[4]float64{0.81406, 1.62813, 3.25626, 6.51251},
+		[4]float64{2.93391, 5.86782, 11.73563, 23.47126})...)
+	// A2 Ultra: A100 80 GB.
+	out = append(out, gcpA2("ultragpu", gpu.A100_80, 170, gcpA2UltraZones,
+		[4]float64{5.06879, 10.13757, 20.27514, 40.55028},
+		[4]float64{1.2105, 2.42101, 4.84202, 9.68403},
+		[4]float64{3.96917, 7.93834, 15.87668, 31.75336})...)
+	out = append(out,
 		// A3 High: H100 80 GB.
 		gcpBundled("a3-highgpu-8g", gpu.H100, 8, 208, 1872, gcpA3Zones, gcpSpotA3,
-			usAndEU(88.2537, eu(88.2537))),
+			usAndEU(88.2537, gcpEU(88.2537))),
 		// G2: L4.
-		gcpBundled("g2-standard-4", gpu.L4, 1, 4, 16, gcpG2Zones, gcpSpotG2, usAndEU(0.70683, eu(0.70683))),
-		gcpBundled("g2-standard-8", gpu.L4, 1, 8, 32, gcpG2Zones, gcpSpotG2, usAndEU(0.85362, eu(0.85362))),
-		gcpBundled("g2-standard-24", gpu.L4, 2, 24, 96, gcpG2Zones, gcpSpotG2, usAndEU(2.00083, eu(2.00083))),
-		gcpBundled("g2-standard-48", gpu.L4, 4, 48, 192, gcpG2Zones, gcpSpotG2, usAndEU(4.00166, eu(4.00166))),
-		gcpBundled("g2-standard-96", gpu.L4, 8, 96, 384, gcpG2Zones, gcpSpotG2, usAndEU(8.00332, eu(8.00332))),
-		// N1 with attached V100 16 GB: n1-standard-8 ($0.38, europe-west4 $0.418) plus
-		// $2.48 per GPU ($2.55 in europe-west4).
-		gcpAttached("n1-standard-8", 8, 30, "nvidia-tesla-v100", gpu.V100, 1, 0.38, 0.418, 2.48, 2.55),
-		gcpAttached("n1-standard-8", 8, 30, "nvidia-tesla-v100", gpu.V100, 2, 0.38, 0.418, 2.48, 2.55),
-		gcpAttached("n1-standard-8", 8, 30, "nvidia-tesla-v100", gpu.V100, 4, 0.38, 0.418, 2.48, 2.55),
-		gcpAttached("n1-standard-8", 8, 30, "nvidia-tesla-v100", gpu.V100, 8, 0.38, 0.418, 2.48, 2.55),
-		// N1 with attached T4: $0.35 per GPU in all three regions.
-		gcpAttached("n1-standard-8", 8, 30, "nvidia-tesla-t4", gpu.T4, 1, 0.38, 0.418, 0.35, 0.35),
-		gcpAttached("n1-standard-8", 8, 30, "nvidia-tesla-t4", gpu.T4, 4, 0.38, 0.418, 0.35, 0.35),
-		gcpAttached("n1-standard-16", 16, 60, "nvidia-tesla-t4", gpu.T4, 1, 0.76, 0.836, 0.35, 0.35),
-		gcpAttached("n1-standard-16", 16, 60, "nvidia-tesla-t4", gpu.T4, 4, 0.76, 0.836, 0.35, 0.35),
+		gcpBundled("g2-standard-4", gpu.L4, 1, 4, 16, gcpG2Zones, gcpSpotG2, usAndEU(0.70683, gcpEU(0.70683))),
+		gcpBundled("g2-standard-8", gpu.L4, 1, 8, 32, gcpG2Zones, gcpSpotG2, usAndEU(0.85362, gcpEU(0.85362))),
+		gcpBundled("g2-standard-24", gpu.L4, 2, 24, 96, gcpG2Zones, gcpSpotG2, usAndEU(2.00083, gcpEU(2.00083))),
+		gcpBundled("g2-standard-48", gpu.L4, 4, 48, 192, gcpG2Zones, gcpSpotG2, usAndEU(4.00166, gcpEU(4.00166))),
+		gcpBundled("g2-standard-96", gpu.L4, 8, 96, 384, gcpG2Zones, gcpSpotG2, usAndEU(8.00332, gcpEU(8.00332))))
+	// N1 with attached V100 16 GB: n1-standard-8 ($0.38, europe-west4 $0.418) plus
+	// $2.48 per GPU ($2.55 in europe-west4).
+	for _, n := range []int{1, 2, 4, 8} {
+		out = append(out, gcpAttached("n1-standard-8", 8, 30, "nvidia-tesla-v100", gpu.V100, n, 0.38, 0.418, 2.48, 2.55))
 	}
+	// N1 with attached T4: $0.35 per GPU in all three regions.
+	for _, n := range []int{1, 4} {
+		out = append(out, gcpAttached("n1-standard-8", 8, 30, "nvidia-tesla-t4", gpu.T4, n, 0.38, 0.418, 0.35, 0.35))
+	}
+	for _, n := range []int{1, 4} {
+		out = append(out, gcpAttached("n1-standard-16", 16, 60, "nvidia-tesla-t4", gpu.T4, n, 0.76, 0.836, 0.35, 0.35))
+	}
+	return out
+}
+
+// gcpEU estimates a europe-west4 price from the us-central1 one where the europe-west4 figure
+// was not at hand: times 1.1, the ratio Google applies to the A2 machine part there.
+func gcpEU(us float64) float64 { return round5(us * 1.1) }
+
+// gcpA2 builds the 1-, 2-, 4- and 8-GPU sizes of an A2 family (a2-<family>-<n>g), which
+// Google sizes alike: 12 vCPUs and memPerGPU GiB of memory per GPU. The arrays are per size:
+// us the us-central1/us-west1 price, euMachine the published europe-west4 machine part, and
+// usGPU the us-central1 GPU part, which gcpEU scales for europe-west4.
+func gcpA2(family string, g gpu.Type, memPerGPU float64, zones []string,
+	us, euMachine, usGPU [4]float64) []InstanceType {
+	out := make([]InstanceType, 0, 4)
+	for i, n := range [4]int{1, 2, 4, 8} {
+		out = append(out, gcpBundled(fmt.Sprintf("a2-%s-%dg", family, n), g, n, 12*n, memPerGPU*float64(n),
+			zones, gcpSpotA2, usAndEU(us[i], euMachine[i]+gcpEU(usGPU[i]))))
+	}
+	return out
 }
 
 // usAndEU is a price table with one figure for us-central1 and us-west1 and one for

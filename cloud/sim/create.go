@@ -21,10 +21,9 @@ type tokenResult struct {
 // that would exceed the provider's GPU quota fails whole with ErrQuota. Unknown zones and
 // types are ErrNotFound; a non-positive count or unknown capacity type is ErrInvalidRequest.
 func (m *Market) Create(ctx context.Context, req cloud.CreateRequest) ([]cloud.Instance, error) {
-	if err := ctx.Err(); err != nil {
+	if err := m.lockFor(ctx); err != nil {
 		return nil, err
 	}
-	m.mu.Lock()
 	defer m.mu.Unlock()
 	if r, ok := m.tokens[req.ClientToken]; ok && req.ClientToken != "" {
 		return m.snapshots(r.ids), r.err

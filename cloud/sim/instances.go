@@ -36,10 +36,9 @@ func (inst *instance) snapshot() cloud.Instance {
 // Describe returns the named instances, gone ones included (a preempted instance still says
 // so); unknown ids are left out.
 func (m *Market) Describe(ctx context.Context, ids []string) ([]cloud.Instance, error) {
-	if err := ctx.Err(); err != nil {
+	if err := m.lockFor(ctx); err != nil {
 		return nil, err
 	}
-	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := []cloud.Instance{}
 	for _, id := range ids {
@@ -53,10 +52,9 @@ func (m *Market) Describe(ctx context.Context, ids []string) ([]cloud.Instance, 
 // Terminate ends the named instances now and stops their billing. Unknown and already gone
 // ids are ignored, so retrying is safe.
 func (m *Market) Terminate(ctx context.Context, ids []string) error {
-	if err := ctx.Err(); err != nil {
+	if err := m.lockFor(ctx); err != nil {
 		return err
 	}
-	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, id := range ids {
 		inst, ok := m.instances[id]
@@ -74,10 +72,9 @@ func (m *Market) Terminate(ctx context.Context, ids []string) error {
 // List returns the live (pending or running) instances carrying every given tag, oldest
 // first.
 func (m *Market) List(ctx context.Context, tags map[string]string) ([]cloud.Instance, error) {
-	if err := ctx.Err(); err != nil {
+	if err := m.lockFor(ctx); err != nil {
 		return nil, err
 	}
-	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := []cloud.Instance{}
 	for _, inst := range m.order {
@@ -87,6 +84,17 @@ func (m *Market) List(ctx context.Context, tags map[string]string) ([]cloud.Inst
 		out = append(out, inst.snapshot())
 	}
 	return out, nil
+}
+
+// lockFor takes m.mu for a provider call whose context is still live. When ctx is done it
+// returns ctx's error and takes nothing, so a cancelled call leaves the market untouched;
+// otherwise the caller holds m.mu and must unlock it.
+func (m *Market) lockFor(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	return nil
 }
 
 func hasTags(have, want map[string]string) bool {

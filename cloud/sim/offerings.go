@@ -10,10 +10,9 @@ import (
 // with the current spot price and, as SpotCapacity, how many spot instances Create would give
 // now.
 func (m *Market) Offerings(ctx context.Context, f cloud.OfferingFilter) ([]cloud.Offering, error) {
-	if err := ctx.Err(); err != nil {
+	if err := m.lockFor(ctx); err != nil {
 		return nil, err
 	}
-	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := []cloud.Offering{}
 	for _, o := range m.offerings {

@@ -60,7 +60,7 @@ func calibrate(t *testing.T) []calibrationRow {
 		m := models[name]
 		a, ok := sailorArchitecture(name)
 		require.True(t, ok)
-		for _, g := range sortedGPUs(m.Compute) {
+		for _, g := range sortedKeys(m.Compute) {
 			meas := m.Compute[g]
 			spec, ok := planner.Spec(g)
 			require.True(t, ok)

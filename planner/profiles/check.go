@@ -1,10 +1,12 @@
 package profiles
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 
 	"github.com/schooner-ml/schooner/gpu"
 	"github.com/schooner-ml/schooner/planner"
@@ -64,7 +66,7 @@ func checkModel(m *planner.ModelProfile) error {
 			add("memory_model: overhead_bytes is %v", mm.OverheadBytes)
 		}
 	}
-	for _, g := range sortedGPUs(m.Compute) {
+	for _, g := range sortedKeys(m.Compute) {
 		c := m.Compute[g]
 		if !gpu.Known(g) {
 			add("compute: unknown GPU type %q (known: %v)", g, gpu.KnownTypes)
@@ -112,7 +114,7 @@ func checkNetwork(n *planner.Network) error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	checkLinks := func(kind string, m map[gpu.Type]map[int]planner.Link) {
-		for _, g := range sortedGPUs(m) {
+		for _, g := range sortedKeys(m) {
 			if !gpu.Known(g) {
 				add("%s: unknown GPU type %q", kind, g)
 			}
@@ -128,8 +130,8 @@ func checkNetwork(n *planner.Network) error {
 	}
 	checkLinks("intra_node", n.IntraNode)
 	checkLinks("inter_node", n.InterNode)
-	for _, a := range sortedStrings(n.Zones) {
-		for _, b := range sortedStrings(n.Zones[a]) {
+	for _, a := range sortedKeys(n.Zones) {
+		for _, b := range sortedKeys(n.Zones[a]) {
 			if a == "" || b == "" {
 				add("zones: empty zone name")
 			}
@@ -144,8 +146,8 @@ func checkNetwork(n *planner.Network) error {
 	if err := checkLink(n.InterRegion); err != nil {
 		add("inter_region: %v", err)
 	}
-	for _, a := range sortedStrings(n.Egress) {
-		for _, b := range sortedStrings(n.Egress[a]) {
+	for _, a := range sortedKeys(n.Egress) {
+		for _, b := range sortedKeys(n.Egress[a]) {
 			if bad(n.Egress[a][b]) {
 				add("egress %s -> %s is %v", a, b, n.Egress[a][b])
 			}
@@ -183,29 +185,8 @@ func checkLink(l planner.Link) error {
 // bad is true for negative and non-finite numbers.
 func bad(x float64) bool { return x < 0 || math.IsNaN(x) || math.IsInf(x, 0) }
 
-func sortedKeys[V any](m map[int]V) []int {
-	keys := make([]int, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Ints(keys)
-	return keys
-}
-
-func sortedGPUs[V any](m map[gpu.Type]V) []gpu.Type {
-	keys := make([]gpu.Type, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
-	return keys
-}
-
-func sortedStrings[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
+// sortedKeys lists m's keys in ascending order, so that checks and conversions walk maps
+// in a stable order and report problems deterministically.
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
+	return slices.Sorted(maps.Keys(m))
 }

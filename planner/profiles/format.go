@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/schooner-ml/schooner/internal/jsonerr"
 	"github.com/schooner-ml/schooner/planner"
 )
 
@@ -125,32 +126,12 @@ func decodeFile(path string, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return &FileError{Path: path, Err: describeJSONError(data, err)}
+		return &FileError{Path: path, Err: jsonerr.Describe(data, err)}
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return fileErrorf(path, "unexpected data after the JSON value")
 	}
 	return nil
-}
-
-// describeJSONError adds the line of a syntax or type error to its message.
-func describeJSONError(data []byte, err error) error {
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &syn):
-		return fmt.Errorf("malformed JSON at line %d: %w", lineOf(data, syn.Offset), err)
-	case errors.As(err, &typ):
-		return fmt.Errorf("wrong type at line %d (field %s): %w", lineOf(data, typ.Offset), typ.Field, err)
-	}
-	return fmt.Errorf("malformed JSON: %w", err)
-}
-
-func lineOf(data []byte, offset int64) int {
-	if offset > int64(len(data)) {
-		offset = int64(len(data))
-	}
-	return bytes.Count(data[:offset], []byte("\n")) + 1
 }
 
 // writeJSON writes v indented to a temporary file beside path and renames it into place, so

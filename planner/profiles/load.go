@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/schooner-ml/schooner/gpu"
+	"github.com/schooner-ml/schooner/internal/jsonerr"
 	"github.com/schooner-ml/schooner/planner"
 )
 
@@ -215,7 +216,7 @@ func peekName(path string) (string, error) {
 		Name string `json:"name"`
 	}
 	if err := json.Unmarshal(data, &head); err != nil {
-		return "", &FileError{Path: path, Err: describeJSONError(data, err)}
+		return "", &FileError{Path: path, Err: jsonerr.Describe(data, err)}
 	}
 	if head.Name == "" {
 		return "", fileErrorf(path, "model profile has no name")

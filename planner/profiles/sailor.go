@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"github.com/schooner-ml/schooner/gpu"
+	"github.com/schooner-ml/schooner/internal/jsonerr"
 	"github.com/schooner-ml/schooner/planner"
 )
 
@@ -88,7 +89,7 @@ func (s sailorSource) readJSON(rel string, v any) error {
 		return fmt.Errorf("reading Sailor data, %w", err)
 	}
 	if err := json.Unmarshal(data, v); err != nil {
-		return &FileError{Path: s.name(rel), Err: describeJSONError(data, err)}
+		return &FileError{Path: s.name(rel), Err: jsonerr.Describe(data, err)}
 	}
 	return nil
 }
@@ -135,7 +136,7 @@ func importSailorModels(src sailorSource) (map[string]*planner.ModelProfile, []s
 	var notes []string
 	byDir := map[string]*planner.ModelProfile{} // by Sailor's name, which the profile directories use
 	models := map[string]*planner.ModelProfile{}
-	for _, name := range sortedStrings(info) {
+	for _, name := range sortedKeys(info) {
 		m, err := sailorMem(src.name(sailorLLMInfo), name, info[name])
 		if err != nil {
 			return nil, nil, err
@@ -201,7 +202,7 @@ func sailorMem(file, name string, byTP map[string]map[string]sailorLayer) (*plan
 	if canon, ok := planner.ResolveModelName(name); ok {
 		m.Name = canon
 	}
-	for _, tpKey := range sortedStrings(byTP) {
+	for _, tpKey := range sortedKeys(byTP) {
 		tp, err := strconv.Atoi(tpKey)
 		if err != nil || tp <= 0 {
 			return nil, fileErrorf(file, "model %s: TP degree %q is not a positive integer", name, tpKey)
@@ -297,12 +298,12 @@ func sailorCompute(src sailorSource, rel string, g gpu.Type) (*planner.Compute, 
 		Times:  map[int]map[int][]planner.LayerTime{},
 	}
 	layers := -1
-	for _, mbsKey := range sortedStrings(raw) {
+	for _, mbsKey := range sortedKeys(raw) {
 		mbs, err := strconv.Atoi(mbsKey)
 		if err != nil || mbs <= 0 {
 			return nil, 0, fileErrorf(file, "microbatch size %q is not a positive integer", mbsKey)
 		}
-		for _, tpKey := range sortedStrings(raw[mbsKey]) {
+		for _, tpKey := range sortedKeys(raw[mbsKey]) {
 			tp, err := strconv.Atoi(tpKey)
 			if err != nil || tp <= 0 {
 				return nil, 0, fileErrorf(file, "mbs %d: TP degree %q is not a positive integer", mbs, tpKey)

@@ -41,13 +41,13 @@ func (f sailorFit) link() (planner.Link, error) {
 
 // sailorLinks converts {gpu: {gpusPerNode: fit}}.
 func sailorLinks(file string, raw map[string]map[string]sailorFit, out map[gpu.Type]map[int]planner.Link, notes *[]string) error {
-	for _, name := range sortedStrings(raw) {
+	for _, name := range sortedKeys(raw) {
 		g, ok := sailorGPU(name)
 		if !ok {
 			*notes = append(*notes, fmt.Sprintf("%s: GPU %s skipped", file, name))
 			continue
 		}
-		for _, countKey := range sortedStrings(raw[name]) {
+		for _, countKey := range sortedKeys(raw[name]) {
 			count, err := strconv.Atoi(countKey)
 			if err != nil || count <= 0 {
 				return fileErrorf(file, "%s: GPUs per node %q is not a positive integer", name, countKey)
@@ -103,8 +103,8 @@ func importSailorNetwork(src sailorSource) (*planner.Network, []string, error) {
 	if err := src.readJSON(sailorCommCost, &cost); err != nil {
 		return nil, nil, err
 	}
-	for _, a := range sortedStrings(cost) {
-		for _, b := range sortedStrings(cost[a]) {
+	for _, a := range sortedKeys(cost) {
+		for _, b := range sortedKeys(cost[a]) {
 			v := cost[a][b]
 			if bad(v) {
 				return nil, nil, fileErrorf(src.name(sailorCommCost), "%s -> %s costs %v", a, b, v)
@@ -146,12 +146,12 @@ func sailorZones(src sailorSource, n *planner.Network, notes *[]string) error {
 		}
 		found++
 		file := src.name(rel)
-		for _, za := range sortedStrings(raw) {
-			for _, ga := range sortedStrings(raw[za]) {
-				for _, ca := range sortedStrings(raw[za][ga]) {
-					for _, zb := range sortedStrings(raw[za][ga][ca]) {
-						for _, gb := range sortedStrings(raw[za][ga][ca][zb]) {
-							for _, cb := range sortedStrings(raw[za][ga][ca][zb][gb]) {
+		for _, za := range sortedKeys(raw) {
+			for _, ga := range sortedKeys(raw[za]) {
+				for _, ca := range sortedKeys(raw[za][ga]) {
+					for _, zb := range sortedKeys(raw[za][ga][ca]) {
+						for _, gb := range sortedKeys(raw[za][ga][ca][zb]) {
+							for _, cb := range sortedKeys(raw[za][ga][ca][zb][gb]) {
 								l, err := raw[za][ga][ca][zb][gb][cb].link()
 								if err != nil {
 									return fileErrorf(file, "%s %s %s -> %s %s %s: %v", za, ga, ca, zb, gb, cb, err)

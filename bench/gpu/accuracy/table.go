@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -98,7 +99,7 @@ func printMachines(out io.Writer, rows []row) {
 		if r.m.Driver != "" {
 			s += ", driver " + r.m.Driver
 		}
-		if !contains(seen, s) {
+		if !slices.Contains(seen, s) {
 			seen = append(seen, s)
 		}
 	}
@@ -127,13 +128,4 @@ func orUnknown(s string) string {
 		return "unknown GPU"
 	}
 	return s
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

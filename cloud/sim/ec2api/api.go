@@ -25,6 +25,19 @@ type call struct {
 	requestID string
 }
 
+// responseHeader is what every EC2 query response carries before its own fields: the API
+// namespace and the id of the request it answers. Embedded, encoding/xml writes its fields
+// as the response's own.
+type responseHeader struct {
+	Xmlns     string `xml:"xmlns,attr"`
+	RequestID string `xml:"requestId"`
+}
+
+// header is the responseHeader of the response to c.
+func (c *call) header() responseHeader {
+	return responseHeader{Xmlns: Namespace, RequestID: c.requestID}
+}
+
 type handler func(s *Server, c *call) (any, *apiError)
 
 var handlers = map[string]handler{

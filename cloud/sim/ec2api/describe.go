@@ -10,9 +10,8 @@ import (
 )
 
 type describeInstancesResponse struct {
-	XMLName      xml.Name         `xml:"DescribeInstancesResponse"`
-	Xmlns        string           `xml:"xmlns,attr"`
-	RequestID    string           `xml:"requestId"`
+	XMLName xml.Name `xml:"DescribeInstancesResponse"`
+	responseHeader
 	Reservations []reservationXML `xml:"reservationSet>item"`
 	NextToken    string           `xml:"nextToken,omitempty"`
 }
@@ -48,7 +47,7 @@ func (s *Server) describeInstances(c *call) (any, *apiError) {
 		return nil, aerr
 	}
 	return describeInstancesResponse{
-		Xmlns: Namespace, RequestID: c.requestID, NextToken: next,
+		responseHeader: c.header(), NextToken: next,
 		Reservations: s.reservations(matched[pg.start:pg.end]),
 	}, nil
 }

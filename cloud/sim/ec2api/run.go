@@ -15,9 +15,8 @@ import (
 )
 
 type runInstancesResponse struct {
-	XMLName   xml.Name `xml:"RunInstancesResponse"`
-	Xmlns     string   `xml:"xmlns,attr"`
-	RequestID string   `xml:"requestId"`
+	XMLName xml.Name `xml:"RunInstancesResponse"`
+	responseHeader
 	reservationXML
 }
 
@@ -103,7 +102,7 @@ func (s *Server) runReply(c *call, rid string, got []cloud.Instance, req runRequ
 		x.ClientToken = req.clientToken
 		res.Instances = append(res.Instances, x)
 	}
-	return runInstancesResponse{Xmlns: Namespace, RequestID: c.requestID, reservationXML: res}
+	return runInstancesResponse{responseHeader: c.header(), reservationXML: res}
 }
 
 // replay answers a repeated ClientToken with the reservation it already bought.

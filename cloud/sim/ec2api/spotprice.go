@@ -9,9 +9,8 @@ import (
 )
 
 type describeSpotPriceHistoryResponse struct {
-	XMLName   xml.Name       `xml:"DescribeSpotPriceHistoryResponse"`
-	Xmlns     string         `xml:"xmlns,attr"`
-	RequestID string         `xml:"requestId"`
+	XMLName xml.Name `xml:"DescribeSpotPriceHistoryResponse"`
+	responseHeader
 	Prices    []spotPriceXML `xml:"spotPriceHistorySet>item"`
 	NextToken string         `xml:"nextToken"`
 }
@@ -84,7 +83,7 @@ func (s *Server) priceReply(c *call, prices []spotPriceXML) (any, *apiError) {
 	if aerr != nil {
 		return nil, aerr
 	}
-	return describeSpotPriceHistoryResponse{Xmlns: Namespace, RequestID: c.requestID, Prices: prices[pg.start:pg.end], NextToken: next}, nil
+	return describeSpotPriceHistoryResponse{responseHeader: c.header(), Prices: prices[pg.start:pg.end], NextToken: next}, nil
 }
 
 func sellsLinux(products []string) bool {

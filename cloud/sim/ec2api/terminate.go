@@ -5,10 +5,9 @@ import (
 )
 
 type terminateInstancesResponse struct {
-	XMLName   xml.Name         `xml:"TerminateInstancesResponse"`
-	Xmlns     string           `xml:"xmlns,attr"`
-	RequestID string           `xml:"requestId"`
-	Changes   []stateChangeXML `xml:"instancesSet>item"`
+	XMLName xml.Name `xml:"TerminateInstancesResponse"`
+	responseHeader
+	Changes []stateChangeXML `xml:"instancesSet>item"`
 }
 
 type stateChangeXML struct {
@@ -41,7 +40,7 @@ func (s *Server) terminateInstances(c *call) (any, *apiError) {
 	for _, inst := range after {
 		now[inst.ID] = ec2State(inst.State)
 	}
-	out := terminateInstancesResponse{Xmlns: Namespace, RequestID: c.requestID}
+	out := terminateInstancesResponse{responseHeader: c.header()}
 	for _, inst := range before {
 		cur, ok := now[inst.ID]
 		if !ok {

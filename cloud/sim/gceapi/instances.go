@@ -1,7 +1,6 @@
 package gceapi
 
 import (
-	"context"
 	"net/http"
 	"sort"
 
@@ -11,12 +10,13 @@ import (
 	"github.com/schooner-ml/schooner/cloud"
 )
 
-// lookup finds VM name in the zone of c as the backend describes it, with its spec. ok is
-// false when GCE would answer 404.
-func (h *Handler) lookup(ctx context.Context, c call, name string) (cloud.Instance, *spec, bool, error) {
-	got, err := h.b.Describe(ctx, []string{name})
+// lookup finds the VM the request's path names in the zone of c as the backend describes
+// it, with its spec. A VM GCE would not show is answered with GCE's 404.
+func (h *Handler) lookup(r *http.Request, c call) (cloud.Instance, *spec, error) {
+	name := r.PathValue("instance")
+	got, err := h.b.Describe(r.Context(), []string{name})
 	if err != nil {
-		return cloud.Instance{}, nil, false, h.syncError(c, err)
+		return cloud.Instance{}, nil, h.syncError(c, err)
 	}
 	for _, inst := range got {
 		if inst.ID != name || inst.Zone != c.zone {
@@ -25,9 +25,12 @@ func (h *Handler) lookup(ctx context.Context, c call, name string) (cloud.Instan
 		h.mu.Lock()
 		sp := h.specOf(inst)
 		h.mu.Unlock()
-		return inst, sp, sp.visible(inst), nil
+		if sp.visible(inst) {
+			return inst, sp, nil
+		}
+		break
 	}
-	return cloud.Instance{}, nil, false, nil
+	return cloud.Instance{}, nil, instanceNotFound(c, name)
 }
 
 func instanceNotFound(c call, name string) *apiError {
@@ -35,25 +38,17 @@ func instanceNotFound(c call, name string) *apiError {
 }
 
 func (h *Handler) getInstance(r *http.Request, c call) (any, error) {
-	name := r.PathValue("instance")
-	inst, sp, ok, err := h.lookup(r.Context(), c, name)
+	inst, sp, err := h.lookup(r, c)
 	if err != nil {
 		return nil, err
-	}
-	if !ok {
-		return nil, instanceNotFound(c, name)
 	}
 	return render(c.project, inst, sp), nil
 }
 
 func (h *Handler) deleteInstance(r *http.Request, c call) (any, error) {
-	name := r.PathValue("instance")
-	inst, sp, ok, err := h.lookup(r.Context(), c, name)
+	inst, sp, err := h.lookup(r, c)
 	if err != nil {
 		return nil, err
-	}
-	if !ok {
-		return nil, instanceNotFound(c, name)
 	}
 	if err := h.b.Terminate(r.Context(), []string{inst.ID}); err != nil {
 		return nil, h.syncError(c, err)
@@ -68,11 +63,7 @@ func (h *Handler) deleteInstance(r *http.Request, c call) (any, error) {
 // listInstances lists the zone's VMs: those the backend still runs, plus spot VMs that were
 // preempted and, having asked to STOP, stay TERMINATED.
 func (h *Handler) listInstances(r *http.Request, c call) (any, error) {
-	f, err := parseFilter(r.URL.Query().Get("filter"))
-	if err != nil {
-		return nil, apiInvalid("Invalid value for field 'filter': " + err.Error())
-	}
-	size, after, err := pageParams(r)
+	f, size, after, err := listParams(r)
 	if err != nil {
 		return nil, err
 	}

@@ -152,11 +152,7 @@ func (h *Handler) getOperation(r *http.Request, c call) (any, error) {
 }
 
 func (h *Handler) listOperations(r *http.Request, c call) (any, error) {
-	f, err := parseFilter(r.URL.Query().Get("filter"))
-	if err != nil {
-		return nil, apiInvalid("Invalid value for field 'filter': " + err.Error())
-	}
-	size, after, err := pageParams(r)
+	f, size, after, err := listParams(r)
 	if err != nil {
 		return nil, err
 	}

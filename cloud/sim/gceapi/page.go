@@ -32,6 +32,16 @@ func pageParams(r *http.Request) (size int, after string, err error) {
 	return size, after, nil
 }
 
+// listParams reads what every list call takes: the filter, maxResults and pageToken. A
+// malformed one is the 400 GCE answers.
+func listParams(r *http.Request) (f filter, size int, after string, err error) {
+	if f, err = parseFilter(r.URL.Query().Get("filter")); err != nil {
+		return f, 0, "", apiInvalid("Invalid value for field 'filter': " + err.Error())
+	}
+	size, after, err = pageParams(r)
+	return f, size, after, err
+}
+
 // paginate returns the page of items (sorted by key) after the key `after`, and the token
 // for the next page ("" on the last page).
 func paginate[T any](items []T, key func(T) string, size int, after string) ([]T, string) {

@@ -313,18 +313,7 @@ func TestListFiltersAndPages(t *testing.T) {
 
 	// The iterator walks the pages by itself too.
 	it = f.inst.List(ctx, &computepb.ListInstancesRequest{Project: project, Zone: zoneA, MaxResults: proto.Uint32(3)})
-	n := 0
-	for {
-		_, err := it.Next()
-		if err == iterator.Done {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		n++
-	}
-	if n != 7 {
+	if n := len(drain(t, it.Next)); n != 7 {
 		t.Fatalf("unfiltered list: %d, want 7", n)
 	}
 
@@ -357,14 +346,7 @@ func TestPreemptionLeavesAZoneOperation(t *testing.T) {
 	it := f.ops.List(ctx, &computepb.ListZoneOperationsRequest{Project: project, Zone: zoneA,
 		Filter: proto.String(`operationType="compute.instances.preempted"`)})
 	targets := map[string]bool{}
-	for {
-		op, err := it.Next()
-		if err == iterator.Done {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, op := range drain(t, it.Next) {
 		if op.GetOperationType() != gceapi.OperationTypePreempted || op.GetStatus() != computepb.Operation_DONE {
 			t.Fatalf("filter let through %v", op)
 		}
@@ -377,18 +359,28 @@ func TestPreemptionLeavesAZoneOperation(t *testing.T) {
 	// The STOP VM still lists, TERMINATED; the DELETE VM does not.
 	it2 := f.inst.List(ctx, &computepb.ListInstancesRequest{Project: project, Zone: zoneA})
 	listed := map[string]string{}
-	for {
-		in, err := it2.Next()
-		if err == iterator.Done {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, in := range drain(t, it2.Next) {
 		listed[in.GetName()] = in.GetStatus()
 	}
 	if listed[stopped] != "TERMINATED" || listed[kept] != "RUNNING" || listed[deleted] != "" {
 		t.Fatalf("listed %v", listed)
+	}
+}
+
+// drain reads every item a list iterator yields, walking all pages, and fails the test on
+// any error other than the end of the list.
+func drain[T any](t *testing.T, next func() (T, error)) []T {
+	t.Helper()
+	var out []T
+	for {
+		x, err := next()
+		if err == iterator.Done {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, x)
 	}
 }
 
