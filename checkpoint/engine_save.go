@@ -15,6 +15,10 @@ type SaveRequest struct {
 	Plan      PlanInfo
 	Extra     map[string]string
 	Emergency bool // taken on a preemption notice
+	// Check, when set, is called once every byte is staged, before Save returns: an error
+	// discards the checkpoint and fails the save. The checkpoint agent uses it to make sure a
+	// client's buffer did not change size under the copy.
+	Check func() error
 }
 
 // Save stages req's bytes and returns once all of them are copied into the staging pool: the
@@ -43,6 +47,9 @@ func (e *Engine) Save(ctx context.Context, req SaveRequest) (*Pending, error) {
 	ck.chunks.Add(1) // the staging phase itself
 	go e.persist(ck)
 	err := e.stage(ctx, ck, req.Shard)
+	if err == nil && req.Check != nil {
+		err = req.Check()
+	}
 	if err != nil {
 		ck.fail(err)
 	}

@@ -11,3 +11,8 @@ var ErrCorrupt = errors.New("checkpoint is corrupt")
 
 // ErrClosed is returned by an engine or agent after Close.
 var ErrClosed = errors.New("checkpoint engine is closed")
+
+// ErrSourceFault means reading the memory a save was given faulted: the caller's buffer (a
+// memory-mapped file of another process) was shrunk or unmapped while it was copied. Only that
+// save fails.
+var ErrSourceFault = errors.New("the checkpoint's source memory went away during the copy")

@@ -89,6 +89,15 @@ func (r *localRoot) DurableSteps(ctx context.Context) ([]int64, error) {
 			have[s.meta.Step][rank] = true
 			world[s.meta.Step] = max(world[s.meta.Step], s.meta.Plan.World)
 		}
+		// A commit whose metadata was damaged afterwards still counts as there: reading it
+		// reports it corrupt (and a restore falls back past it) instead of the step vanishing.
+		for _, dm := range d.damaged {
+			if have[dm.step] == nil {
+				have[dm.step] = make(map[int]bool)
+			}
+			have[dm.step][rank] = true
+			world[dm.step] = max(world[dm.step], 1)
+		}
 	}
 	var steps []int64
 	for step, got := range have {
@@ -125,6 +134,11 @@ func (r *localRoot) ReadShard(ctx context.Context, step int64, rank int) (Shard,
 			return Shard{}, ShardMeta{}, err
 		}
 		return shard, s.meta, nil
+	}
+	for _, dm := range d.damaged {
+		if dm.step == step {
+			return Shard{}, ShardMeta{}, fmt.Errorf("step %d rank %d: %s: %w", step, rank, dm.why, ErrCorrupt)
+		}
 	}
 	return Shard{}, ShardMeta{}, fmt.Errorf("step %d rank %d in %s: %w", step, rank, dir, ErrNoCheckpoint)
 }

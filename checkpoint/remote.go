@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -33,7 +34,33 @@ type Remote struct {
 	// Retain is how many of the newest durable steps Prune keeps (default DefaultRetain when
 	// 0; negative keeps everything).
 	Retain int
-	Logger zerolog.Logger
+	// StaleAfter is how long an interrupted upload's leftovers (S3 multipart uploads, a
+	// directory store's temp files) may sit untouched before Sweep removes them (default
+	// DefaultStaleAfter when 0; negative never sweeps). It must exceed the longest upload.
+	StaleAfter time.Duration
+	Logger     zerolog.Logger
+}
+
+// DefaultStaleAfter is Remote.StaleAfter's default.
+const DefaultStaleAfter = time.Hour
+
+// Sweep removes the leftovers of uploads abandoned for longer than StaleAfter — a process killed
+// mid-upload leaves parts that retention cannot see — when the store can (store.Sweeper).
+func (r *Remote) Sweep(ctx context.Context) (int, error) {
+	sw, ok := r.Store.(store.Sweeper)
+	if !ok || r.StaleAfter < 0 {
+		return 0, nil
+	}
+	after := r.StaleAfter
+	if after == 0 {
+		after = DefaultStaleAfter
+	}
+	n, err := sw.Sweep(ctx, after)
+	if n > 0 {
+		r.Logger.Info().Int("removed", n).Dur("stale_after", after).Str("store", r.Store.String()).
+			Msg("removed the leftovers of abandoned uploads")
+	}
+	return n, err
 }
 
 var _ Source = (*Remote)(nil)
@@ -88,6 +115,9 @@ func (r *Remote) PutShard(ctx context.Context, meta ShardMeta, data io.ReaderAt)
 	if committed {
 		if err := r.Prune(ctx); err != nil {
 			r.Logger.Warn().Err(err).Str("store", r.Store.String()).Msg("pruning old checkpoints")
+		}
+		if _, err := r.Sweep(ctx); err != nil {
+			r.Logger.Warn().Err(err).Str("store", r.Store.String()).Msg("removing the leftovers of abandoned uploads")
 		}
 	}
 	return committed, nil

@@ -29,7 +29,8 @@ type diskState struct {
 	ptrCopy int
 	ptrOK   bool
 	slots   []diskSlot // by index; slots with no files are absent
-	maxSeq  uint64     // highest seq in the pointer or any valid metadata
+	damaged []damagedSlot
+	maxSeq  uint64 // highest seq in the pointer or any valid metadata
 }
 
 // committed reports whether a slot holds a committed checkpoint: valid metadata whose seq is at
@@ -83,6 +84,10 @@ func scanDir(dir string) (diskState, error) {
 			}
 		case !errors.Is(err, errNoSlotMeta):
 			return d, err
+		default:
+			if dm, ok := findDamage(filepath.Join(dir, e.Name()), idx, d, err); ok {
+				d.damaged = append(d.damaged, dm)
+			}
 		}
 		d.slots = append(d.slots, s)
 	}

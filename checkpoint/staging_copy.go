@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/crc32"
+	"runtime/debug"
 	"sync"
 )
 
@@ -36,18 +37,25 @@ func (e *Engine) stage(ctx context.Context, ck *inflight, shard Shard) error {
 	}
 	tasks := make(chan stageTask)
 	var wg sync.WaitGroup
+	var faultOnce sync.Once
+	var fault error
 	for i := 0; i < n; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for t := range tasks {
-				e.copyChunk(ck, t)
+				if err := e.copyChunk(ck, t); err != nil {
+					faultOnce.Do(func() { fault = err })
+				}
 			}
 		}()
 	}
 	err := e.dispatch(ctx, ck, shard, tasks)
 	close(tasks)
 	wg.Wait()
+	if err == nil {
+		err = fault
+	}
 	return err
 }
 
@@ -79,20 +87,48 @@ func (e *Engine) dispatch(ctx context.Context, ck *inflight, shard Shard, tasks 
 }
 
 // copyChunk copies one chunk into its buffer block by block, checksumming each block while it
-// is still in cache, and queues the chunk for the writers.
-func (e *Engine) copyChunk(ck *inflight, t stageTask) {
-	var crc uint32
-	at := 0
-	for _, p := range t.pieces {
+// is still in cache, and queues the chunk for the writers. If reading the caller's memory
+// faults, the checkpoint fails and the chunk is not queued.
+func (e *Engine) copyChunk(ck *inflight, t stageTask) error {
+	crc, at, err := copyPieces(t.buf, t.pieces)
+	if err != nil {
+		err = fmt.Errorf("copying chunk %d of step %d: %w", t.idx, ck.meta.Step, err)
+		ck.fail(err)
+		e.staging.put(t.buf)
+		ck.chunks.Done() // the writer's share: it never sees this chunk
+		return err
+	}
+	ck.meta.Chunks[t.idx].CRC32C = crc
+	e.jobs <- chunkJob{ck: ck, idx: t.idx, buf: t.buf, n: int64(at)}
+	return nil
+}
+
+// copyPieces copies pieces into dst and checksums them. The pieces may be a memory-mapped file
+// of another process (the checkpoint agent's clients): one that shrinks the file under the copy
+// makes the read fault, which with SetPanicOnFault is a panic of this goroutine only, returned
+// here as an error wrapping ErrSourceFault instead of killing the process with SIGBUS.
+func copyPieces(dst []byte, pieces [][]byte) (crc uint32, at int, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		p := recover()
+		if p == nil {
+			return
+		}
+		if f, ok := p.(interface{ Addr() uintptr }); ok {
+			err = fmt.Errorf("%w (fault at address %#x after %d bytes of the chunk)", ErrSourceFault, f.Addr(), at)
+			return
+		}
+		panic(p)
+	}()
+	for _, p := range pieces {
 		for len(p) > 0 {
 			n := min(len(p), copyBlock)
-			dst := t.buf[at : at+n]
-			copy(dst, p[:n])
-			crc = crc32.Update(crc, Castagnoli, dst)
+			d := dst[at : at+n]
+			copy(d, p[:n])
+			crc = crc32.Update(crc, Castagnoli, d)
 			at += n
 			p = p[n:]
 		}
 	}
-	ck.meta.Chunks[t.idx].CRC32C = crc
-	e.jobs <- chunkJob{ck: ck, idx: t.idx, buf: t.buf, n: int64(at)}
+	return crc, at, nil
 }

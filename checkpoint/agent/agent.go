@@ -28,7 +28,8 @@ type Agent struct {
 	bg     sync.WaitGroup // the watcher
 	served sync.WaitGroup // the connections
 
-	opening sync.Mutex // serialises opening rank engines
+	opening   sync.Mutex     // serialises opening and releasing rank engines, and counts rankState.conns
+	releasing sync.WaitGroup // releases of idle ranks in progress
 
 	mu        sync.Mutex
 	ranks     map[int]*rankState
@@ -42,12 +43,21 @@ type Agent struct {
 
 // New makes an agent: it opens the remote tier and starts the uploader and the notice watcher.
 // Rank engines are opened by the first hello of each rank.
+//
+// What a previous agent killed on this machine left behind is taken care of first: its
+// clients' shared-memory files whose process is gone are removed, and, in both mode, the
+// leftovers of abandoned uploads are swept from the store and every rank's newest intact local
+// step that the store does not yet hold as durable is uploaded again (in the background).
 func New(opts Options) (*Agent, error) {
+	return newAgent(opts, defaultWiring())
+}
+
+// newAgent is New with the dependencies given (tests replace some).
+func newAgent(opts Options, w wiring) (*Agent, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	w := defaultWiring()
 	if err := os.MkdirAll(o.ShmDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating shared-memory directory: %w", err)
 	}
@@ -73,6 +83,13 @@ func New(opts Options) (*Agent, error) {
 		if a.up, err = w.newUploader(a.remote, o, a.uploaded); err != nil {
 			return nil, fmt.Errorf("starting uploader: %w", err)
 		}
+	}
+	if n := SweepDead(o.ShmDir, shmPrefix); n > 0 {
+		a.log.Info().Int("removed", n).Str("dir", o.ShmDir).Msg("removed shared-memory files of processes that are gone")
+	}
+	if a.up != nil {
+		a.bg.Add(1)
+		go a.recover()
 	}
 	if o.Watcher != nil {
 		a.bg.Add(1)
@@ -105,6 +122,8 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	a.served.Wait()
+	a.releasing.Wait() // they stop at a.ctx's end, leaving their rank to close below
+	ranks = a.allRanks()
 	var errs []error
 	for _, r := range ranks {
 		r.settle(ctx)

@@ -30,7 +30,8 @@ type conn struct {
 	log    zerolog.Logger
 
 	rank      *rankState      // set by hello
-	buf       *mapping        // the client's save buffer, kept mapped between saves
+	uid       uint32          // the client's user: its save buffers must be its own
+	buf       *saveBuffer     // the client's save buffer, kept mapped between saves
 	saveFiles map[string]bool // the client's buffers: removed when the connection ends
 	loadFiles map[string]bool // restores handed out: removed when the connection ends
 
@@ -39,7 +40,7 @@ type conn struct {
 
 func newConn(a *Agent, nc net.Conn) *conn {
 	ctx, cancel := context.WithCancel(a.ctx)
-	return &conn{a: a, nc: nc, ctx: ctx, cancel: cancel, log: a.log,
+	return &conn{a: a, nc: nc, ctx: ctx, cancel: cancel, log: a.log, uid: peerUID(nc),
 		saveFiles: map[string]bool{}, loadFiles: map[string]bool{}}
 }
 
@@ -54,6 +55,7 @@ func (c *conn) close() {
 // serve reads requests and writes responses until the client or the agent closes.
 func (c *conn) serve() {
 	defer c.a.untrack(c)
+	defer c.leave()
 	defer c.cleanup()
 	defer c.close()
 	lines := make(chan []byte, 1)
@@ -110,9 +112,8 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 }
 
 // handle answers one request. A memory fault in this goroutine (a client that shrank its buffer
-// under the agent) fails the request instead of the agent; the engine's own copy goroutines are
-// not covered, so clients are trusted processes of the machine that leave their buffer alone
-// until the reply (the mapping is rechecked against the file before each save).
+// under the agent, in remote mode's in-memory encode) fails the request instead of the agent;
+// the engine's copy goroutines recover from such faults themselves (checkpoint.ErrSourceFault).
 func (c *conn) handle(line []byte) (resp Response) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
@@ -151,14 +152,22 @@ func (c *conn) handle(line []byte) (resp Response) {
 
 // cleanup unmaps the save buffer and removes the files of the connection.
 func (c *conn) cleanup() {
-	if err := c.buf.unmap(); err != nil {
+	if err := c.buf.close(); err != nil {
 		c.log.Warn().Err(err).Msg("unmapping save buffer")
 	}
+	c.buf = nil
 	for path := range c.saveFiles {
 		_ = removeShm(path)
 	}
 	for path := range c.loadFiles {
 		_ = removeShm(path)
+	}
+}
+
+// leave unbinds the connection from its rank, so an unused rank's engine is released.
+func (c *conn) leave() {
+	if c.rank != nil {
+		c.a.leave(c.rank)
 	}
 }
 

@@ -19,6 +19,8 @@ type engine interface {
 	Save(ctx context.Context, req saveArgs) (pending, error)
 	// Latest is the newest committed shard.
 	Latest() (checkpoint.ShardMeta, bool)
+	// Intact is the newest committed shard whose bytes verify (ErrNoCheckpoint for none).
+	Intact(ctx context.Context) (checkpoint.ShardMeta, error)
 	// Acquire pins a committed step so its slot is not reused while it is read.
 	Acquire(step int64) (*openShard, error)
 	Close() error
@@ -31,6 +33,9 @@ type saveArgs struct {
 	Plan      checkpoint.PlanInfo
 	Extra     map[string]string
 	Emergency bool
+	// Check is called once the shard's bytes are copied; an error fails the save (the
+	// client's buffer shrank under the copy).
+	Check func() error
 }
 
 // pending is a save being persisted.

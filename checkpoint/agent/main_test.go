@@ -1,12 +1,39 @@
 package agent
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/rs/zerolog"
+
+	"github.com/schooner-ml/schooner/checkpoint/store"
 )
+
+// stallingStore stalls every .data upload forever after half its bytes.
+type stallingStore struct{ store.Store }
+
+func (s stallingStore) Put(ctx context.Context, key string, r io.ReaderAt, size int64, crc uint32) error {
+	if strings.HasSuffix(key, ".data") {
+		r = stallAfter{r: r, at: size / 2}
+	}
+	return s.Store.Put(ctx, key, r, size, crc)
+}
+
+type stallAfter struct {
+	r  io.ReaderAt
+	at int64
+}
+
+func (s stallAfter) ReadAt(p []byte, off int64) (int, error) {
+	if off >= s.at {
+		select {} // killed here
+	}
+	return s.r.ReadAt(p[:min(int64(len(p)), s.at-off)], off)
+}
 
 // Environment of a child agent: the crash test re-executes the test binary with these set, and
 // TestMain runs an agent instead of the tests.
@@ -14,6 +41,9 @@ const (
 	childDirEnv    = "SCHOONER_AGENT_CHILD_DIR"
 	childSocketEnv = "SCHOONER_AGENT_CHILD_SOCKET"
 	childShmEnv    = "SCHOONER_AGENT_CHILD_SHM"
+	// childStallEnv, when set, is a directory store the child uploads to (both mode), whose
+	// data uploads stall forever halfway: a kill then leaves a partial temp file behind.
+	childStallEnv = "SCHOONER_AGENT_CHILD_STALL_STORE"
 )
 
 func TestMain(m *testing.M) {
@@ -26,8 +56,17 @@ func TestMain(m *testing.M) {
 
 // runChildAgent serves an agent until it is killed.
 func runChildAgent(dir, sock, shm string) {
-	a, err := New(Options{Dir: dir, ShmDir: shm, Mode: ModeLocal, Writers: 2, ChunkSize: 256 << 10, StagingBytes: 1 << 20,
-		Logger: zerolog.New(os.Stderr).Level(zerolog.WarnLevel)})
+	opts := Options{Dir: dir, ShmDir: shm, Mode: ModeLocal, Writers: 2, ChunkSize: 256 << 10, StagingBytes: 1 << 20,
+		Logger: zerolog.New(os.Stderr).Level(zerolog.WarnLevel)}
+	if root := os.Getenv(childStallEnv); root != "" {
+		st, err := store.NewDir(root)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "child agent:", err)
+			os.Exit(2)
+		}
+		opts.Mode, opts.Store = ModeBoth, stallingStore{st}
+	}
+	a, err := New(opts)
 	if err == nil {
 		err = a.ListenAndServe(sock)
 	}

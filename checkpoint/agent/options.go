@@ -33,6 +33,10 @@ func ParseMode(s string) (Mode, error) {
 	return "", fmt.Errorf("unknown agent mode %q (want local, remote or both)", s)
 }
 
+// DefaultMaxRanks is Options.MaxRanks' default: far more ranks than one machine runs, far fewer
+// engines than it takes to run the agent out of file descriptors.
+const DefaultMaxRanks = 64
+
 // Options configure an Agent. Dir is required unless Mode is remote; Store is required unless
 // Mode is local.
 type Options struct {
@@ -57,6 +61,16 @@ type Options struct {
 	StagingBytes  int64
 	KeepCommitted int
 	DirectIO      bool
+
+	// MaxRanks bounds the rank engines open at once (default DefaultMaxRanks). A rank's engine
+	// (its files and staging memory) is released once its last connection closed and its saves
+	// committed and uploaded; a hello for one more rank beyond the bound is refused.
+	MaxRanks int
+	// StaleUploads is how long an upload's leftovers (S3 multipart uploads, temp files of a
+	// file:// store) sit untouched before they count as abandoned — by a process killed
+	// mid-upload — and are removed, at start and after each durable step (default
+	// checkpoint.DefaultStaleAfter; negative keeps them). It must exceed the longest upload.
+	StaleUploads time.Duration
 
 	// UploadConcurrency is the number of shards uploaded at once (0: the uploader's default).
 	UploadConcurrency int
@@ -99,6 +113,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.MaxInFlight <= 0 {
 		o.MaxInFlight = 3
+	}
+	if o.MaxRanks <= 0 {
+		o.MaxRanks = DefaultMaxRanks
 	}
 	if o.AssumedBandwidth <= 0 {
 		o.AssumedBandwidth = 100e6

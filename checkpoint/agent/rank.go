@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -15,6 +16,8 @@ type rankState struct {
 	rank int
 	eng  engine // nil in remote mode
 
+	conns int // connections bound to the rank by hello; guarded by Agent.opening
+
 	mu            sync.Mutex
 	plan          checkpoint.PlanInfo
 	saving        map[int64]pending // local and both modes: saves whose commit is not yet seen
@@ -26,8 +29,9 @@ type rankState struct {
 	skipped       map[int64]string       // emergency steps not uploaded, with why
 }
 
-// rankFor returns rank's state, opening its engine on first use. A later hello with another
-// plan replaces the plan for the saves that follow.
+// rankFor returns rank's state, opening its engine on first use, and counts one more
+// connection bound to it (leave undoes that). A later hello with another plan replaces the plan
+// for the saves that follow.
 func (a *Agent) rankFor(rank int, plan checkpoint.PlanInfo) (*rankState, error) {
 	if rank < 0 {
 		return nil, fmt.Errorf("rank %d is negative", rank)
@@ -41,10 +45,26 @@ func (a *Agent) rankFor(rank int, plan checkpoint.PlanInfo) (*rankState, error) 
 			r.plan = plan
 		}
 		r.mu.Unlock()
+		r.conns++
 		return r, nil
 	}
+	r, err := a.openRankLocked(rank, plan)
+	if err != nil {
+		return nil, err
+	}
+	r.conns++
+	a.log.Info().Int("rank", rank).Int64("latest", r.latestStep()).Msg("rank joined")
+	return r, nil
+}
+
+// openRankLocked opens a rank's engine and registers it, refusing one rank more than
+// MaxRanks. a.opening is held.
+func (a *Agent) openRankLocked(rank int, plan checkpoint.PlanInfo) (*rankState, error) {
 	if a.isClosed() {
 		return nil, checkpoint.ErrClosed
+	}
+	if n := a.rankCount(); n >= a.opts.MaxRanks {
+		return nil, fmt.Errorf("the agent already holds the engines of %d ranks, its maximum (MaxRanks); a rank's engine is released once its last connection closes and its saves are committed and uploaded", n)
 	}
 	r := &rankState{rank: rank, plan: plan, saving: map[int64]pending{}, emergencyStep: -1,
 		queued: map[int64]*queuedShard{}, uploaded: -1, skipped: map[int64]string{}}
@@ -56,9 +76,16 @@ func (a *Agent) rankFor(rank int, plan checkpoint.PlanInfo) (*rankState, error) 
 		if err != nil {
 			return nil, fmt.Errorf("opening the engine of rank %d: %w", rank, err)
 		}
+		// The latest a trainer is told it can resume from is one that verifies: a step whose
+		// bytes rotted on disk is skipped, as a restore would skip it.
+		m, err := eng.Intact(a.ctx)
+		if err != nil && !errors.Is(err, checkpoint.ErrNoCheckpoint) {
+			_ = eng.Close()
+			return nil, fmt.Errorf("opening the engine of rank %d: %w", rank, err)
+		}
 		r.mu.Lock()
 		r.eng = eng
-		if m, ok := eng.Latest(); ok && r.latest == nil {
+		if err == nil && r.latest == nil {
 			r.latest = &m
 		}
 		r.mu.Unlock()
@@ -71,8 +98,92 @@ func (a *Agent) rankFor(rank int, plan checkpoint.PlanInfo) (*rankState, error) 
 	}
 	a.ranks[rank] = r
 	a.mu.Unlock()
-	a.log.Info().Int("rank", rank).Int64("latest", r.latestStep()).Msg("rank joined")
 	return r, nil
+}
+
+// leave is the end of a connection bound to r: when it was the last one, the rank's engine is
+// released in the background once nothing needs it any more.
+func (a *Agent) leave(r *rankState) {
+	a.opening.Lock()
+	r.conns--
+	last := r.conns == 0
+	a.opening.Unlock()
+	if last {
+		a.releaseWhenIdle(r)
+	}
+}
+
+// releaseWhenIdle closes r's engine and forgets the rank once its saves committed and its
+// uploads finished, unless a connection binds it again first. A rank that says hello later
+// reopens its engine, which recovers everything from disk.
+func (a *Agent) releaseWhenIdle(r *rankState) {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return // Shutdown closes the engines
+	}
+	a.releasing.Add(1)
+	a.mu.Unlock()
+	go func() {
+		defer a.releasing.Done()
+		for !r.idle() {
+			changed := a.changes()
+			if r.idle() {
+				break
+			}
+			select {
+			case <-changed:
+			case <-r.nextDone():
+			case <-a.ctx.Done():
+				return
+			}
+		}
+		a.opening.Lock() // a hello of the rank waits until the engine has let go of its directory
+		defer a.opening.Unlock()
+		a.mu.Lock()
+		if r.conns > 0 || a.closed || a.ranks[r.rank] != r {
+			a.mu.Unlock()
+			return
+		}
+		delete(a.ranks, r.rank)
+		a.mu.Unlock()
+		if err := r.close(); err != nil {
+			a.log.Warn().Err(err).Int("rank", r.rank).Msg("releasing a rank's engine")
+			return
+		}
+		a.log.Debug().Int("rank", r.rank).Msg("released the engine of a rank with no connection")
+	}()
+}
+
+// idle reports whether the rank has no save being persisted and no shard with the uploader.
+func (r *rankState) idle() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range r.saving {
+		if !isDone(p) {
+			return false
+		}
+	}
+	return len(r.queued) == 0
+}
+
+// nextDone is closed when one of the rank's saves in progress finishes (never, with none).
+func (r *rankState) nextDone() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range r.saving {
+		if !isDone(p) {
+			return p.Done()
+		}
+	}
+	return nil
+}
+
+// rankCount is the number of ranks with state (an open engine, in local and both modes).
+func (a *Agent) rankCount() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.ranks)
 }
 
 // rank returns the state of a rank that said hello, or nil.
@@ -163,4 +274,18 @@ func (r *rankState) close() error {
 func planEqual(a, b checkpoint.PlanInfo) bool {
 	return a.World == b.World && a.PP == b.PP && a.DP == b.DP && a.TP == b.TP && a.Note == b.Note &&
 		slices.Equal(a.Stages, b.Stages)
+}
+
+// replan is a repeated hello on a connection already bound to r: the plan may change.
+func (a *Agent) replan(r *rankState, plan checkpoint.PlanInfo) error {
+	if a.isClosed() {
+		return checkpoint.ErrClosed
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !planEqual(r.plan, plan) {
+		a.log.Info().Int("rank", r.rank).Interface("plan", plan).Msg("rank changed its plan")
+		r.plan = plan
+	}
+	return nil
 }

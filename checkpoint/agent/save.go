@@ -28,11 +28,16 @@ func (c *conn) hello(req Request) (Response, error) {
 	if *req.Rank >= plan.World {
 		return Response{}, badRequest("rank %d is outside a world of %d", *req.Rank, plan.World)
 	}
-	r, err := c.a.rankFor(*req.Rank, plan)
-	if err != nil {
+	r := c.rank
+	if r == nil {
+		var err error
+		if r, err = c.a.rankFor(*req.Rank, plan); err != nil {
+			return Response{}, err
+		}
+		c.rank = r
+	} else if err := c.a.replan(r, plan); err != nil {
 		return Response{}, err
 	}
-	c.rank = r
 	c.log = c.a.log.With().Int("rank", r.rank).Logger()
 	latest := r.latestStep()
 	return Response{ShmDir: c.a.opts.ShmDir, Mode: c.a.opts.Mode, Latest: &latest}, nil
@@ -54,7 +59,8 @@ func (c *conn) save(req Request) (Response, error) {
 		return Response{}, err
 	}
 	emergency := c.a.markSave(r, req.Step, req.Emergency)
-	args := saveArgs{Step: req.Step, Shard: shard, Plan: r.currentPlan(), Extra: req.Extra, Emergency: emergency}
+	args := saveArgs{Step: req.Step, Shard: shard, Plan: r.currentPlan(), Extra: req.Extra, Emergency: emergency,
+		Check: c.buf.check}
 	if r.eng == nil {
 		err = c.a.saveRemote(c.ctx, r, args)
 	} else {
@@ -72,16 +78,16 @@ func (c *conn) shardFrom(req Request) (checkpoint.Shard, error) {
 	if err := checkShmPath(c.a.opts.ShmDir, req.Shm); err != nil {
 		return checkpoint.Shard{}, badRequest("save: %v", err)
 	}
-	if c.buf == nil || !c.buf.sameFile(req.Shm) {
-		if err := c.buf.unmap(); err != nil {
+	if !c.buf.current(req.Shm) {
+		if err := c.buf.close(); err != nil {
 			c.log.Warn().Err(err).Msg("unmapping old save buffer")
 		}
 		c.buf = nil
-		m, err := openShm(req.Shm, false)
+		b, err := openSaveBuffer(req.Shm, c.uid)
 		if err != nil {
 			return checkpoint.Shard{}, badRequest("save: %v", err)
 		}
-		c.buf = m
+		c.buf = b
 		c.saveFiles[req.Shm] = true
 	}
 	shard := checkpoint.Shard{Rank: c.rank.rank, Tensors: make([]checkpoint.Tensor, 0, len(req.Tensors))}
@@ -91,7 +97,7 @@ func (c *conn) shardFrom(req Request) (checkpoint.Shard, error) {
 		}
 		shard.Tensors = append(shard.Tensors, checkpoint.Tensor{
 			Name: t.Name, Layer: t.Layer, DType: t.DType, Shape: t.Shape,
-			Data: c.buf.data[t.Offset : t.Offset+t.Length : t.Offset+t.Length],
+			Data: c.buf.data()[t.Offset : t.Offset+t.Length : t.Offset+t.Length],
 		})
 	}
 	if err := shard.Validate(); err != nil {
@@ -134,6 +140,9 @@ func (a *Agent) saveRemote(ctx context.Context, r *rankState, args saveArgs) err
 		}
 	}
 	meta, data, err := a.w.encode(args.Step, args.Shard, args.Plan, args.Extra, a.opts.ChunkSize)
+	if err == nil && args.Check != nil {
+		err = args.Check()
+	}
 	if err != nil {
 		return fmt.Errorf("encoding step %d of rank %d: %w", args.Step, r.rank, err)
 	}

@@ -44,7 +44,7 @@ func openEngine(o engineOptions) (engine, error) {
 type engineAdapter struct{ e *checkpoint.Engine }
 
 func (a engineAdapter) Save(ctx context.Context, r saveArgs) (pending, error) {
-	p, err := a.e.Save(ctx, checkpoint.SaveRequest{Step: r.Step, Shard: r.Shard, Plan: r.Plan, Extra: r.Extra, Emergency: r.Emergency})
+	p, err := a.e.Save(ctx, checkpoint.SaveRequest{Step: r.Step, Shard: r.Shard, Plan: r.Plan, Extra: r.Extra, Emergency: r.Emergency, Check: r.Check})
 	if err != nil {
 		return nil, err
 	}
@@ -52,6 +52,10 @@ func (a engineAdapter) Save(ctx context.Context, r saveArgs) (pending, error) {
 }
 
 func (a engineAdapter) Latest() (checkpoint.ShardMeta, bool) { return a.e.Latest() }
+
+func (a engineAdapter) Intact(ctx context.Context) (checkpoint.ShardMeta, error) {
+	return a.e.Intact(ctx)
+}
 
 func (a engineAdapter) Acquire(step int64) (*openShard, error) {
 	r, err := a.e.Acquire(step)
@@ -65,7 +69,7 @@ func (a engineAdapter) Close() error { return a.e.Close() }
 
 // newRemote is the remote tier over the agent's store.
 func newRemote(o Options) (checkpoint.Source, error) {
-	return &checkpoint.Remote{Store: o.Store, Retain: o.Retain, Logger: o.Logger}, nil
+	return &checkpoint.Remote{Store: o.Store, Retain: o.Retain, StaleAfter: o.StaleUploads, Logger: o.Logger}, nil
 }
 
 // newUploader starts a checkpoint.Uploader to remote.

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 )
 
 // tempPrefix starts the names of files a Dir store is still writing; List skips them and keys
@@ -208,4 +209,37 @@ func (d *Dir) Delete(ctx context.Context, keys ...string) error {
 		_ = os.Remove(dir)
 	}
 	return nil
+}
+
+// Sweep removes temp files of puts that were not written to for olderThan: a Put writes its
+// temp file continuously until it renames it, so an older one belongs to a process that died.
+func (d *Dir) Sweep(ctx context.Context, olderThan time.Duration) (int, error) {
+	cutoff := time.Now().Add(-olderThan)
+	n := 0
+	err := filepath.WalkDir(d.root, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if e.IsDir() || !e.Type().IsRegular() || !strings.HasPrefix(e.Name(), tempPrefix) {
+			return nil
+		}
+		fi, err := e.Info()
+		if err != nil || !fi.ModTime().Before(cutoff) {
+			return nil
+		}
+		if err := os.Remove(p); err == nil {
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return n, fmt.Errorf("sweeping temp files in %s: %w", d, err)
+	}
+	return n, nil
 }

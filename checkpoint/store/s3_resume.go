@@ -140,3 +140,9 @@ func (s *S3) AbortStale(ctx context.Context, olderThan time.Duration) (int, erro
 	}
 	return n, nil
 }
+
+// Sweep is AbortStale: unfinished multipart uploads begun more than olderThan ago (a Put that
+// resumes one keeps its original start, so olderThan must exceed the longest upload).
+func (s *S3) Sweep(ctx context.Context, olderThan time.Duration) (int, error) {
+	return s.AbortStale(ctx, olderThan)
+}

@@ -37,3 +37,14 @@ type Store interface {
 	// String names the store for logs and errors (an URL without credentials).
 	String() string
 }
+
+// Sweeper is a store that can remove what interrupted puts left behind: an S3 store's
+// unfinished multipart uploads, a directory store's temporary files. A process killed in the
+// middle of a Put leaves them, and nothing else ever deletes them (List does not show them, so
+// retention does not either).
+type Sweeper interface {
+	// Sweep removes the leftovers of puts that have not progressed for olderThan, and returns
+	// how many it removed. Puts in progress (by this or another machine) are younger than that
+	// and are left alone.
+	Sweep(ctx context.Context, olderThan time.Duration) (int, error)
+}

@@ -22,15 +22,17 @@ import (
 func (s *Supervisor) startAgent(a training.Assignment, st store.Store, log zerolog.Logger) (*agent.Agent, string, func(graceful bool), error) {
 	jobDir := filepath.Join(s.dataDir(), safeName(a.JobID))
 	s.removeOldEpochs(jobDir, a.JobID, a.Epoch, log)
+	// The directory of this epoch and rank is kept: after a crash of the node process it holds
+	// committed steps the store may lack, which the new agent uploads before anything else.
 	dir := filepath.Join(jobDir, "epoch-"+strconv.Itoa(a.Epoch), "rank-"+strconv.Itoa(a.Rank))
-	if err := os.RemoveAll(dir); err != nil {
-		return nil, "", nil, fmt.Errorf("clearing checkpoint directory %s: %w", dir, err)
+	if n := agent.SweepDead(os.TempDir(), sockDirPrefix); n > 0 {
+		log.Info().Int("removed", n).Msg("removed socket directories of checkpoint agents that are gone")
 	}
 	ag, err := agent.New(agent.Options{Dir: dir, ShmDir: s.ShmDir, Store: st, Logger: log})
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("starting the checkpoint agent of rank %d: %w", a.Rank, err)
 	}
-	sockDir, err := os.MkdirTemp("", "schooner-ckpt")
+	sockDir, err := os.MkdirTemp("", sockDirPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		_ = ag.Close()
 		return nil, "", nil, fmt.Errorf("creating the checkpoint agent's socket directory: %w", err)
@@ -66,9 +68,25 @@ func (s *Supervisor) startAgent(a training.Assignment, st store.Store, log zerol
 	return ag, sock, cleanup, nil
 }
 
-// openStore opens the job's checkpoint store.
+// sockDirPrefix names the agents' socket directories in the temporary directory, followed by
+// the pid of the process that made them, so one left by a killed node process is swept.
+const sockDirPrefix = "schooner-ckpt-"
+
+// openStore opens the job's checkpoint store, refusing file:// stores outside StoreRoots.
 func (s *Supervisor) openStore(ctx context.Context, url string) (store.Store, error) {
+	if err := store.Confine(url, s.storeRoots()); err != nil {
+		return nil, badAssignment("checkpoint store: %v", err)
+	}
 	return store.Opener(s.OpenStore).Open(ctx, url)
+}
+
+// storeRoots are the directories file:// stores may use: StoreRoots, or
+// store.DefaultRoots(the data directory).
+func (s *Supervisor) storeRoots() []string {
+	if s.StoreRoots != nil {
+		return s.StoreRoots
+	}
+	return store.DefaultRoots(s.dataDir())
 }
 
 // removeOldEpochs deletes local tiers of earlier epochs of the job: a new plan restores from

@@ -75,6 +75,11 @@ type Supervisor struct {
 	OpenStore func(ctx context.Context, url string) (store.Store, error)
 	// ShmDir is where the agents put shared-memory files (the agent's default when empty).
 	ShmDir string
+	// StoreRoots are the only directories a job's file:// checkpoint store may be in (checked
+	// after cleaning the path and resolving symbolic links; store.Confine). nil means
+	// store.DefaultRoots(DataDir): the data directory, /var/lib/schooner and the OS temporary
+	// directory. s3:// stores are not affected.
+	StoreRoots []string
 	// HeartbeatEvery and ProgressEvery are the cadences of heartbeats and progress signals
 	// (DefaultHeartbeatEvery, DefaultProgressEvery when 0).
 	HeartbeatEvery time.Duration

@@ -217,3 +217,18 @@ func TestStopStopsOnlyOlderEpochsOfTheJob(t *testing.T) {
 	}
 	require.Empty(t, s.Running())
 }
+
+// TestStoresOutsideTheAllowedRootsAreRefused: checkpoint.store: file:///etc wrote checkpoints
+// into /etc and let retention delete there.
+func TestStoresOutsideTheAllowedRootsAreRefused(t *testing.T) {
+	outside := t.TempDir()
+	s := newSupervisor(t, &recorder{})
+	s.StoreRoots = []string{s.DataDir}
+	for _, url := range []string{"file:///etc/schooner-probe", "file://" + s.DataDir + "/../x", "file://" + outside + "/store"} {
+		_, err := s.Run(context.Background(), oneStage(url, 2, 10), nil)
+		require.ErrorIs(t, err, ErrBadAssignment, url)
+		require.Contains(t, err.Error(), url)
+	}
+	require.NoDirExists(t, filepath.Join(outside, "store"))
+	require.NoDirExists(t, "/etc/schooner-probe")
+}
