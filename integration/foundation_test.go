@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"errors"
-	"github.com/schooner-ml/schooner/workflows/nodeswf"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -23,6 +22,7 @@ import (
 	"github.com/schooner-ml/schooner/nodes"
 	"github.com/schooner-ml/schooner/taskqueue"
 	"github.com/schooner-ml/schooner/workers"
+	"github.com/schooner-ml/schooner/workflows/nodeswf"
 )
 
 // TestNodeInventoryEndToEnd is the first workflow end to end: a real server, the control
@@ -33,36 +33,36 @@ func TestNodeInventoryEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
-	require.NoError(t, workers.EnsureSearchAttributes(ctx, e.client, "default"))
-	require.NoError(t, workers.EnsureSearchAttributes(ctx, e.client, "default"), "a second registration is a no-op")
-	sa, err := e.client.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: "default"})
+	require.NoError(t, workers.EnsureSearchAttributes(ctx, e.Client, "default"))
+	require.NoError(t, workers.EnsureSearchAttributes(ctx, e.Client, "default"), "a second registration is a no-op")
+	sa, err := e.Client.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: "default"})
 	require.NoError(t, err)
 	for name, typ := range workers.SearchAttributes {
 		assert.Equal(t, typ, sa.GetCustomAttributes()[name], "search attribute %s", name)
 	}
 	assert.Equal(t, enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST, sa.GetCustomAttributes()["SchoonerZones"])
 
-	resp, err := http.Get("http://" + e.server.UIAddress() + "/")
+	resp, err := http.Get("http://" + e.Server.UIAddress() + "/")
 	require.NoError(t, err)
 	_ = resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "the Temporal UI answers on /")
 
-	control := workers.NewControlWorker(e.client)
+	control := workers.NewControlWorker(e.Client)
 	require.NoError(t, control.Start())
 	defer control.Stop()
-	gpuNode := &workers.NodeAgent{ID: "gpu-node", Hostname: "h200-box", GPUs: nvml.FakeH200(2), Client: e.client, Logger: e.log}
-	cpuNode := &workers.NodeAgent{ID: "cpu-node", Hostname: "laptop", GPUs: &nvml.Fake{InitErr: nvml.ErrLibraryNotFound}, Client: e.client, Logger: e.log}
+	gpuNode := &workers.NodeAgent{ID: "gpu-node", Hostname: "h200-box", GPUs: nvml.FakeH200(2), Client: e.Client, Logger: e.log}
+	cpuNode := &workers.NodeAgent{ID: "cpu-node", Hostname: "laptop", GPUs: &nvml.Fake{InitErr: nvml.ErrLibraryNotFound}, Client: e.Client, Logger: e.log}
 	require.NoError(t, gpuNode.Start(ctx))
 	defer gpuNode.Stop(false)
 	require.NoError(t, cpuNode.Start(ctx))
 	defer cpuNode.Stop(false)
-	require.NoError(t, workers.RegisterNode(ctx, e.client, nodes.Record{ID: "gone-node", Hostname: "old", Queue: taskqueue.Node("gone-node")}))
+	require.NoError(t, workers.RegisterNode(ctx, e.Client, nodes.Record{ID: "gone-node", Hostname: "old", Queue: taskqueue.Node("gone-node")}))
 	eventually(t, 10*time.Second, func() bool {
-		nodes, err := workers.KnownNodes(ctx, e.client)
+		nodes, err := workers.KnownNodes(ctx, e.Client)
 		return err == nil && len(nodes) == 3
 	}, "three registered nodes")
 
-	run, err := e.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "inventory-e2e", TaskQueue: taskqueue.Control},
+	run, err := e.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "inventory-e2e", TaskQueue: taskqueue.Control},
 		nodeswf.NodeInventory, nodes.InventoryRequest{Wait: 2 * time.Second})
 	require.NoError(t, err)
 	var res nodes.InventoryResult
@@ -80,13 +80,13 @@ func TestNodeInventoryEndToEnd(t *testing.T) {
 	assert.Contains(t, byID["cpu-node"].Inventory.Reason, "no NVIDIA driver")
 	assert.Contains(t, byID["gone-node"].Error, "unreachable")
 
-	recordHistory(t, e.client, "inventory-e2e", "node_inventory.json")
-	recordHistory(t, e.client, nodes.RegistryID, "node_registry.json")
+	recordHistory(t, e.Client, "inventory-e2e", "node_inventory.json")
+	recordHistory(t, e.Client, nodes.RegistryID, "node_registry.json")
 
 	// A clean shutdown withdraws a node from the registry.
 	cpuNode.Stop(true)
 	eventually(t, 10*time.Second, func() bool {
-		nodes, err := workers.KnownNodes(ctx, e.client)
+		nodes, err := workers.KnownNodes(ctx, e.Client)
 		return err == nil && len(nodes) == 2
 	}, "deregistration")
 }
@@ -98,25 +98,25 @@ func TestWorkflowsSurviveRestart(t *testing.T) {
 	e := startServer(t, dir, false)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	control := workers.NewControlWorker(e.client)
+	control := workers.NewControlWorker(e.Client)
 	require.NoError(t, control.Start())
-	require.NoError(t, workers.RegisterNode(ctx, e.client, nodes.Record{ID: "survivor", Hostname: "h"}))
+	require.NoError(t, workers.RegisterNode(ctx, e.Client, nodes.Record{ID: "survivor", Hostname: "h"}))
 	eventually(t, 10*time.Second, func() bool {
-		nodes, err := workers.KnownNodes(ctx, e.client)
+		nodes, err := workers.KnownNodes(ctx, e.Client)
 		return err == nil && len(nodes) == 1
 	}, "registration")
 	control.Stop()
-	e.stop()
+	require.NoError(t, e.Stop(stopWithin))
 	_, err := os.Stat(devserver.DatabaseFile(dir))
 	require.NoError(t, err)
 
 	e2 := startServer(t, dir, false)
-	control2 := workers.NewControlWorker(e2.client)
+	control2 := workers.NewControlWorker(e2.Client)
 	require.NoError(t, control2.Start())
 	defer control2.Stop()
 	var nodes []nodes.Record
 	eventually(t, 20*time.Second, func() bool {
-		nodes, err = workers.KnownNodes(ctx, e2.client)
+		nodes, err = workers.KnownNodes(ctx, e2.Client)
 		return err == nil && len(nodes) == 1
 	}, "registry after restart")
 	assert.Equal(t, "survivor", nodes[0].ID)
@@ -124,7 +124,7 @@ func TestWorkflowsSurviveRestart(t *testing.T) {
 
 func TestPortInUseIsOneClearError(t *testing.T) {
 	e := startServer(t, "", false)
-	_, err := devserver.Start(devserver.Options{Port: portOf(t, e.server.Address()), Headless: true, Logger: e.log})
+	_, err := devserver.Start(devserver.Options{Port: portOf(t, e.Server.Address()), Headless: true, Logger: e.log})
 	var inUse *devserver.PortInUseError
 	require.True(t, errors.As(err, &inUse), "got %v", err)
 	assert.Contains(t, err.Error(), "--port")

@@ -8,49 +8,43 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/client"
 
-	"github.com/schooner-ml/schooner/devserver"
-	"github.com/schooner-ml/schooner/workers"
+	"github.com/schooner-ml/schooner/devserver/stack"
 )
+
+// stopWithin bounds every stack's shutdown in these tests.
+const stopWithin = 30 * time.Second
 
 // env is one embedded server with a client connected to it.
 type env struct {
-	server *devserver.Server
-	client client.Client
-	log    zerolog.Logger
+	*stack.Stack
+	log zerolog.Logger
 }
 
-// startServer starts an embedded server on free ports. dataDir "" keeps it in memory.
+// startServer starts an embedded server on free ports, with schooner's search attributes
+// and no workers. dataDir "" keeps it in memory.
 func startServer(t *testing.T, dataDir string, withUI bool) *env {
 	t.Helper()
-	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	port, err := devserver.FreePort("127.0.0.1")
-	require.NoError(t, err)
-	opts := devserver.Options{Port: port, Headless: !withUI, DataDir: dataDir, Logger: log, ServerLogLevel: "error"}
-	if withUI {
-		opts.UIPort, err = devserver.FreePort("127.0.0.1")
-		require.NoError(t, err)
-	}
-	srv, err := devserver.Start(opts)
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := workers.Dial(ctx, workers.ClientConfig{Address: srv.Address(), Namespace: srv.Namespace()},
-		workers.NewTemporalLogger(log), nil)
-	if err != nil {
-		srv.Stop()
-		require.NoError(t, err)
-	}
-	e := &env{server: srv, client: c, log: log}
-	t.Cleanup(e.stop)
+	e := &env{log: testLogger(t)}
+	e.Stack = startStack(t, stack.Options{DataDir: dataDir, Headless: !withUI, Logger: e.log, ServerOnly: true})
 	return e
 }
 
-func (e *env) stop() {
-	e.client.Close()
-	e.server.Stop()
+// startStack starts a stack that the test's end stops.
+func startStack(t *testing.T, o stack.Options) *stack.Stack {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := stack.Start(ctx, o)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, s.Stop(stopWithin)) })
+	return s
+}
+
+func testLogger(t *testing.T) zerolog.Logger {
+	return zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 }
 
 // eventually polls cond until it holds or the deadline passes; tests never sleep blindly.

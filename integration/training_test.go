@@ -31,11 +31,11 @@ func TestTrainingJobCompletes(t *testing.T) {
 
 	te.waitIteration(ctx, id, jobIterations/4, 30*time.Second)
 	first := te.runningInstance(ctx, id)
-	require.NoError(t, te.market.PreemptWithNotice(first.ID))
+	require.NoError(t, te.Market.PreemptWithNotice(first.ID))
 	te.waitIteration(ctx, id, jobIterations/2, 30*time.Second)
 	second := te.runningInstance(ctx, id)
-	require.NoError(t, te.market.Preempt(second.ID, 0))
-	_, err := te.market.Drain(second.Zone)
+	require.NoError(t, te.Market.Preempt(second.ID, 0))
+	_, err := te.Market.Drain(second.Zone)
 	require.NoError(t, err)
 
 	st := te.waitClosed(ctx, id, 45*time.Second)
@@ -46,9 +46,9 @@ func TestTrainingJobCompletes(t *testing.T) {
 	assert.GreaterOrEqual(t, st.Restores, 1)
 	assert.Greater(t, st.CheckpointsCommitted, 0)
 
-	recordHistory(t, te.client, id, "training_job.json")
+	recordHistory(t, te.Client, id, "training_job.json")
 	if fleet := firstChild(ctx, t, te, id); fleet != "" {
-		recordHistory(t, te.client, fleet, "fleet.json")
+		recordHistory(t, te.Client, fleet, "fleet.json")
 	}
 }
 
@@ -60,12 +60,10 @@ func TestTrainingJobCancelReleases(t *testing.T) {
 	id := "train-cancel-test01"
 	te.submit(ctx, id, te.spec("cancel", jobIterations))
 	te.waitIteration(ctx, id, jobIterations/4, 30*time.Second)
-	require.NoError(t, te.client.CancelWorkflow(ctx, id, ""))
-	te.waitClosed(ctx, id, 30*time.Second)
-	d, err := te.client.DescribeWorkflowExecution(ctx, id, "")
+	st, err := te.Jobs.Cancel(ctx, id, 30*time.Second)
 	require.NoError(t, err)
-	assert.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED, d.GetWorkflowExecutionInfo().GetStatus())
-	te.requireNoLeak(ctx, id)
+	assert.Equal(t, training.PhaseCancelled, st.Phase)
+	te.requireEnded(ctx, id, enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED)
 }
 
 // TestTrainingJobFailureReleases gives a job a total budget it exhausts: it fails and
@@ -79,11 +77,9 @@ func TestTrainingJobFailureReleases(t *testing.T) {
 	spec.Checkpoint.Every = 1000
 	spec.Budget.TotalUSD = 0.5
 	te.submit(ctx, id, spec)
-	te.waitClosed(ctx, id, 50*time.Second)
-	d, err := te.client.DescribeWorkflowExecution(ctx, id, "")
-	require.NoError(t, err)
-	assert.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, d.GetWorkflowExecutionInfo().GetStatus())
-	te.requireNoLeak(ctx, id)
+	st := te.waitClosed(ctx, id, 50*time.Second)
+	assert.Equal(t, training.PhaseFailed, st.Phase)
+	te.requireEnded(ctx, id, enumspb.WORKFLOW_EXECUTION_STATUS_FAILED)
 }
 
 // TestTrainingJobSurvivesControlWorkerRestart kills the control worker mid-job and starts a
@@ -91,8 +87,7 @@ func TestTrainingJobFailureReleases(t *testing.T) {
 func TestTrainingJobSurvivesControlWorkerRestart(t *testing.T) {
 	te := startTraining(t)
 	te.runThroughFault("worker", "train-worker-test01", 45*time.Second, func(context.Context, string) {
-		te.control.Stop()
-		te.startControl()
+		require.NoError(t, te.RestartControl())
 	})
 }
 
@@ -101,7 +96,7 @@ func TestTrainingJobSurvivesControlWorkerRestart(t *testing.T) {
 func TestTrainingJobSurvivesServerRestart(t *testing.T) {
 	te := startTraining(t)
 	te.runThroughFault("server", "train-server-test01", 50*time.Second, func(context.Context, string) {
-		te.restartServer()
+		require.NoError(t, te.RestartServer())
 	})
 }
 
@@ -112,7 +107,7 @@ func TestTrainingJobNodeDiesWithoutNotice(t *testing.T) {
 	te := startTraining(t)
 	st := te.runThroughFault("nodekill", "train-nodekill-test01", 50*time.Second, func(ctx context.Context, id string) {
 		victim := te.runningInstance(ctx, id)
-		require.NoError(t, te.agents.Nodes.KillNode(victim.ID))
+		require.NoError(t, te.Agents.Nodes.KillNode(victim.ID))
 	})
 	assert.GreaterOrEqual(t, st.Replans, 1, "the lost node's rank was replanned")
 }
@@ -134,7 +129,7 @@ func (te *trainingEnv) runThroughFault(name, id string, closeWithin time.Duratio
 
 // firstChild finds the first Fleet child the job started, from its history.
 func firstChild(ctx context.Context, t *testing.T, te *trainingEnv, id string) string {
-	iter := te.client.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	iter := te.Client.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for iter.HasNext() {
 		ev, err := iter.Next()
 		require.NoError(t, err)

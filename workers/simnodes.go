@@ -17,6 +17,7 @@ import (
 	"github.com/schooner-ml/schooner/checkpoint/store"
 	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/taskqueue"
+	"github.com/schooner-ml/schooner/trainer/node"
 	"github.com/schooner-ml/schooner/training"
 )
 
@@ -26,6 +27,9 @@ type SimMarket interface {
 	cloud.EventSource
 	LastSeq() int64
 	Now() time.Time
+	// TimeScale converts the market's notice deadlines (simulated times) to wall-clock
+	// times for the checkpoint agents and the job.
+	TimeScale() cloud.TimeScale
 }
 
 // NodeStarter starts the worker of a simulated node's queue with the node's Trainer
@@ -35,10 +39,6 @@ type NodeStarter func(instanceID string, t *trainingact.Trainer) (stop func(), e
 // SimNodesOptions configure SimNodes.
 type SimNodesOptions struct {
 	Market SimMarket
-	// TimeScale is the market's simulated seconds per wall second (1 when 0): notice
-	// deadlines, which are simulated times, become wall-clock times for the checkpoint agents
-	// and the job.
-	TimeScale float64
 	// DataDir holds each node's files under <DataDir>/nodes/<id> (a temporary directory,
 	// removed by Stop, when empty).
 	DataDir string
@@ -46,6 +46,9 @@ type SimNodesOptions struct {
 	Reporter trainingact.JobReporter
 	// OpenStore opens checkpoint store URLs (store.Open when nil).
 	OpenStore func(ctx context.Context, url string) (store.Store, error)
+	// StoreRoots are the directories file:// checkpoint stores must lie under
+	// (store.DefaultRoots of the node's data dir when nil).
+	StoreRoots []string
 	// StartNode starts a node's worker (NodeWorkerStarter(client) when nil); tests pass their
 	// own to run SimNodes without a Temporal server.
 	StartNode NodeStarter
@@ -104,9 +107,6 @@ func NewSimNodes(c client.Client, o SimNodesOptions) (*SimNodes, error) {
 			return nil, fmt.Errorf("simulated nodes need a Temporal client or a node starter")
 		}
 		o.StartNode = NodeWorkerStarter(c, worker.Options{})
-	}
-	if o.TimeScale <= 0 {
-		o.TimeScale = 1
 	}
 	if o.PollInterval <= 0 {
 		o.PollInterval = 50 * time.Millisecond
@@ -230,9 +230,9 @@ func (s *SimNodes) boot(inst cloud.Instance) {
 	}
 	s.mu.Unlock()
 	dir := filepath.Join(s.o.DataDir, "nodes", inst.ID)
-	t := &trainingact.Trainer{NodeID: inst.ID, DataDir: dir, Reporter: s.o.Reporter, OpenStore: s.o.OpenStore,
-		HeartbeatEvery: s.o.HeartbeatEvery, ProgressEvery: s.o.ProgressEvery,
-		Logger: s.o.Logger.With().Str("node", inst.ID).Logger()}
+	t := &trainingact.Trainer{Supervisor: &node.Supervisor{NodeID: inst.ID, DataDir: dir, Reporter: s.o.Reporter,
+		OpenStore: s.o.OpenStore, StoreRoots: s.o.StoreRoots, HeartbeatEvery: s.o.HeartbeatEvery, ProgressEvery: s.o.ProgressEvery,
+		Logger: s.o.Logger.With().Str("node", inst.ID).Logger()}}
 	stop, err := s.o.StartNode(inst.ID, t)
 	if err != nil {
 		s.log.Error().Err(err).Str("instance", inst.ID).Msg("starting a simulated node agent")
@@ -292,7 +292,7 @@ func (s *SimNodes) notice(ctx context.Context, inst cloud.Instance) {
 // wallDeadline converts a simulated deadline to wall-clock time at the market's time scale.
 func (s *SimNodes) wallDeadline(sim time.Time) time.Time {
 	left := sim.Sub(s.o.Market.Now())
-	return time.Now().Add(time.Duration(float64(max(left, 0)) / s.o.TimeScale))
+	return time.Now().Add(s.o.Market.TimeScale().Wall(max(left, 0)))
 }
 
 // kill stops a node as a dead machine: its trainers stop without a result, its worker stops,

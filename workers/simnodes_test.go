@@ -73,7 +73,7 @@ const (
 
 func simMarket(t *testing.T) *sim.Market {
 	t.Helper()
-	m, err := sim.New(sim.Config{Seed: 1, Zones: []string{simZone}, InstanceTypes: []string{simType},
+	m, err := sim.New(sim.Config{Seed: 1, TimeScale: 60, Zones: []string{simZone}, InstanceTypes: []string{simType},
 		Capacity: map[sim.Key]sim.Capacity{{Zone: simZone, InstanceType: simType}: sim.Constant(8)},
 		Price:    sim.PriceModel{Fixed: true}})
 	require.NoError(t, err)
@@ -106,7 +106,7 @@ func newTestSimNodes(t *testing.T, m *sim.Market) (*SimNodes, *fakeStarter, *not
 	t.Helper()
 	f := &fakeStarter{started: map[string]*trainingact.Trainer{}, stopped: map[string]bool{}}
 	rec := &noticeRecorder{notices: map[string][]training.PreemptionNotice{}}
-	s, err := NewSimNodes(nil, SimNodesOptions{Market: m, TimeScale: 60, DataDir: t.TempDir(), Reporter: rec,
+	s, err := NewSimNodes(nil, SimNodesOptions{Market: m, DataDir: t.TempDir(), Reporter: rec,
 		StartNode: f.start, Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})
 	require.NoError(t, err)
 	t.Cleanup(s.Stop)

@@ -36,6 +36,10 @@ type Control struct {
 	// Verify compares a durable step with an uninterrupted simulated run; the worker wires
 	// trainer/sim.VerifyStep. Nil makes VerifyTrainedState fail with a clear error.
 	Verify func(ctx context.Context, r *checkpoint.Remote, step int64, seed int64, modelLayers int) error
+	// StoreRoots are the only directories a job's file:// checkpoint store may be in
+	// (store.DefaultRoots("") when nil: /var/lib/schooner and the OS temp dir); s3:// stores
+	// are not confined.
+	StoreRoots []string
 	// Limits are the largest jobs this control plane accepts (zero fields: the defaults).
 	Limits training.Limits
 	// Logger receives what the activities decide (the zero value discards).

@@ -14,6 +14,15 @@ import (
 
 // remote opens the job's checkpoint store as the remote tier.
 func (t *Control) remote(ctx context.Context, url string) (*checkpoint.Remote, error) {
+	roots := t.StoreRoots
+	if roots == nil {
+		roots = store.DefaultRoots("")
+	}
+	if err := store.Confine(url, roots); err != nil {
+		// A store outside the allowed roots (file:///etc, a path climbing out with ..) is
+		// the spec's fault: no retry makes it right.
+		return nil, temporal.NewNonRetryableApplicationError("checkpoint store: "+err.Error(), training.ErrTypeInvalidSpec, err)
+	}
 	s, err := store.Opener(t.OpenStore).Open(ctx, url)
 	if err != nil {
 		return nil, err

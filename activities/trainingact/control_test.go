@@ -93,12 +93,13 @@ func TestPlanJobKeepsSurvivors(t *testing.T) {
 func TestLatestDurableCheckpointReadsStore(t *testing.T) {
 	fs := store.NewFake()
 	tr := &Control{OpenStore: func(context.Context, string) (store.Store, error) { return fs, nil }}
-	step, err := tr.LatestDurableCheckpoint(context.Background(), "fake://")
+	url := "file://" + t.TempDir()
+	step, err := tr.LatestDurableCheckpoint(context.Background(), url)
 	require.NoError(t, err)
 	assert.Equal(t, int64(-1), step)
 	fs.Set("step-000000000010/COMMIT", []byte("{}"))
 	fs.Set("step-000000000020/rank-00000.data", []byte("x"))
-	step, err = tr.LatestDurableCheckpoint(context.Background(), "fake://")
+	step, err = tr.LatestDurableCheckpoint(context.Background(), url)
 	require.NoError(t, err)
 	assert.Equal(t, int64(10), step, "an incomplete step is not durable")
 }
@@ -109,7 +110,7 @@ func TestVerifyTrainedStateMismatchIsFinal(t *testing.T) {
 		Verify: func(context.Context, *checkpoint.Remote, int64, int64, int) error {
 			return errors.New("tensor layer3.w differs")
 		}}
-	err := tr.VerifyTrainedState(context.Background(), training.VerifyStateRequest{Store: "fake://", Step: 10})
+	err := tr.VerifyTrainedState(context.Background(), training.VerifyStateRequest{Store: "file://" + t.TempDir(), Step: 10})
 	var app *temporal.ApplicationError
 	require.True(t, errors.As(err, &app))
 	assert.True(t, app.NonRetryable())
@@ -157,7 +158,8 @@ func TestLatestDurableCheckpointRefusesAnotherJobsNamespace(t *testing.T) {
 		return stores[url], nil
 	}}
 	ctx := context.Background()
-	mine := "file:///s/jobs/train-a/run-1"
+	root := "file://" + t.TempDir()
+	mine := root + "/jobs/train-a/run-1"
 	step, err := tr.LatestDurableCheckpoint(ctx, mine)
 	require.NoError(t, err)
 	assert.Equal(t, int64(-1), step)
@@ -167,7 +169,7 @@ func TestLatestDurableCheckpointRefusesAnotherJobsNamespace(t *testing.T) {
 	assert.Equal(t, int64(10), step)
 
 	// Another job's namespace copied (owner record and all) under this job's URL.
-	copied := "file:///s/jobs/train-b/run-7"
+	copied := root + "/jobs/train-b/run-7"
 	stores[copied] = stores[mine]
 	_, err = tr.LatestDurableCheckpoint(ctx, copied)
 	var app *temporal.ApplicationError
@@ -177,10 +179,27 @@ func TestLatestDurableCheckpointRefusesAnotherJobsNamespace(t *testing.T) {
 	assert.Contains(t, err.Error(), "belongs to job train-a run run-1")
 
 	// Steps without an owner record are not adopted either.
-	orphan := "file:///s/jobs/train-c/run-1"
+	orphan := root + "/jobs/train-c/run-1"
 	stores[orphan] = store.NewFake()
 	stores[orphan].Set("step-000000000010/COMMIT", []byte("{}"))
 	_, err = tr.LatestDurableCheckpoint(ctx, orphan)
 	require.ErrorAs(t, err, &app)
 	assert.Contains(t, err.Error(), "no owner record")
+}
+
+func TestCheckpointStoresOutsideTheAllowedRootsAreRefused(t *testing.T) {
+	opened := false
+	tr := &Control{StoreRoots: []string{t.TempDir()}, OpenStore: func(context.Context, string) (store.Store, error) {
+		opened = true
+		return store.NewFake(), nil
+	}}
+	for _, url := range []string{"file:///etc", "file://" + tr.StoreRoots[0] + "/../../etc"} {
+		_, err := tr.LatestDurableCheckpoint(context.Background(), url)
+		var app *temporal.ApplicationError
+		require.ErrorAs(t, err, &app, url)
+		assert.Equal(t, training.ErrTypeInvalidSpec, app.Type())
+		assert.True(t, app.NonRetryable())
+		assert.Contains(t, err.Error(), "/etc")
+	}
+	assert.False(t, opened, "nothing outside the roots is opened, let alone written")
 }

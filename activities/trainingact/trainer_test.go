@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/schooner-ml/schooner/checkpoint"
+	"github.com/schooner-ml/schooner/trainer/node"
 	"github.com/schooner-ml/schooner/training"
 )
 
@@ -32,9 +33,9 @@ func oneStage(url string, layers int, iters int64) training.Assignment {
 }
 
 func newTrainer(t *testing.T) *Trainer {
-	return &Trainer{NodeID: "i-1", DataDir: t.TempDir(), ShmDir: t.TempDir(),
+	return &Trainer{Supervisor: &node.Supervisor{NodeID: "i-1", DataDir: t.TempDir(), ShmDir: t.TempDir(),
 		HeartbeatEvery: 20 * time.Millisecond, ProgressEvery: 20 * time.Millisecond,
-		Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)}
+		Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)}}
 }
 
 // runAsync runs RunTrainer in its own activity environment and returns its error when done.

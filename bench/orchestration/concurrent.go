@@ -73,13 +73,12 @@ func runJobs(ctx context.Context, n int, scale float64) (jobsRun, error) {
 			if _, ok := done[id]; ok {
 				continue
 			}
-			d, err := s.client.DescribeWorkflowExecution(ctx, id, "")
-			if err != nil || d.GetWorkflowExecutionInfo().GetCloseTime() == nil {
+			if closed, err := s.Jobs.Closed(ctx, id); err != nil || !closed {
 				continue
 			}
 			// The status query answers for closed jobs too, failed ones included (their
 			// result is an error, not a status).
-			st, err := s.status(ctx, id)
+			st, err := s.Jobs.Status(ctx, id)
 			if err != nil {
 				st = training.JobStatus{JobID: id, Error: "querying its status: " + err.Error()}
 			}

@@ -44,7 +44,7 @@ func timeRecoveries(ctx context.Context, n int, scale float64, relay bool) ([]ti
 	}
 	defer s.stop()
 	if !relay {
-		s.agents.Relay.Stop()
+		s.Agents.Relay.Stop()
 	}
 	id := fmt.Sprintf("train-bench-recovery-relay-%t", relay)
 	// Long enough never to finish during the bench; checkpoints often so restores are cheap.
@@ -59,7 +59,7 @@ func timeRecoveries(ctx context.Context, n int, scale float64, relay bool) ([]ti
 		if err != nil {
 			return nil, err
 		}
-		live, err := s.market.List(ctx, map[string]string{cloud.JobTag: id})
+		live, err := s.Market.List(ctx, map[string]string{cloud.JobTag: id})
 		if err != nil || len(live) == 0 {
 			continue
 		}
@@ -71,7 +71,7 @@ func timeRecoveries(ctx context.Context, n int, scale float64, relay bool) ([]ti
 		case <-time.After(time.Duration(rng.Int64N(int64(3 * time.Second)))):
 		}
 		began := time.Now()
-		if err := s.market.Preempt(live[0].ID, 0); err != nil {
+		if err := s.Market.Preempt(live[0].ID, 0); err != nil {
 			// The market's own traces took it during the wait: that recovery is not timed.
 			fmt.Printf("\rrelay %t: %s gone before it was preempted (%v); not timed\n", relay, live[0].ID, err)
 			continue
@@ -89,7 +89,7 @@ func timeRecoveries(ctx context.Context, n int, scale float64, relay bool) ([]ti
 
 // waitAllRunning polls the job's pending RunTrainer activities until every one of them has
 // heartbeated an epoch newer than after, and returns that epoch.
-func waitAllRunning(ctx context.Context, s *stack, id string, after int, within time.Duration) (int, error) {
+func waitAllRunning(ctx context.Context, s *benchStack, id string, after int, within time.Duration) (int, error) {
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
 		if epoch, ok := allHeartbeating(ctx, s, id, after); ok {
@@ -107,8 +107,8 @@ func waitAllRunning(ctx context.Context, s *stack, id string, after int, within 
 // allHeartbeating says whether every rank of the job's current plan, of an epoch after
 // after, has a pending RunTrainer that heartbeated that epoch. Trainers of the lost machine
 // stay pending (dead, unanswering) until their heartbeat timeout: they are not counted.
-func allHeartbeating(ctx context.Context, s *stack, id string, after int) (int, bool) {
-	st, err := s.status(ctx, id)
+func allHeartbeating(ctx context.Context, s *benchStack, id string, after int) (int, bool) {
+	st, err := s.Jobs.Status(ctx, id)
 	if err != nil || st.Epoch <= after || st.Phase != training.PhaseTraining || len(st.Plans) == 0 {
 		return 0, false
 	}
@@ -116,7 +116,7 @@ func allHeartbeating(ctx context.Context, s *stack, id string, after int) (int, 
 	for _, stage := range st.Plans[len(st.Plans)-1].Plan.Stages {
 		ranks += len(stage.Replicas)
 	}
-	d, err := s.client.DescribeWorkflowExecution(ctx, id, "")
+	d, err := s.Client.DescribeWorkflowExecution(ctx, id, "")
 	if err != nil {
 		return 0, false
 	}

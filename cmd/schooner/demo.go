@@ -7,31 +7,30 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"github.com/schooner-ml/schooner/devserver/stack"
 	"github.com/schooner-ml/schooner/examples"
 	"github.com/schooner-ml/schooner/report"
 	"github.com/schooner-ml/schooner/training"
+	"github.com/schooner-ml/schooner/workers"
+	"github.com/schooner-ml/schooner/workers/trainingclient"
 )
 
 type demoFlags struct {
-	dataDir   string
-	outDir    string
-	store     string
-	specPath  string
-	ip        string
-	port      int
-	uiPort    int
-	headless  bool
-	asJSON    bool
-	noFaults  bool
-	timeScale float64
-	seed      int64
-	timeout   time.Duration
+	stack    stack.Options
+	outDir   string
+	store    string
+	specPath string
+	asJSON   bool
+	noFaults bool
+	timeout  time.Duration
 }
 
 func newDemoCommand(g *globals) *cobra.Command {
@@ -83,18 +82,15 @@ state is not verified or an instance leaked.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&f.dataDir, "data-dir", "", "directory for the Temporal database and the checkpoint store (default: a temporary directory, removed at the end)")
+	fs.StringVar(&f.stack.DataDir, "data-dir", "", "directory for the Temporal database and the checkpoint store (default: a temporary directory, removed at the end)")
 	fs.StringVar(&f.outDir, "out", "schooner-demo", "where to write demo-report.md and demo-timeline.svg")
 	fs.StringVar(&f.store, "store", "", "checkpoint store URL (default file://<data-dir>/store; s3://bucket/prefix?endpoint=... for S3)")
 	fs.StringVar(&f.specPath, "spec", "", "run this job spec instead of the bundled examples/demo.yaml")
-	fs.StringVar(&f.ip, "ip", "127.0.0.1", "address to bind the server and UI to")
-	fs.IntVar(&f.port, "port", 0, "Temporal gRPC port (0: a free one)")
-	fs.IntVar(&f.uiPort, "ui-port", 8233, "Temporal UI port (a free one if taken)")
-	fs.BoolVar(&f.headless, "headless", false, "do not serve the Temporal UI")
+	addServerFlags(fs, &f.stack, 0, "Temporal gRPC port (0: a free one)", "Temporal UI port (a free one if taken)")
 	fs.BoolVar(&f.asJSON, "json", false, "print the summary as one JSON object on stdout (progress goes to stderr)")
 	fs.BoolVar(&f.noFaults, "no-faults", false, "inject no faults: only the market's own preemptions")
-	fs.Float64Var(&f.timeScale, "time-scale", 60, "simulated seconds per wall second")
-	fs.Int64Var(&f.seed, "seed", 1, "seed of the simulated market")
+	fs.Float64Var(&f.stack.TimeScale, "time-scale", 60, "simulated seconds per wall second")
+	fs.Int64Var(&f.stack.Seed, "seed", 1, "seed of the simulated market")
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "give up (and cancel the job) after this much wall time")
 	return cmd
 }
@@ -117,19 +113,19 @@ func demoSpec(f *demoFlags, store string, errOut io.Writer) (training.Spec, erro
 
 func runDemo(ctx context.Context, f *demoFlags, log zerolog.Logger, out io.Writer) (report.Summary, error) {
 	began := time.Now()
-	if f.timeScale <= 0 {
-		return report.Summary{}, fmt.Errorf("invalid --time-scale %v: must be positive", f.timeScale)
+	o := f.stack
+	if err := positiveTimeScale(o.TimeScale); err != nil {
+		return report.Summary{}, err
 	}
-	dataDir := f.dataDir
-	if dataDir == "" {
+	if o.DataDir == "" {
 		tmp, err := os.MkdirTemp("", "schooner-demo-")
 		if err != nil {
 			return report.Summary{}, fmt.Errorf("creating a data directory: %w", err)
 		}
 		defer os.RemoveAll(tmp)
-		dataDir = tmp
+		o.DataDir = tmp
 	}
-	store, err := demoStoreURL(dataDir, f.store)
+	store, err := demoStoreURL(o.DataDir, f.store)
 	if err != nil {
 		return report.Summary{}, err
 	}
@@ -137,51 +133,52 @@ func runDemo(ctx context.Context, f *demoFlags, log zerolog.Logger, out io.Write
 	if err != nil {
 		return report.Summary{}, err
 	}
-	stack, err := startTrainingStack(ctx, stackOptions{
-		DataDir: dataDir, IP: f.ip, Port: f.port, UIPort: f.uiPort, Headless: f.headless,
-		TimeScale: f.timeScale, Seed: f.seed, Log: log,
-	})
+	if !o.Headless && !portFree(o.IP, o.UIPort) {
+		o.UIPort = 0 // a free one
+	}
+	o.Logger, o.SDKLogger = log, demoSDKLogger(log)
+	s, err := stack.Start(ctx, o)
 	if err != nil {
 		return report.Summary{}, err
 	}
-	defer stopWithin(stack, 15*time.Second, log)
-	fmt.Fprintf(out, "schooner demo: Temporal %s", stack.server.Address())
-	if ui := stack.server.UIAddress(); ui != "" {
-		fmt.Fprintf(out, ", UI http://%s/namespaces/%s/workflows", ui, stack.server.Namespace())
+	defer stopWithin(s, 15*time.Second, log)
+	fmt.Fprintf(out, "schooner demo: Temporal %s", s.Server.Address())
+	if ui := s.Server.UIAddress(); ui != "" {
+		fmt.Fprintf(out, ", UI http://%s/namespaces/%s/workflows", ui, s.Server.Namespace())
 	}
-	fmt.Fprintf(out, "\n  simulated market: real AWS spot traces, %gx wall time; checkpoints in %s\n", f.timeScale, store)
+	fmt.Fprintf(out, "\n  simulated market: real AWS spot traces, %gx wall time; checkpoints in %s\n", o.TimeScale, store)
 
 	jobCtx, stopJob := context.WithTimeout(ctx, f.timeout)
 	defer stopJob()
-	id, err := submitJob(jobCtx, stack.session.client, spec, f.timeScale)
+	id, err := s.Jobs.Submit(jobCtx, spec, trainingclient.SubmitOptions{})
 	if err != nil {
 		return report.Summary{}, err
 	}
-	fmt.Fprintf(out, "  job %s: %d iterations of %s, checkpoint every %d\n", id, spec.Iterations, modelName(spec.Model), spec.Checkpoint.Every)
-	fmt.Fprintf(out, "  follow it with: temporal --address %s workflow query --workflow-id %s --type status\n\n", stack.server.Address(), id)
+	fmt.Fprintf(out, "  job %s: %d iterations of %s, checkpoint every %d\n", id, spec.Iterations, trainingclient.ModelName(spec.Model), spec.Checkpoint.Every)
+	fmt.Fprintf(out, "  follow it with: temporal --address %s workflow query --workflow-id %s --type status\n\n", s.Server.Address(), id)
 
-	faults := &faultSchedule{market: stack.sim.market, client: stack.session.client, jobID: id, out: out, log: log}
+	faults := &faultSchedule{market: s.Market, jobs: s.Jobs, jobID: id, out: out, log: log}
 	if !f.noFaults {
 		faults.steps = defaultFaults()
 	}
 	faultsDone := make(chan struct{})
 	go func() { defer close(faultsDone); faults.run(jobCtx) }()
 
-	st, werr := watchJob(jobCtx, stack.session.client, id, out, isTerminal(out), time.Second)
+	st, werr := watchJob(jobCtx, s.Jobs, id, out, time.Second)
 	stopJob()
 	<-faultsDone
 	if werr != nil {
 		log.Error().Err(werr).Str("job", id).Msg("the job did not finish; cancelling it")
 		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		if cst, err := cancelJob(cctx, stack.session.client, id, time.Minute); err == nil {
+		if cst, err := s.Jobs.Cancel(cctx, id, time.Minute); err == nil {
 			st = cst
 		}
 		cancel()
 	}
-	facts := report.Facts{Wall: time.Since(began), TimeScale: f.timeScale, InjectedPreemptions: faults.injected}
+	facts := report.Facts{Wall: time.Since(began), TimeScale: o.TimeScale, InjectedPreemptions: faults.injected}
 	vctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	facts.LeakedInstances, err = leakedInstances(vctx, stack.sim.market, id)
+	facts.LeakedInstances, err = leakedInstances(vctx, s.Market, id)
 	if err != nil {
 		return report.Summary{}, err
 	}
@@ -210,6 +207,25 @@ func runDemo(ctx context.Context, f *demoFlags, log zerolog.Logger, out io.Write
 		return sum, fmt.Errorf("demo job %s: %d instances still running after the job", id, sum.LeakedInstances)
 	}
 	return sum, nil
+}
+
+// demoSDKLogger keeps the SDK quiet below debug: it logs every trainer a replan cancels as an
+// activity error, and in the demo that is the expected path.
+func demoSDKLogger(log zerolog.Logger) *workers.TemporalLogger {
+	if log.GetLevel() <= zerolog.DebugLevel {
+		return workers.NewTemporalLogger(log.With().Str("component", "temporal-sdk").Logger())
+	}
+	return workers.NewTemporalLogger(log.Level(zerolog.Disabled))
+}
+
+// portFree says whether port can be listened on now.
+func portFree(ip string, port int) bool {
+	l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
+	if err != nil {
+		return false
+	}
+	_ = l.Close()
+	return true
 }
 
 // addDemoCommand adds `schooner demo`, which links the embedded server (left out of

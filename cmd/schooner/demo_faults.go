@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"go.temporal.io/sdk/client"
 
 	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/cloud/sim"
 	"github.com/schooner-ml/schooner/training"
+	"github.com/schooner-ml/schooner/workers/trainingclient"
 )
 
 // faultStep is one fault the demo injects once the job has done a share of its iterations.
@@ -36,7 +36,7 @@ func defaultFaults() []faultStep {
 // a running instance of the job that no earlier step hit.
 type faultSchedule struct {
 	market   *sim.Market
-	client   client.Client
+	jobs     *trainingclient.Client
 	jobID    string
 	steps    []faultStep
 	out      io.Writer
@@ -53,7 +53,7 @@ func (f *faultSchedule) run(ctx context.Context) {
 			return
 		case <-time.After(200 * time.Millisecond):
 		}
-		st, err := queryStatus(ctx, f.client, f.jobID)
+		st, err := f.jobs.Status(ctx, f.jobID)
 		if err != nil || st.Phase != training.PhaseTraining || st.Iterations == 0 {
 			continue
 		}

@@ -52,7 +52,7 @@ func verifyFinalState(ctx context.Context, spec training.Spec, st training.JobSt
 	if layers == 0 {
 		return fmt.Errorf("the job recorded no plan, so no checkpoint to verify")
 	}
-	s, err := store.Open(ctx, spec.Checkpoint.Store)
+	s, err := store.Open(ctx, st.CheckpointStore) // the job's own namespace
 	if err != nil {
 		return fmt.Errorf("opening checkpoint store: %w", err)
 	}

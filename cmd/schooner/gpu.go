@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -28,9 +27,7 @@ Compare it with 'nvidia-smi' on a GPU machine.`,
 			id := defaultNodeID()
 			inv := nvml.Discover(nvml.Real{}, id, hostname(), time.Now().UTC())
 			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(inv)
+				return printJSON(cmd.OutOrStdout(), inv)
 			}
 			printNodes(cmd.OutOrStdout(), nodes.InventoryResult{Nodes: []nodes.Report{{NodeID: id, Inventory: inv}}})
 			if len(inv.GPUs) > 0 {

@@ -1,9 +1,8 @@
 package main
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
-	"github.com/schooner-ml/schooner/workflows/nodeswf"
 	"io"
 	"text/tabwriter"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/schooner-ml/schooner/nodes"
 	"github.com/schooner-ml/schooner/taskqueue"
 	"github.com/schooner-ml/schooner/workers"
+	"github.com/schooner-ml/schooner/workflows/nodeswf"
 )
 
 func newNodesCommand(g *globals) *cobra.Command {
@@ -31,36 +31,26 @@ with the temporal CLI:
   temporal workflow execute --type NodeInventory --task-queue schooner-control --input '{}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := g.logger()
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			sess, err := connect(ctx, log, cfg, "")
-			if err != nil {
-				return err
-			}
-			defer sess.Close()
-			run, err := sess.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-				ID:                 fmt.Sprintf("schooner-nodes-%d", time.Now().UnixNano()),
-				TaskQueue:          taskqueue.Control,
-				WorkflowRunTimeout: wait + time.Minute,
-				StaticSummary:      "GPU inventory of every node (schooner nodes)",
-			}, nodeswf.NodeInventory, nodes.InventoryRequest{Wait: wait})
-			if err != nil {
-				return fmt.Errorf("starting NodeInventory: %w", err)
-			}
-			var res nodes.InventoryResult
-			if err := run.Get(ctx, &res); err != nil {
-				return fmt.Errorf("NodeInventory %s: %w", run.GetID(), err)
-			}
-			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(res)
-			}
-			printNodes(cmd.OutOrStdout(), res)
-			return nil
+			return withSession(cmd, g, cfg, "", func(ctx context.Context, s *session) error {
+				run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+					ID:                 fmt.Sprintf("schooner-nodes-%d", time.Now().UnixNano()),
+					TaskQueue:          taskqueue.Control,
+					WorkflowRunTimeout: wait + time.Minute,
+					StaticSummary:      "GPU inventory of every node (schooner nodes)",
+				}, nodeswf.NodeInventory, nodes.InventoryRequest{Wait: wait})
+				if err != nil {
+					return fmt.Errorf("starting NodeInventory: %w", err)
+				}
+				var res nodes.InventoryResult
+				if err := run.Get(ctx, &res); err != nil {
+					return fmt.Errorf("NodeInventory %s: %w", run.GetID(), err)
+				}
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), res)
+				}
+				printNodes(cmd.OutOrStdout(), res)
+				return nil
+			})
 		},
 	}
 	addClientFlags(cmd.Flags(), &cfg)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -23,15 +22,13 @@ func newTrainStatusCommand(g *globals) *cobra.Command {
   temporal workflow query --workflow-id JOB-ID --type status`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withTrainClient(cmd, g, cfg, func(ctx context.Context, tc *trainClient) error {
-				st, err := queryStatus(ctx, tc.c, args[0])
+			return withSession(cmd, g, cfg, "", func(ctx context.Context, s *session) error {
+				st, err := s.jobs.Status(ctx, args[0])
 				if err != nil {
 					return err
 				}
 				if asJSON {
-					enc := json.NewEncoder(cmd.OutOrStdout())
-					enc.SetIndent("", "  ")
-					return enc.Encode(st)
+					return printJSON(cmd.OutOrStdout(), st)
 				}
 				printStatus(cmd.OutOrStdout(), st)
 				return nil

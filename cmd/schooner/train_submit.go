@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -10,55 +9,49 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/sdk/client"
 
-	"github.com/schooner-ml/schooner/taskqueue"
 	"github.com/schooner-ml/schooner/training"
 	"github.com/schooner-ml/schooner/workers"
+	"github.com/schooner-ml/schooner/workers/trainingclient"
 )
 
-type submitFlags struct {
-	cfg       workers.ClientConfig
-	timeScale float64
-	watch     bool
-	dryRun    bool
-	store     string
-}
-
 func newTrainSubmitCommand(g *globals) *cobra.Command {
-	f := &submitFlags{}
+	var cfg workers.ClientConfig
+	var timeScale float64
+	var watch, dryRun bool
+	var store string
 	cmd := &cobra.Command{
 		Use:   "submit SPEC",
 		Short: "Validate a job spec (YAML or JSON) and start it as a TrainingJob workflow",
 		Long: `submit reads a job spec (examples/ has annotated ones), applies the defaults, validates
 it (every problem is printed, nothing is started if there is one) and starts a TrainingJob
-workflow on schooner-control with id train-<name>-<6 random characters>.
-
-On a simulated cloud (schooner dev --time-scale N), pass the same --time-scale so iteration
-times and costs convert between wall and simulated time.`,
+workflow on schooner-control with id train-<name>-<6 random characters>. The workflow checks
+the spec again (against the control plane's limits too), so the plain temporal CLI gets the
+same answers. The job asks its cloud for the time scale (the simulated market's --time-scale
+under schooner dev, 1 for a real cloud): nothing to pass here.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			spec, err := loadSpec(args[0], cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			if f.store != "" {
-				spec.Checkpoint.Store = f.store
+			if store != "" {
+				spec.Checkpoint.Store = store
 			}
-			if f.dryRun {
+			if dryRun {
 				fmt.Fprintf(cmd.OutOrStdout(), "%s is valid\n", args[0])
 				return nil
 			}
-			return withTrainClient(cmd, g, f.cfg, func(ctx context.Context, tc *trainClient) error {
-				id, err := submitJob(ctx, tc.c, spec, f.timeScale)
+			return withSession(cmd, g, cfg, "", func(ctx context.Context, s *session) error {
+				id, err := s.jobs.Submit(ctx, spec, trainingclient.SubmitOptions{})
 				if err != nil {
 					return err
 				}
-				printSubmitted(cmd.OutOrStdout(), tc, id)
-				if !f.watch {
+				printSubmitted(cmd.OutOrStdout(), s, id)
+				if !watch {
 					return nil
 				}
-				st, err := watchJob(ctx, tc.c, id, cmd.OutOrStdout(), isTerminal(cmd.OutOrStdout()), time.Second)
+				st, err := watchJob(ctx, s.jobs, id, cmd.OutOrStdout(), time.Second)
 				if err != nil {
 					return err
 				}
@@ -66,11 +59,12 @@ times and costs convert between wall and simulated time.`,
 			})
 		},
 	}
-	addClientFlags(cmd.Flags(), &f.cfg)
-	cmd.Flags().Float64Var(&f.timeScale, "time-scale", 1, "simulated seconds per wall second of the cloud (schooner dev's --time-scale); 1 for a real cloud")
-	cmd.Flags().BoolVar(&f.watch, "watch", false, "watch the job after starting it")
-	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "validate the spec and start nothing")
-	cmd.Flags().StringVar(&f.store, "store", "", "override checkpoint.store of the spec")
+	addClientFlags(cmd.Flags(), &cfg)
+	cmd.Flags().Float64Var(&timeScale, "time-scale", 0, "ignored: the job asks its cloud")
+	_ = cmd.Flags().MarkDeprecated("time-scale", "the job asks its cloud for its time scale; the flag is ignored")
+	cmd.Flags().BoolVar(&watch, "watch", false, "watch the job after starting it")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "validate the spec and start nothing")
+	cmd.Flags().StringVar(&store, "store", "", "override checkpoint.store of the spec")
 	return cmd
 }
 
@@ -98,49 +92,12 @@ func loadSpec(path string, errOut io.Writer) (training.Spec, error) {
 	return spec, nil
 }
 
-// submitJob starts a TrainingJob for a validated spec and returns its job id.
-func submitJob(ctx context.Context, c client.Client, spec training.Spec, timeScale float64) (string, error) {
-	if timeScale <= 0 {
-		return "", fmt.Errorf("invalid --time-scale %v: must be positive", timeScale)
-	}
-	id := newJobID(spec.Name)
-	in := training.JobInput{Spec: spec, TimeScale: timeScale, SubmittedAt: time.Now().UTC()}
-	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                 id,
-		TaskQueue:          taskqueue.Control,
-		StaticSummary:      fmt.Sprintf("train %s: %d iterations of %s", spec.Name, spec.Iterations, modelName(spec.Model)),
-		WorkflowRunTimeout: 0,
-	}, training.WorkflowTrainingJob, in)
-	if err != nil {
-		return "", fmt.Errorf("starting training job %s: %w", id, err)
-	}
-	return id, nil
-}
-
-func modelName(m training.Model) string {
-	if m.Name != "" {
-		return m.Name
-	}
-	return fmt.Sprintf("a %d-layer model (hidden %d)", m.Layers, m.Hidden)
-}
-
-// newJobID is train-<name>-<6 random lowercase letters and digits>.
-func newJobID(name string) string {
-	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	for i := range b {
-		b[i] = alphabet[int(b[i])%len(alphabet)]
-	}
-	return "train-" + name + "-" + string(b)
-}
-
-func printSubmitted(out io.Writer, tc *trainClient, id string) {
+func printSubmitted(out io.Writer, s *session, id string) {
 	fmt.Fprintf(out, "started training job %s\n\n", id)
-	fmt.Fprintf(out, "  watch:   schooner train watch %s --address %s\n", id, tc.cfg.Address)
-	fmt.Fprintf(out, "  status:  %s\n", tc.temporalCLI("workflow query --workflow-id "+id+" --type status"))
-	fmt.Fprintf(out, "  budget:  %s\n", tc.temporalCLI("workflow update execute --workflow-id "+id+` --name set-budget --input '{"budget":{"usd_per_hour":20}}'`))
-	fmt.Fprintf(out, "  cancel:  %s\n\n", tc.temporalCLI("workflow cancel --workflow-id "+id))
+	fmt.Fprintf(out, "  watch:   schooner train watch %s --address %s\n", id, s.cfg.Address)
+	fmt.Fprintf(out, "  status:  %s\n", s.temporalCLI("workflow query --workflow-id "+id+" --type status"))
+	fmt.Fprintf(out, "  budget:  %s\n", s.temporalCLI("workflow update execute --workflow-id "+id+` --name set-budget --input '{"budget":{"usd_per_hour":20}}'`))
+	fmt.Fprintf(out, "  cancel:  %s\n\n", s.temporalCLI("workflow cancel --workflow-id "+id))
 }
 
 // jobOutcome turns a job's final phase into the command's exit status.

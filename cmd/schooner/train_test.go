@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -13,12 +12,6 @@ import (
 
 	"github.com/schooner-ml/schooner/training"
 )
-
-func TestNewJobID(t *testing.T) {
-	id := newJobID("demo")
-	assert.Regexp(t, regexp.MustCompile(`^train-demo-[a-z0-9]{6}$`), id)
-	assert.NotEqual(t, id, newJobID("demo"))
-}
 
 func TestLoadSpecPrintsEveryProblem(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bad.yaml")

@@ -7,11 +7,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
 
 	"github.com/schooner-ml/schooner/training"
 	"github.com/schooner-ml/schooner/workers"
+	"github.com/schooner-ml/schooner/workers/trainingclient"
 )
 
 func newTrainWatchCommand(g *globals) *cobra.Command {
@@ -22,8 +21,8 @@ func newTrainWatchCommand(g *globals) *cobra.Command {
 		Short: "Follow a job live until it ends (one line per change when not a terminal)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withTrainClient(cmd, g, cfg, func(ctx context.Context, tc *trainClient) error {
-				st, err := watchJob(ctx, tc.c, args[0], cmd.OutOrStdout(), isTerminal(cmd.OutOrStdout()), every)
+			return withSession(cmd, g, cfg, "", func(ctx context.Context, s *session) error {
+				st, err := watchJob(ctx, s.jobs, args[0], cmd.OutOrStdout(), every)
 				if err != nil {
 					return err
 				}
@@ -36,49 +35,17 @@ func newTrainWatchCommand(g *globals) *cobra.Command {
 	return cmd
 }
 
-// watchJob shows a job's status every interval until the workflow closes, and returns its
-// final status. A query that fails while the job runs (a worker restarting) is shown and
-// retried, not fatal.
-func watchJob(ctx context.Context, c client.Client, jobID string, out io.Writer, tty bool, every time.Duration) (training.JobStatus, error) {
-	view := &liveView{out: out, tty: tty}
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	var last training.JobStatus
-	for {
-		closed, err := jobClosed(ctx, c, jobID)
-		if err != nil {
-			return last, err
-		}
-		st, qerr := queryStatus(ctx, c, jobID)
-		if qerr == nil {
-			last = st
+// watchJob shows a job's status on out every interval until the workflow closes, and
+// returns its final status. A query that fails while the job runs (a worker restarting) is
+// shown (when out is not a terminal) and retried, not fatal.
+func watchJob(ctx context.Context, jobs *trainingclient.Client, jobID string, out io.Writer, every time.Duration) (training.JobStatus, error) {
+	view := &liveView{out: out, tty: isTerminal(out)}
+	return jobs.Watch(ctx, jobID, every, func(st training.JobStatus, err error) {
+		switch {
+		case err == nil:
 			view.show(st)
-		} else if !tty {
-			fmt.Fprintf(out, "%s: %v (retrying)\n", jobID, qerr)
+		case !view.tty:
+			fmt.Fprintf(out, "%s: %v (retrying)\n", jobID, err)
 		}
-		if closed {
-			if qerr != nil {
-				return last, qerr
-			}
-			return last, nil
-		}
-		select {
-		case <-ctx.Done():
-			return last, ctx.Err()
-		case <-tick.C:
-		}
-	}
-}
-
-// jobClosed says whether the job's workflow (the latest run of its id) has ended.
-// Continue-as-new is not an end: the id goes on in a new run.
-func jobClosed(ctx context.Context, c client.Client, jobID string) (bool, error) {
-	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	d, err := c.DescribeWorkflowExecution(dctx, jobID, "")
-	if err != nil {
-		return false, fmt.Errorf("describing job %s: %w", jobID, err)
-	}
-	s := d.GetWorkflowExecutionInfo().GetStatus()
-	return s != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING && s != enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW, nil
+	})
 }

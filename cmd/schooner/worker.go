@@ -1,10 +1,8 @@
 package main
 
 import (
+	"context"
 	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -33,30 +31,21 @@ func newControlWorkerCommand(g *globals) *cobra.Command {
 		Short: "Run the control worker (queue schooner-control): workflows, cloud and planner activities",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := g.logger()
-			if err != nil {
-				return err
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			sess, err := connect(ctx, log, cfg, metricsAddr)
-			if err != nil {
-				return err
-			}
-			defer sess.Close()
-			if ensureSA {
-				if err := workers.EnsureSearchAttributes(ctx, sess.client, cfg.Namespace); err != nil {
-					return err
+			return withSession(cmd, g, cfg, metricsAddr, func(ctx context.Context, s *session) error {
+				if ensureSA {
+					if err := workers.EnsureSearchAttributes(ctx, s.client, cfg.Namespace); err != nil {
+						return err
+					}
 				}
-			}
-			w := workers.NewControlWorker(sess.client)
-			if err := w.Start(); err != nil {
-				return fmt.Errorf("starting control worker: %w", err)
-			}
-			defer w.Stop()
-			log.Info().Str("address", cfg.Address).Str("namespace", cfg.Namespace).Str("metrics", sess.metricsAddr).Msg("control worker running")
-			<-ctx.Done()
-			return nil
+				w := workers.NewControlWorker(s.client)
+				if err := w.Start(); err != nil {
+					return fmt.Errorf("starting control worker: %w", err)
+				}
+				defer w.Stop()
+				s.log.Info().Str("address", cfg.Address).Str("namespace", cfg.Namespace).Str("metrics", s.metricsAddr).Msg("control worker running")
+				<-ctx.Done()
+				return nil
+			})
 		},
 	}
 	addClientFlags(cmd.Flags(), &cfg)
@@ -74,25 +63,16 @@ func newNodeWorkerCommand(g *globals) *cobra.Command {
 		Short: "Run this machine's node agent (queue schooner-node-<id>): GPU inventory and on-machine activities",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := g.logger()
-			if err != nil {
-				return err
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			sess, err := connect(ctx, log, cfg, metricsAddr)
-			if err != nil {
-				return err
-			}
-			defer sess.Close()
-			agent := &workers.NodeAgent{ID: nodeID, Hostname: hostname(), GPUs: nvml.Real{}, Client: sess.client, Logger: log}
-			if err := agent.Start(ctx); err != nil {
-				return err
-			}
-			log.Info().Str("node", nodeID).Str("address", cfg.Address).Str("metrics", sess.metricsAddr).Msg("node agent running")
-			<-ctx.Done()
-			agent.Stop(deregister)
-			return nil
+			return withSession(cmd, g, cfg, metricsAddr, func(ctx context.Context, s *session) error {
+				agent := &workers.NodeAgent{ID: nodeID, Hostname: hostname(), GPUs: nvml.Real{}, Client: s.client, Logger: s.log}
+				if err := agent.Start(ctx); err != nil {
+					return err
+				}
+				s.log.Info().Str("node", nodeID).Str("address", cfg.Address).Str("metrics", s.metricsAddr).Msg("node agent running")
+				<-ctx.Done()
+				agent.Stop(deregister)
+				return nil
+			})
 		},
 	}
 	addClientFlags(cmd.Flags(), &cfg)
