@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/training"
 )
 
@@ -90,11 +91,8 @@ func Summarize(st training.JobStatus, f Facts) Summary {
 	s.DistinctPlans = len(shapes)
 	recovery := recoverySeconds(st)
 	s.RecoverySeconds = round(recovery, 2)
-	scale := f.TimeScale
-	if scale <= 0 {
-		scale = 1
-	}
-	s.LostSimSeconds = round(recovery*scale+float64(st.LostIterations)*meanIterSeconds(st), 1)
+	recoverySim := cloud.TimeScale(f.TimeScale).Sim(time.Duration(recovery * float64(time.Second))).Seconds()
+	s.LostSimSeconds = round(recoverySim+float64(st.LostIterations)*meanIterSeconds(st), 1)
 	return s
 }
 

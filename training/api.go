@@ -163,7 +163,12 @@ type JobStatus struct {
 	Plans     []PlanRecord `json:"plans"`
 	StartedAt time.Time    `json:"started_at"`
 	UpdatedAt time.Time    `json:"updated_at"`
-	Error     string       `json:"error,omitempty"`
+	// Stale is set by clients, never by the job: true when the job could not answer (a
+	// control plane too busy to run the query, no worker left for a closed job) and this is
+	// the summary it last published in its memo (MemoStatus), as of UpdatedAt, without
+	// plans or timeline.
+	Stale bool   `json:"stale,omitempty"`
+	Error string `json:"error,omitempty"`
 	// Notices counts preemption notices received; Instances are the held instance ids.
 	Notices   int      `json:"notices"`
 	Instances []string `json:"instances,omitempty"`
@@ -188,4 +193,16 @@ type TimelinePoint struct {
 	CostUSD   float64        `json:"cost_usd"`
 	GPUs      map[string]int `json:"gpus"` // same keys as JobStatus.GPUs
 	Event     string         `json:"event,omitempty"`
+}
+
+// MemoStatus is the memo key under which a job keeps the status it last published (without
+// plans and timeline): DescribeWorkflowExecution returns it without a worker, so a client can
+// still say something true about a job whose control plane is busy or gone.
+const MemoStatus = "schooner-status"
+
+// Published is the status as a job publishes it in its memo: plans and timeline left out to
+// keep the visibility record small.
+func (s JobStatus) Published() JobStatus {
+	s.Plans, s.Timeline = nil, nil
+	return s
 }

@@ -41,26 +41,15 @@ type JobOptions struct {
 
 // WithDefaults fills the zero fields.
 func (o JobOptions) WithDefaults() JobOptions {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	def(&o.HeartbeatTimeout, 10*time.Second)
-	def(&o.ScheduleToStartTimeout, 2*time.Minute)
-	def(&o.WarmScheduleToStartTimeout, 3*o.HeartbeatTimeout)
-	def(&o.PollInterval, 3*time.Second)
-	def(&o.UnavailableTTL, 3*time.Minute)
-	def(&o.AvoidZoneTTL, 10*time.Minute)
-	def(&o.RetryWait, 5*time.Second)
-	if o.MaxAcquireRounds <= 0 {
-		o.MaxAcquireRounds = 3
-	}
-	if o.MaxPlanFailures <= 0 {
-		o.MaxPlanFailures = 60
-	}
-	if o.MaxTrainerFailures <= 0 {
-		o.MaxTrainerFailures = 5
-	}
+	orDefault(&o.HeartbeatTimeout, 10*time.Second)
+	orDefault(&o.ScheduleToStartTimeout, 2*time.Minute)
+	orDefault(&o.WarmScheduleToStartTimeout, 3*o.HeartbeatTimeout)
+	orDefault(&o.PollInterval, 3*time.Second)
+	orDefault(&o.UnavailableTTL, 3*time.Minute)
+	orDefault(&o.AvoidZoneTTL, 10*time.Minute)
+	orDefault(&o.RetryWait, 5*time.Second)
+	orDefault(&o.MaxAcquireRounds, 3)
+	orDefault(&o.MaxPlanFailures, 60)
+	orDefault(&o.MaxTrainerFailures, 5)
 	return o
 }

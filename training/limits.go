@@ -38,24 +38,12 @@ var DefaultLimits = Limits{
 // WithDefaults fills the zero fields from DefaultLimits.
 func (l Limits) WithDefaults() Limits {
 	d := DefaultLimits
-	if l.MaxIterations <= 0 {
-		l.MaxIterations = d.MaxIterations
-	}
-	if l.MaxGlobalBatch <= 0 {
-		l.MaxGlobalBatch = d.MaxGlobalBatch
-	}
-	if l.MaxSeqLen <= 0 {
-		l.MaxSeqLen = d.MaxSeqLen
-	}
-	if l.MaxModelParams <= 0 {
-		l.MaxModelParams = d.MaxModelParams
-	}
-	if l.MaxGPUs <= 0 {
-		l.MaxGPUs = d.MaxGPUs
-	}
-	if l.MaxSpecBytes <= 0 {
-		l.MaxSpecBytes = d.MaxSpecBytes
-	}
+	orDefault(&l.MaxIterations, d.MaxIterations)
+	orDefault(&l.MaxGlobalBatch, d.MaxGlobalBatch)
+	orDefault(&l.MaxSeqLen, d.MaxSeqLen)
+	orDefault(&l.MaxModelParams, d.MaxModelParams)
+	orDefault(&l.MaxGPUs, d.MaxGPUs)
+	orDefault(&l.MaxSpecBytes, d.MaxSpecBytes)
 	return l
 }
 

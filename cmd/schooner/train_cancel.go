@@ -26,7 +26,7 @@ context, so the release itself is not cancelled) and then ends. The same with th
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "job %s %s; instances held: %d; cost $%.2f\n", args[0], st.Phase, len(st.Instances), st.CostUSD)
+				fmt.Fprintf(cmd.OutOrStdout(), "job %s %s; instances held: %d; cost %s\n", args[0], st.Phase, len(st.Instances), usd(st.CostUSD))
 				return nil
 			})
 		},

@@ -45,8 +45,8 @@ func printJobs(out io.Writer, jobs []trainingclient.JobSummary) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOB\tSTATUS\tPHASE\tPROGRESS\tCOST\tGPUS\tZONES\tSTARTED")
 	for _, j := range jobs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f%%\t$%.2f\t%d\t%s\t%s\n", j.ID, j.Status, j.Phase,
-			progressPct(j.Progress), j.CostUSD, j.GPUs, strings.Join(j.Zones, ","), j.Started.Local().Format(time.DateTime))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f%%\t%s\t%d\t%s\t%s\n", j.ID, j.Status, j.Phase,
+			progressPct(j.Progress), usd(j.CostUSD), j.GPUs, strings.Join(j.Zones, ","), j.Started.Local().Format(time.DateTime))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

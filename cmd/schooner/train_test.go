@@ -96,3 +96,16 @@ func TestProgressPct(t *testing.T) {
 	assert.Equal(t, 50.0, progressPct(0.5))
 	assert.Equal(t, 42.0, progressPct(42))
 }
+
+func TestMoneyNeverReadsAsNothing(t *testing.T) {
+	assert.Equal(t, "$0.0001", usd(0.0001))
+	assert.Equal(t, "$0.8312", usd(0.83123))
+	assert.Equal(t, "$176.43", usd(176.4321))
+	assert.Equal(t, "$0.00", usd(0))
+}
+
+func TestAStaleStatusSaysSo(t *testing.T) {
+	st := training.JobStatus{JobID: "j", Phase: training.PhaseTraining, Stale: true}
+	assert.Contains(t, strings.Join(renderView(st), "\n"), "STALE")
+	assert.Contains(t, plainLine(st), "stale=true")
+}

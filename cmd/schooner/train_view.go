@@ -53,6 +53,15 @@ func totalGPUs(gpus map[string]int) int {
 	return n
 }
 
+// usd formats money so that a small amount never reads as nothing: cents from a dollar up,
+// four significant digits below.
+func usd(v float64) string {
+	if v != 0 && v > -1 && v < 1 {
+		return fmt.Sprintf("$%.4g", v)
+	}
+	return fmt.Sprintf("$%.2f", v)
+}
+
 func checkpointText(step int64) string {
 	if step < 0 {
 		return "none yet"
@@ -69,8 +78,9 @@ func renderView(st training.JobStatus) []string {
 	lines := []string{
 		fmt.Sprintf("job %s   phase %s   epoch %d", st.JobID, strings.ToUpper(st.Phase), st.Epoch),
 		fmt.Sprintf("iteration %d/%d  %s %5.1f%%", st.Iteration, st.Iterations, progressBar(st.Iteration, st.Iterations, 32), pct),
-		fmt.Sprintf("cost $%.2f so far, $%.2f/h now (on-demand would be $%.2f)", st.CostUSD, st.USDPerHour, st.OnDemandCostUSD),
-		fmt.Sprintf("preemptions survived %d (notices %d)   replans %d   restores %d   redone iterations %d", st.Preemptions, st.Notices, st.Replans, st.Restores, st.LostIterations),
+		fmt.Sprintf("cost %s so far, %s/h now (on-demand would be %s)", usd(st.CostUSD), usd(st.USDPerHour), usd(st.OnDemandCostUSD)),
+		fmt.Sprintf("preemptions survived %d (notices %d)   machines lost otherwise %d   replans %d   restores %d   redone iterations %d",
+			st.Preemptions, st.Notices, st.LostInstances, st.Replans, st.Restores, st.LostIterations),
 		fmt.Sprintf("last checkpoint %s   checkpoints committed %d", checkpointText(st.LastCheckpoint), st.CheckpointsCommitted),
 		fmt.Sprintf("GPUs %d:", totalGPUs(st.GPUs)),
 	}
@@ -84,17 +94,27 @@ func renderView(st training.JobStatus) []string {
 	if st.Paused {
 		lines = append(lines, "PAUSED (schooner: temporal workflow update execute --name resume)")
 	}
+	if st.CheckpointStore != "" {
+		lines = append(lines, "checkpoints in "+st.CheckpointStore)
+	}
 	if st.Error != "" {
 		lines = append(lines, "error: "+st.Error)
+	}
+	if st.Stale {
+		lines = append(lines, fmt.Sprintf("STALE: the job did not answer; this is what it last published, at %s", st.UpdatedAt.Format("15:04:05")))
 	}
 	return lines
 }
 
 // plainLine is the one-line form of a job's status for logs and pipes.
 func plainLine(st training.JobStatus) string {
-	return fmt.Sprintf("%s phase=%s iter=%d/%d gpus=%d zones=%s cost=$%.2f usd/h=%.2f preemptions=%d replans=%d checkpoint=%s",
-		st.JobID, st.Phase, st.Iteration, st.Iterations, totalGPUs(st.GPUs), strings.Join(st.Zones, ","), st.CostUSD, st.USDPerHour,
+	line := fmt.Sprintf("%s phase=%s iter=%d/%d gpus=%d zones=%s cost=%s usd/h=%.2f preemptions=%d replans=%d checkpoint=%s",
+		st.JobID, st.Phase, st.Iteration, st.Iterations, totalGPUs(st.GPUs), strings.Join(st.Zones, ","), usd(st.CostUSD), st.USDPerHour,
 		st.Preemptions, st.Replans, checkpointText(st.LastCheckpoint))
+	if st.Stale {
+		line += " stale=true"
+	}
+	return line
 }
 
 // liveView redraws the view in place on a terminal, or prints a line when the status

@@ -12,6 +12,7 @@ import (
 	"github.com/schooner-ml/schooner/checkpoint"
 	"github.com/schooner-ml/schooner/checkpoint/agent"
 	"github.com/schooner-ml/schooner/checkpoint/store"
+	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/training"
 )
 
@@ -273,11 +274,7 @@ func (r *runner) progress() {
 
 // iterWall is the wall time of one iteration: the planner's simulated time over the time scale.
 func iterWall(a training.Assignment) time.Duration {
-	scale := a.TimeScale
-	if scale <= 0 {
-		scale = 1
-	}
-	return time.Duration(a.IterSeconds / scale * float64(time.Second))
+	return cloud.TimeScale(a.TimeScale).Wall(time.Duration(a.IterSeconds * float64(time.Second)))
 }
 
 func checkAssignment(a training.Assignment) error {

@@ -134,10 +134,18 @@ func TestWatchEndsWithTheContext(t *testing.T) {
 func TestCancelWaitsUntilClosed(t *testing.T) {
 	f := &fakeTemporal{states: []enumspb.WorkflowExecutionStatus{running, enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED},
 		queryErr: errors.New("no worker"), resultErr: errors.New("canceled")}
+	_, err := New(f).Cancel(context.Background(), "j", 5*time.Second)
+	require.Error(t, err, "no worker and no published status: an error, never a zero status ($0.00, 0 instances)")
+	assert.Contains(t, err.Error(), "cannot be read")
+	assert.Equal(t, []string{"j"}, f.cancelled)
+
+	final := training.JobStatus{JobID: "j", Phase: training.PhaseCancelled, CostUSD: 176.4, Instances: []string{"i-1"}}
+	f = &fakeTemporal{states: []enumspb.WorkflowExecutionStatus{running, enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED},
+		queryErr: errors.New("no worker"), resultErr: errors.New("canceled"), memo: &final}
 	st, err := New(f).Cancel(context.Background(), "j", 5*time.Second)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"j"}, f.cancelled)
-	assert.Equal(t, training.JobStatus{JobID: "j", Phase: training.PhaseCancelled}, st, "a cancelled job without a readable status")
+	assert.Equal(t, 176.4, st.CostUSD, "the cost the job published, not zero")
+	assert.True(t, st.Stale, "and marked as the last published status")
 
 	f = &fakeTemporal{states: []enumspb.WorkflowExecutionStatus{running}}
 	_, err = New(f).Cancel(context.Background(), "j", 50*time.Millisecond)
@@ -171,4 +179,18 @@ func TestListDecodesSearchAttributes(t *testing.T) {
 	assert.Equal(t, JobSummary{ID: "a", Status: "running", Phase: "training", Progress: 0.25, CostUSD: 1.5, GPUs: 4,
 		Zones: []string{"us-east-2b", "us-west-2a"}, Started: started}, jobs[0])
 	assert.Equal(t, JobSummary{ID: "b", Status: "running", Started: started}, jobs[1], "a job without attributes is still listed")
+}
+
+func TestStatusOfABusyControlPlaneIsTheLastPublishedOneMarkedStale(t *testing.T) {
+	pub := training.JobStatus{JobID: "j", Phase: training.PhaseTraining, Iteration: 40, CostUSD: 3.5}
+	f := &fakeTemporal{states: []enumspb.WorkflowExecutionStatus{running}, queryErr: context.DeadlineExceeded, memo: &pub}
+	st, err := New(f).Status(context.Background(), "j")
+	require.NoError(t, err)
+	assert.True(t, st.Stale)
+	assert.Equal(t, int64(40), st.Iteration)
+	assert.Equal(t, training.PhaseTraining, st.Phase)
+
+	f = &fakeTemporal{states: []enumspb.WorkflowExecutionStatus{running}, queryErr: context.DeadlineExceeded}
+	_, err = New(f).Status(context.Background(), "j")
+	require.Error(t, err, "nothing published: an error, not a zero status")
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"sync"
 
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
@@ -33,6 +34,8 @@ type fakeTemporal struct {
 	cancelled []string
 	pages     []*workflowservice.ListWorkflowExecutionsResponse
 	listed    []string
+	// memo, when set, is the status the job published in its memo.
+	memo *training.JobStatus
 }
 
 func (f *fakeTemporal) ExecuteWorkflow(_ context.Context, o client.StartWorkflowOptions, wf any, args ...any) (client.WorkflowRun, error) {
@@ -54,7 +57,15 @@ func (f *fakeTemporal) DescribeWorkflowExecution(context.Context, string, string
 	}
 	s := f.states[min(f.describes, len(f.states)-1)]
 	f.describes++
-	return &workflowservice.DescribeWorkflowExecutionResponse{WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{Status: s}}, nil
+	info := &workflowpb.WorkflowExecutionInfo{Status: s}
+	if f.memo != nil {
+		p, err := converter.GetDefaultDataConverter().ToPayload(*f.memo)
+		if err != nil {
+			return nil, err
+		}
+		info.Memo = &commonpb.Memo{Fields: map[string]*commonpb.Payload{training.MemoStatus: p}}
+	}
+	return &workflowservice.DescribeWorkflowExecutionResponse{WorkflowExecutionInfo: info}, nil
 }
 
 func (f *fakeTemporal) QueryWorkflow(_ context.Context, _, _, queryType string, _ ...any) (converter.EncodedValue, error) {

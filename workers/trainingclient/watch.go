@@ -67,7 +67,8 @@ func (c *Client) Cancel(ctx context.Context, id string, within time.Duration) (t
 	}
 	st, err := c.Status(ctx, id)
 	if err != nil {
-		return training.JobStatus{JobID: id, Phase: training.PhaseCancelled}, nil
+		// Never a made-up status: a zero one would read "0 instances, $0.00".
+		return training.JobStatus{}, fmt.Errorf("job %s is cancelled, but its final status cannot be read: %w", id, err)
 	}
 	return st, nil
 }

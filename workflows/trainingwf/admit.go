@@ -13,8 +13,8 @@ import (
 )
 
 // versionAdmission marks runs that ask the control plane for its limits and the provider for
-// its time scale; histories recorded before took the default limits and the submitter's
-// JobInput.TimeScale.
+// its time scale, and keep their status in the memo; histories recorded before took the
+// default limits and the submitter's JobInput.TimeScale, and had no memo.
 const versionAdmission = "admission-limits-and-time-scale"
 
 // admit is the job's door, the same for every entry point (schooner train submit, the plain
@@ -24,7 +24,7 @@ const versionAdmission = "admission-limits-and-time-scale"
 // provider's time scale and the deadline, which must still be ahead.
 func (j *job) admit(ctx workflow.Context) error {
 	asks := workflow.GetVersion(ctx, versionAdmission, workflow.DefaultVersion, 1) != workflow.DefaultVersion
-	j.limits = training.DefaultLimits
+	j.limits, j.memoStatus = training.DefaultLimits, asks
 	if asks {
 		if err := j.askLimits(ctx); err != nil {
 			return err

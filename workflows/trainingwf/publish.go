@@ -7,6 +7,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/schooner-ml/schooner/training"
 )
 
 // The search attributes a TrainingJob keeps current (registered by
@@ -50,6 +52,11 @@ func (j *job) publish(ctx workflow.Context) {
 		saZones.ValueSet(zones), saProgress.ValueSet(prog))
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("upserting search attributes", "error", err)
+	}
+	if j.memoStatus {
+		if err := workflow.UpsertMemo(ctx, map[string]any{training.MemoStatus: j.snapshot().Published()}); err != nil {
+			workflow.GetLogger(ctx).Warn("upserting the status memo", "error", err)
+		}
 	}
 }
 

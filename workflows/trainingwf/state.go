@@ -28,6 +28,8 @@ type job struct {
 	scale cloud.TimeScale
 	// limits are the control plane's (admit reads them).
 	limits training.Limits
+	// memoStatus: publish keeps the status in the memo too (runs recorded before did not).
+	memoStatus bool
 	// strategy holds the spot decisions: short offerings, avoided zones, on-demand or not.
 	strategy training.SpotStrategy
 
