@@ -28,6 +28,13 @@ func toyModel(n int, paramsFloats, actMemFloats, actOutFloats float64) *ModelPro
 	return m
 }
 
+// mixedModel is toyModel with a TP 1, micro-batch 1 profile on an A100-40 (a100Time) and on a
+// V100 (v100Time).
+func mixedModel(n int, paramsFloats, actMemFloats, actOutFloats float64) *ModelProfile {
+	m := withCompute(toyModel(n, paramsFloats, actMemFloats, actOutFloats), gpu.A100_40, 1, 1, a100Time)
+	return withCompute(m, gpu.V100, 1, 1, v100Time)
+}
+
 // withCompute gives m a profile for g at tp and mbs where every layer takes t.
 func withCompute(m *ModelProfile, g gpu.Type, tp, mbs int, t LayerTime) *ModelProfile {
 	c := m.Compute[g]

@@ -144,9 +144,7 @@ func TestSimulateSyncOverSlowestLink(t *testing.T) {
 
 func TestSimulateHeterogeneousStraggler(t *testing.T) {
 	t.Parallel()
-	m := toyModel(4, 1e6, 1e6, 1e6)
-	withCompute(m, gpu.A100_40, 1, 1, a100Time)
-	withCompute(m, gpu.V100, 1, 1, v100Time)
+	m := mixedModel(4, 1e6, 1e6, 1e6)
 	p := plan(8, 1,
 		stage(0, 1, replica(gpu.A100_40, 1, "us-central1-a", 4)),
 		stage(2, 3, replica(gpu.V100, 1, "us-central1-a", 2.5)),
@@ -187,9 +185,7 @@ func TestSimulateHeterogeneousDataParallel(t *testing.T) {
 
 func TestSimulatePipelinesAreReplicaColumns(t *testing.T) {
 	t.Parallel()
-	m := toyModel(4, 1e6, 1e6, 1e6)
-	withCompute(m, gpu.A100_40, 1, 1, a100Time)
-	withCompute(m, gpu.V100, 1, 1, v100Time)
+	m := mixedModel(4, 1e6, 1e6, 1e6)
 	a := replica(gpu.A100_40, 1, "us-central1-a", 4)
 	v := replica(gpu.V100, 1, "us-central1-a", 2.5)
 	n := flatNet(flatLink(1, 0))
@@ -293,9 +289,7 @@ func TestSimulateUnevenSplitBeatsEvenOnMixedGPUs(t *testing.T) {
 	t.Parallel()
 	// Stage 0 on A100 (3 ms per layer), stage 1 on V100 (9 ms): giving the A100 three
 	// layers for each V100 layer balances the pipeline.
-	m := toyModel(8, 1e6, 1e6, 1e5)
-	withCompute(m, gpu.A100_40, 1, 1, a100Time)
-	withCompute(m, gpu.V100, 1, 1, v100Time)
+	m := mixedModel(8, 1e6, 1e6, 1e5)
 	n := flatNet(flatLink(100, 0))
 	split := func(k int) *Plan {
 		return plan(32, 1,

@@ -165,9 +165,7 @@ func touch(state []byte, i int) {
 }
 
 func printLoops(rows []loop, c config) {
-	fmt.Printf("(c) simulated training loop: %d iterations of %d ms compute, then an optimizer step touching every page of the state\n\n", c.iters, c.iterMS)
-	fmt.Println("| state | checkpoint | Save | loop time | no checkpoints | overhead (goal ≤ 3% every 10) | loop waited per checkpoint |")
-	fmt.Println("|---|---|---|---|---|---|---|")
+	var lines []string
 	for _, r := range rows {
 		for _, m := range r.Modes {
 			how := "inline"
@@ -178,9 +176,10 @@ func printLoops(rows []loop, c config) {
 			if m.Every > 1 {
 				every = fmt.Sprintf("every %d iterations", m.Every)
 			}
-			fmt.Printf("| %s | %s | %s | %.2f s | %.2f s | %.1f%% | %.3f s |\n", human(r.Bytes), every, how, m.Seconds,
-				r.NoneSeconds, m.OverheadPct, m.BlockedSeconds)
+			lines = append(lines, fmt.Sprintf("| %s | %s | %s | %.2f s | %.2f s | %.1f%% | %.3f s |", human(r.Bytes), every, how, m.Seconds,
+				r.NoneSeconds, m.OverheadPct, m.BlockedSeconds))
 		}
 	}
-	fmt.Println()
+	printTable(fmt.Sprintf("(c) simulated training loop: %d iterations of %d ms compute, then an optimizer step touching every page of the state", c.iters, c.iterMS),
+		[]string{"state", "checkpoint", "Save", "loop time", "no checkpoints", "overhead (goal ≤ 3% every 10)", "loop waited per checkpoint"}, lines)
 }

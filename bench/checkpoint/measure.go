@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/schooner-ml/schooner/checkpoint"
@@ -217,24 +218,34 @@ func median(ds []time.Duration) time.Duration {
 }
 
 func printThroughput(rows []throughput) {
-	fmt.Println("(a) persistence throughput, Save to durable commit, against raw O_DIRECT 64 MiB writes + fsync over an allocated file")
-	fmt.Println()
-	fmt.Println("| checkpoint | raw, 1 stream | raw, parallel streams | engine Save → commit | ratio to the better raw (goal ≥ 0.90) | warm-up checkpoints (fresh slots, cold staging), mean |")
-	fmt.Println("|---|---|---|---|---|---|")
-	for _, r := range rows {
-		fmt.Printf("| %s | %.2f s, %.0f MB/s | %.2f s, %.0f MB/s | %.2f s, %.0f MB/s | %.2f | %.2f s |\n", human(r.Bytes),
+	lines := make([]string, len(rows))
+	for i, r := range rows {
+		lines[i] = fmt.Sprintf("| %s | %.2f s, %.0f MB/s | %.2f s, %.0f MB/s | %.2f s, %.0f MB/s | %.2f | %.2f s |", human(r.Bytes),
 			r.RawSeconds, r.RawMBps, r.ParSeconds, r.ParMBps, r.EngineSeconds, r.EngineMBps, r.Ratio, r.FirstSeconds)
 	}
-	fmt.Println()
+	printTable("(a) persistence throughput, Save to durable commit, against raw O_DIRECT 64 MiB writes + fsync over an allocated file",
+		[]string{"checkpoint", "raw, 1 stream", "raw, parallel streams", "engine Save → commit", "ratio to the better raw (goal ≥ 0.90)",
+			"warm-up checkpoints (fresh slots, cold staging), mean"}, lines)
 }
 
 func printBlocked(rows []blocked) {
-	fmt.Println("(b) time the caller is blocked per checkpoint, against a synchronous write + fsync of the same bytes")
+	lines := make([]string, len(rows))
+	for i, r := range rows {
+		lines[i] = fmt.Sprintf("| %s | %s | %.2f s | %.3f s | %.1f× |", human(r.Bytes), human(r.StagingBytes), r.SyncSeconds, r.BlockedSeconds, r.Ratio)
+	}
+	printTable("(b) time the caller is blocked per checkpoint, against a synchronous write + fsync of the same bytes",
+		[]string{"checkpoint", "staging pool", "synchronous write + fsync", "engine: Save returns after", "less blocking"}, lines)
+}
+
+// printTable prints a Markdown table under title and a blank line: columns is its header, and
+// each of lines one row, already formatted ("| a | b |").
+func printTable(title string, columns, lines []string) {
+	fmt.Println(title)
 	fmt.Println()
-	fmt.Println("| checkpoint | staging pool | synchronous write + fsync | engine: Save returns after | less blocking |")
-	fmt.Println("|---|---|---|---|---|")
-	for _, r := range rows {
-		fmt.Printf("| %s | %s | %.2f s | %.3f s | %.1f× |\n", human(r.Bytes), human(r.StagingBytes), r.SyncSeconds, r.BlockedSeconds, r.Ratio)
+	fmt.Println("| " + strings.Join(columns, " | ") + " |")
+	fmt.Println("|" + strings.Repeat("---|", len(columns)))
+	for _, l := range lines {
+		fmt.Println(l)
 	}
 	fmt.Println()
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -67,22 +66,11 @@ func TestCrashConsistencyThroughTheAgent(t *testing.T) {
 // the last step sent.
 func crashRun(t *testing.T, rng *rand.Rand, dir, shm, sock string, first int64) (lastWaited, lastSent int64) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childDirEnv+"="+dir, childSocketEnv+"="+sock, childShmEnv+"="+shm)
-	cmd.Stderr = os.Stderr
-	require.NoError(t, cmd.Start())
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	kill := func() { _ = cmd.Process.Kill() }
-	defer func() { kill(); <-exited }()
+	child := startChildAgent(t, dir, shm, sock)
+	defer child.stop()
 
 	ctx := context.Background()
-	var c *Client
-	eventually(t, 20*time.Second, func() bool {
-		var err error
-		c, err = Dial(ctx, sock)
-		return err == nil
-	}, "child agent to listen on %s", sock)
+	c := child.dial(ctx, t)
 	defer c.Close()
 	_, err := c.Hello(ctx, 0, plan1())
 	require.NoError(t, err)
@@ -92,7 +80,7 @@ func crashRun(t *testing.T, rng *rand.Rand, dir, shm, sock string, first int64) 
 	jitter := time.Duration(rng.IntN(4000)) * time.Microsecond
 	for i, step := 0, first; i < 40; i, step = i+1, step+1 {
 		if i == killAt {
-			go func() { time.Sleep(jitter); kill() }() // jitter, not a wait: the kill lands anywhere in the next requests
+			go func() { time.Sleep(jitter); _ = child.kill() }() // jitter, not a wait: the kill lands anywhere in the next requests
 		}
 		lastSent = step
 		if _, err := c.Save(ctx, step, testShard(0, step, crashShardSize(step)), nil, false); err != nil {

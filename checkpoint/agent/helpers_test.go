@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,9 +41,17 @@ func testOptions(t *testing.T) Options {
 
 func startAgent(t *testing.T, opts Options) *rig {
 	t.Helper()
-	a, err := New(opts)
+	return startAgentWith(t, opts, func(*wiring) {})
+}
+
+// startAgentWith is startAgent with some dependencies replaced.
+func startAgentWith(t *testing.T, opts Options, change func(*wiring)) *rig {
+	t.Helper()
+	w := defaultWiring()
+	change(&w)
+	a, err := newAgent(opts, w)
 	require.NoError(t, err)
-	sock := filepath.Join(shortDir(t), "agent.sock")
+	sock := shortSock(t)
 	l, err := Listen(sock)
 	require.NoError(t, err)
 	r := &rig{a: a, opts: opts, sock: sock, done: make(chan error, 1)}
@@ -56,6 +65,12 @@ func (r *rig) stop() {
 	_ = r.a.Close()
 	<-r.done
 	r.done <- nil // a second stop returns at once
+}
+
+// shortSock is a socket path in a fresh shortDir.
+func shortSock(t *testing.T) string {
+	t.Helper()
+	return filepath.Join(shortDir(t), "agent.sock")
 }
 
 func shortDir(t *testing.T) string {
@@ -130,3 +145,28 @@ func eventually(t *testing.T, within time.Duration, cond func() bool, what strin
 }
 
 func plan1() checkpoint.PlanInfo { return checkpoint.PlanInfo{World: 1, PP: 1, DP: 1, TP: 1} }
+
+// tempFiles lists the temp files of a directory store.
+func tempFiles(t *testing.T, root string) []string {
+	t.Helper()
+	var out []string
+	_ = filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
+		if err == nil && strings.HasPrefix(e.Name(), ".schooner-tmp-") {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
+}
+
+func shmFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(dir, shmPrefix+"*"))
+	var out []string
+	for _, f := range m {
+		if !strings.Contains(f, "-"+strconvI(int64(os.Getpid()))+"-") {
+			out = append(out, f)
+		}
+	}
+	return out
+}

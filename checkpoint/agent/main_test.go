@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
 
 	"github.com/schooner-ml/schooner/checkpoint/store"
 )
@@ -45,6 +48,48 @@ const (
 	// data uploads stall forever halfway: a kill then leaves a partial temp file behind.
 	childStallEnv = "SCHOONER_AGENT_CHILD_STALL_STORE"
 )
+
+// childAgent is an agent serving in a child process (the test binary, see TestMain), for tests
+// that kill it.
+type childAgent struct {
+	cmd    *exec.Cmd
+	sock   string
+	exited chan struct{} // closed once the process is gone
+}
+
+// startChildAgent starts a child agent on dir, shm and sock, with env (NAME=value) added to
+// its environment.
+func startChildAgent(t *testing.T, dir, shm, sock string, env ...string) *childAgent {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(append(os.Environ(), childDirEnv+"="+dir, childSocketEnv+"="+sock, childShmEnv+"="+shm), env...)
+	cmd.Stderr = os.Stderr
+	require.NoError(t, cmd.Start())
+	c := &childAgent{cmd: cmd, sock: sock, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(c.exited) }()
+	return c
+}
+
+// kill sends the child SIGKILL without waiting for it to go.
+func (c *childAgent) kill() error { return c.cmd.Process.Kill() }
+
+// stop kills the child and waits until it is gone.
+func (c *childAgent) stop() {
+	_ = c.kill()
+	<-c.exited
+}
+
+// dial waits for the child to listen and connects to it.
+func (c *childAgent) dial(ctx context.Context, t *testing.T) *Client {
+	t.Helper()
+	var client *Client
+	eventually(t, 20*time.Second, func() bool {
+		var err error
+		client, err = Dial(ctx, c.sock)
+		return err == nil
+	}, "child agent to listen on %s", c.sock)
+	return client
+}
 
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(childDirEnv); dir != "" {

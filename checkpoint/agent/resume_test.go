@@ -2,10 +2,6 @@ package agent
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -24,21 +20,11 @@ import (
 func TestKilledMidUploadResumesOnRestart(t *testing.T) {
 	ctx := context.Background()
 	dir, shm, root := t.TempDir(), t.TempDir(), t.TempDir()
-	sock := filepath.Join(shortDir(t), "a.sock")
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childDirEnv+"="+dir, childSocketEnv+"="+sock, childShmEnv+"="+shm, childStallEnv+"="+root)
-	cmd.Stderr = os.Stderr
-	require.NoError(t, cmd.Start())
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	defer func() { _ = cmd.Process.Kill(); <-exited }()
+	sock := shortSock(t)
+	child := startChildAgent(t, dir, shm, sock, childStallEnv+"="+root)
+	defer child.stop()
 
-	var c *Client
-	eventually(t, 20*time.Second, func() bool {
-		var err error
-		c, err = Dial(ctx, sock)
-		return err == nil
-	}, "child agent to listen on %s", sock)
+	c := child.dial(ctx, t)
 	_, err := c.Hello(ctx, 0, plan1())
 	require.NoError(t, err)
 	want := testShard(0, 7, 2<<20)
@@ -47,8 +33,8 @@ func TestKilledMidUploadResumesOnRestart(t *testing.T) {
 	_, err = c.Wait(ctx, 7, DurableLocal)
 	require.NoError(t, err)
 	eventually(t, 20*time.Second, func() bool { return len(tempFiles(t, root)) > 0 }, "the upload to start")
-	require.NoError(t, cmd.Process.Kill())
-	<-exited
+	require.NoError(t, child.kill())
+	<-child.exited
 	_ = c.Close()
 
 	st, err := store.NewDir(root)
@@ -71,29 +57,4 @@ func TestKilledMidUploadResumesOnRestart(t *testing.T) {
 	require.NoError(t, err)
 	requireTensors(t, want.Tensors, shard.Tensors)
 	assert.Empty(t, shmFiles(t, shm), "the killed agent's clients' buffers are swept")
-}
-
-// tempFiles lists the temp files of a directory store.
-func tempFiles(t *testing.T, root string) []string {
-	t.Helper()
-	var out []string
-	_ = filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
-		if err == nil && strings.HasPrefix(e.Name(), ".schooner-tmp-") {
-			out = append(out, p)
-		}
-		return nil
-	})
-	return out
-}
-
-func shmFiles(t *testing.T, dir string) []string {
-	t.Helper()
-	m, _ := filepath.Glob(filepath.Join(dir, shmPrefix+"*"))
-	var out []string
-	for _, f := range m {
-		if !strings.Contains(f, "-"+strconvI(int64(os.Getpid()))+"-") {
-			out = append(out, f)
-		}
-	}
-	return out
 }

@@ -14,22 +14,6 @@ import (
 	"github.com/schooner-ml/schooner/checkpoint"
 )
 
-// startAgentWith is startAgent with some dependencies replaced.
-func startAgentWith(t *testing.T, opts Options, change func(*wiring)) *rig {
-	t.Helper()
-	w := defaultWiring()
-	change(&w)
-	a, err := newAgent(opts, w)
-	require.NoError(t, err)
-	sock := filepath.Join(shortDir(t), "agent.sock")
-	l, err := Listen(sock)
-	require.NoError(t, err)
-	r := &rig{a: a, opts: opts, sock: sock, done: make(chan error, 1)}
-	go func() { r.done <- a.Serve(l) }()
-	t.Cleanup(r.stop)
-	return r
-}
-
 // shrinkingEngine truncates every client save buffer right before the engine copies from it:
 // a client that shrinks its buffer after the agent checked it.
 type shrinkingEngine struct {

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -31,25 +30,30 @@ func ckptLogger(cmd *cobra.Command, g *globals) (zerolog.Logger, error) {
 	return workers.NewLogger(workers.LogOptions{Level: g.logLevel, Format: g.logFormat, Out: cmd.ErrOrStderr()})
 }
 
-// openCkptSource opens --store: the remote tier over an object store, or a local root of
-// engine directories (local:///dir). remote is nil for a local root.
-func openCkptSource(ctx context.Context, url string, log zerolog.Logger) (src checkpoint.Source, remote *checkpoint.Remote, err error) {
+// openCkptSource opens --store with the command's logger (ckptLogger), which it returns too:
+// the remote tier over an object store, or a local root of engine directories (local:///dir).
+// remote is nil for a local root.
+func openCkptSource(cmd *cobra.Command, g *globals, url string) (src checkpoint.Source, remote *checkpoint.Remote, log zerolog.Logger, err error) {
+	log, err = ckptLogger(cmd, g)
+	if err != nil {
+		return nil, nil, log, err
+	}
 	if url == "" {
-		return nil, nil, errors.New("--store is required, e.g. --store s3://bucket/job-7 or --store file:///var/lib/ckpt")
+		return nil, nil, log, errors.New("--store is required, e.g. --store s3://bucket/job-7 or --store file:///var/lib/ckpt")
 	}
 	if rest, ok := strings.CutPrefix(url, "local://"); ok {
 		if !filepath.IsAbs(rest) {
-			return nil, nil, fmt.Errorf("store URL %q: the path must be absolute, as in local:///var/lib/schooner/ckpt", url)
+			return nil, nil, log, fmt.Errorf("store URL %q: the path must be absolute, as in local:///var/lib/schooner/ckpt", url)
 		}
-		return checkpoint.LocalRoot(rest, log), nil, nil
+		return checkpoint.LocalRoot(rest, log), nil, log, nil
 	}
-	s, err := store.Open(ctx, url, store.WithLogger(log))
+	s, err := store.Open(cmd.Context(), url, store.WithLogger(log))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, log, err
 	}
 	// Retain < 0: these commands only read, and must never prune.
 	r := &checkpoint.Remote{Store: s, Retain: -1, Logger: log}
-	return r, r, nil
+	return r, r, log, nil
 }
 
 func newCkptLsCommand(g *globals) *cobra.Command {
@@ -68,11 +72,7 @@ and whether they were emergency checkpoints taken on a preemption notice.
   schooner ckpt ls --store local:///var/lib/schooner/ckpt`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := ckptLogger(cmd, g)
-			if err != nil {
-				return err
-			}
-			src, remote, err := openCkptSource(cmd.Context(), url, log)
+			src, remote, _, err := openCkptSource(cmd, g, url)
 			if err != nil {
 				return err
 			}
@@ -114,13 +114,7 @@ func localStepInfos(ctx context.Context, src checkpoint.Source) ([]checkpoint.St
 }
 
 func printStepInfos(out io.Writer, infos []checkpoint.StepInfo) {
-	if len(infos) == 0 {
-		fmt.Fprintln(out, "no checkpoints")
-		return
-	}
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "STEP\tSTATE\tWORLD\tPLAN\tSIZE\tCREATED\tEMERGENCY")
-	for _, in := range infos {
+	printTable(out, "no checkpoints", "STEP\tSTATE\tWORLD\tPLAN\tSIZE\tCREATED\tEMERGENCY", infos, func(tw io.Writer, in checkpoint.StepInfo) {
 		state := "durable"
 		if !in.Durable {
 			state = fmt.Sprintf("incomplete (%d of %d ranks)", len(in.Ranks), in.World)
@@ -144,8 +138,7 @@ func printStepInfos(out io.Writer, infos []checkpoint.StepInfo) {
 			emergency = "yes"
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", in.Step, state, world, plan, size, created, emergency)
-	}
-	_ = tw.Flush()
+	})
 }
 
 // humanBytes prints a byte count in binary units.

@@ -78,11 +78,7 @@ func runRestore(cmd *cobra.Command, g *globals, f *restoreFlags) error {
 	if f.pp < 0 || (f.pp > 0 && f.stage < 0) {
 		return errors.New("--pp needs --stage, and must be positive")
 	}
-	log, err := ckptLogger(cmd, g)
-	if err != nil {
-		return err
-	}
-	src, _, err := openCkptSource(cmd.Context(), f.store, log)
+	src, _, log, err := openCkptSource(cmd, g, f.store)
 	if err != nil {
 		return err
 	}

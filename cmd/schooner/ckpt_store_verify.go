@@ -42,11 +42,7 @@ store, incomplete ones included (their missing ranks are reported, not counted a
 			if all && cmd.Flags().Changed("step") {
 				return errors.New("--step and --all exclude each other")
 			}
-			log, err := ckptLogger(cmd, g)
-			if err != nil {
-				return err
-			}
-			src, remote, err := openCkptSource(cmd.Context(), url, log)
+			src, remote, _, err := openCkptSource(cmd, g, url)
 			if err != nil {
 				return err
 			}

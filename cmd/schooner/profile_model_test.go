@@ -71,6 +71,16 @@ done
 	return path
 }
 
+// tinyProfiler is a fake python3 in a fresh directory (also returned) whose profiler writes
+// tinyProfileJSON for tiny-gpt to --out.
+func tinyProfiler(t *testing.T) (dir, python string) {
+	t.Helper()
+	dir = t.TempDir()
+	src := filepath.Join(dir, "src.json")
+	require.NoError(t, os.WriteFile(src, tinyProfileJSON(t, "tiny-gpt"), 0o644))
+	return dir, fakePython(t, dir, `cp `+src+` "$out"`)
+}
+
 func runProfileModel(args ...string) (string, error) {
 	cmd := newProfileCommand()
 	var out bytes.Buffer
@@ -86,10 +96,7 @@ var tinyDims = []string{"--name", "tiny-gpt", "--layers", "1", "--hidden", "64",
 
 func TestProfileModelRunsTheProfilerAndSummarises(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	src := filepath.Join(dir, "src.json")
-	require.NoError(t, os.WriteFile(src, tinyProfileJSON(t, "tiny-gpt"), 0o644))
-	python := fakePython(t, dir, `cp `+src+` "$out"`)
+	dir, python := tinyProfiler(t)
 	out := filepath.Join(dir, "profiles", "tiny-gpt.json")
 	require.NoError(t, os.Mkdir(filepath.Dir(out), 0o755))
 
@@ -123,10 +130,7 @@ func TestProfileModelRunsTheProfilerAndSummarises(t *testing.T) {
 
 func TestProfileModelSaysWhatTheProfilerLeftOut(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	src := filepath.Join(dir, "src.json")
-	require.NoError(t, os.WriteFile(src, tinyProfileJSON(t, "tiny-gpt"), 0o644))
-	python := fakePython(t, dir, `cp `+src+` "$out"`)
+	dir, python := tinyProfiler(t)
 	got, err := runProfileModel(append(tinyDims, "--mbs", "1,2,4", "--out", filepath.Join(dir, "p.json"),
 		"--python", python, "--python-path", dir)...)
 	require.NoError(t, err, got)

@@ -53,18 +53,20 @@ class Groups:
         self.tp = self.dp = None
         if lay.world == 1:
             return
-        for s in range(lay.pp):
-            for d in range(lay.dp):
-                ranks = [lay.rank_of(s, d, t) for t in range(lay.tp)]
-                g = dist.new_group(ranks)
-                if lay.rank in ranks:
-                    self.tp = g
-        for s in range(lay.pp):
-            for t in range(lay.tp):
-                ranks = [lay.rank_of(s, d, t) for d in range(lay.dp)]
-                g = dist.new_group(ranks)
-                if lay.rank in ranks:
-                    self.dp = g
+        self.tp = _new_groups(lay, [[lay.rank_of(s, d, t) for t in range(lay.tp)]
+                                    for s in range(lay.pp) for d in range(lay.dp)])
+        self.dp = _new_groups(lay, [[lay.rank_of(s, d, t) for d in range(lay.dp)]
+                                    for s in range(lay.pp) for t in range(lay.tp)])
+
+
+def _new_groups(lay, groups):
+    """Creates a process group of each list of ranks, in order, and returns this rank's (None if none)."""
+    mine = None
+    for ranks in groups:
+        g = dist.new_group(ranks)
+        if lay.rank in ranks:
+            mine = g
+    return mine
 
 
 def main(argv=None) -> int:
