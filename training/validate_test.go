@@ -8,9 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/schooner-ml/schooner/cloud"
-
 	"github.com/schooner-ml/schooner/checkpoint/store"
+	"github.com/schooner-ml/schooner/cloud"
 )
 
 func validSpec() Spec {
