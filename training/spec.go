@@ -1,5 +1,7 @@
 package training
 
+import "github.com/schooner-ml/schooner/fleet"
+
 // Spec is a training job as a user submits it (examples/ holds annotated ones). Durations and
 // times are strings so YAML and JSON read the same; Validate parses them and names the field of
 // any error.
@@ -40,27 +42,17 @@ type Budget struct {
 	TotalUSD   float64 `json:"total_usd,omitempty" yaml:"total_usd,omitempty"`
 }
 
-// Resources restricts where the job may run; empty lists allow everything offered.
-type Resources struct {
-	Clouds   []string `json:"clouds,omitempty" yaml:"clouds,omitempty"`
-	Regions  []string `json:"regions,omitempty" yaml:"regions,omitempty"`
-	Zones    []string `json:"zones,omitempty" yaml:"zones,omitempty"`
-	GPUTypes []string `json:"gpu_types,omitempty" yaml:"gpu_types,omitempty"`
-	// MaxGPUs caps the GPUs held at once; 0 means the control plane's limit
-	// (Limits.MaxGPUs, 4,096 by default).
-	MaxGPUs int `json:"max_gpus,omitempty" yaml:"max_gpus,omitempty"`
-}
+// Resources restricts where the job may run (fleet.Resources: serving shares it).
+type Resources = fleet.Resources
 
-// SpotPolicy says which capacity types the job may buy.
-type SpotPolicy string
+// SpotPolicy says which capacity types the job may buy (fleet.SpotPolicy).
+type SpotPolicy = fleet.SpotPolicy
 
+// The spot policies, as fleet names them.
 const (
-	// SpotOnly never buys on-demand capacity (the default).
-	SpotOnly SpotPolicy = "spot"
-	// SpotWithFallback adds on-demand capacity when spot cannot meet the deadline.
-	SpotWithFallback SpotPolicy = "spot-with-fallback"
-	// OnDemandOnly is the baseline a user compares against.
-	OnDemandOnly SpotPolicy = "on-demand"
+	SpotOnly         = fleet.SpotOnly
+	SpotWithFallback = fleet.SpotWithFallback
+	OnDemandOnly     = fleet.OnDemandOnly
 )
 
 // Checkpoint says how often the trainers checkpoint and where durable copies go.

@@ -10,12 +10,8 @@ import (
 	"strings"
 
 	"github.com/schooner-ml/schooner/checkpoint/store"
-	"github.com/schooner-ml/schooner/gpu"
 	"github.com/schooner-ml/schooner/planner"
 )
-
-// Clouds a spec may name under resources.clouds.
-var knownClouds = []string{"aws", "gcp"}
 
 // namePattern keeps the job name safe inside a workflow id and a task queue name.
 var namePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$`)
@@ -90,11 +86,7 @@ func (s Spec) ValidateWithin(lim Limits) error {
 		}
 	}
 	v.resources(s.Resources)
-	switch s.Spot {
-	case SpotOnly, SpotWithFallback, OnDemandOnly:
-	default:
-		v.add("spot", "must be one of %s, %s, %s (got %q)", SpotOnly, SpotWithFallback, OnDemandOnly, s.Spot)
-	}
+	s.Spot.Check("spot", func(field, problem string) { v.add(field, "%s", problem) })
 	v.checkpoint(s.Checkpoint, s.Iterations)
 	v.trainer(s.Trainer)
 	if len(v.problems) == 0 {
@@ -161,33 +153,8 @@ func (v *validator) model(m Model) {
 }
 
 func (v *validator) resources(r Resources) {
-	for i, c := range r.Clouds {
-		if !contains(knownClouds, c) {
-			v.add(fmt.Sprintf("resources.clouds[%d]", i), "unknown cloud %q; known: %s", c, strings.Join(knownClouds, ", "))
-		}
-	}
-	for i, g := range r.GPUTypes {
-		if !gpu.Known(gpu.Type(g)) {
-			known := make([]string, len(gpu.KnownTypes))
-			for j, k := range gpu.KnownTypes {
-				known[j] = string(k)
-			}
-			v.add(fmt.Sprintf("resources.gpu_types[%d]", i), "unknown GPU type %q; known: %s", g, strings.Join(known, ", "))
-		}
-	}
-	for i, z := range r.Zones {
-		if strings.TrimSpace(z) == "" {
-			v.add(fmt.Sprintf("resources.zones[%d]", i), "must not be empty")
-		}
-	}
-	for i, z := range r.Regions {
-		if strings.TrimSpace(z) == "" {
-			v.add(fmt.Sprintf("resources.regions[%d]", i), "must not be empty")
-		}
-	}
-	if r.MaxGPUs < 0 {
-		v.add("resources.max_gpus", "must be ≥ 0 (0: this control plane's limit, %d)", v.lim.MaxGPUs)
-	} else if r.MaxGPUs > v.lim.MaxGPUs {
+	r.Check(func(field, problem string) { v.add(field, "%s", problem) })
+	if r.MaxGPUs > v.lim.MaxGPUs {
 		v.add("resources.max_gpus", "%d is over this control plane's limit of %d", r.MaxGPUs, v.lim.MaxGPUs)
 	}
 }
@@ -234,13 +201,4 @@ func (v *validator) trainer(t Trainer) {
 			v.add("trainer.env."+k, "reserved: SCHOONER_* variables are set by schooner")
 		}
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
