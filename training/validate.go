@@ -2,8 +2,7 @@ package training
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
+	"github.com/schooner-ml/schooner/internal/specfile"
 	"maps"
 	"regexp"
 	"slices"
@@ -16,28 +15,11 @@ import (
 // namePattern keeps the job name safe inside a workflow id and a task queue name.
 var namePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$`)
 
-// FieldError is one problem with a spec, named by the field's path as the spec spells it
-// ("checkpoint.every"), so a user can find it in their file.
-type FieldError struct {
-	Field   string
-	Problem string
-}
+// FieldError is one problem with a spec, named by its field's path ("checkpoint.every").
+type FieldError = specfile.FieldError
 
-func (e FieldError) Error() string { return e.Field + ": " + e.Problem }
-
-// ValidationError lists every problem of a spec at once: fixing a file one error per
-// submission is a poor way to spend an afternoon.
-type ValidationError struct {
-	Problems []FieldError
-}
-
-func (e *ValidationError) Error() string {
-	lines := make([]string, len(e.Problems))
-	for i, p := range e.Problems {
-		lines[i] = p.Error()
-	}
-	return fmt.Sprintf("invalid training spec (%d problems):\n  %s", len(e.Problems), strings.Join(lines, "\n  "))
-}
+// ValidationError lists every problem of a spec at once.
+type ValidationError = specfile.ValidationError
 
 // Validate checks the spec within DefaultLimits and returns a *ValidationError naming every
 // bad field, or nil. Call it on WithDefaults' result: empty optional fields are errors here.
@@ -89,25 +71,18 @@ func (s Spec) ValidateWithin(lim Limits) error {
 	s.Spot.Check("spot", func(field, problem string) { v.add(field, "%s", problem) })
 	v.checkpoint(s.Checkpoint, s.Iterations)
 	v.trainer(s.Trainer)
-	if len(v.problems) == 0 {
-		return nil
-	}
-	return &ValidationError{Problems: v.problems}
+	return v.Err("training")
 }
 
 // Problems returns the field errors of err when it is a *ValidationError.
-func Problems(err error) []FieldError {
-	var ve *ValidationError
-	if errors.As(err, &ve) {
-		return ve.Problems
-	}
-	return nil
-}
+func Problems(err error) []FieldError { return specfile.Problems(err) }
 
 type validator struct {
-	lim      Limits
-	problems []FieldError
+	specfile.Collector
+	lim Limits
 }
+
+func (v *validator) add(field, format string, args ...any) { v.Add(field, format, args...) }
 
 // specBytes is the size of the spec's JSON encoding, what the workflow carries.
 func specBytes(s Spec) int {
@@ -116,10 +91,6 @@ func specBytes(s Spec) int {
 		return 0
 	}
 	return len(b)
-}
-
-func (v *validator) add(field, format string, args ...any) {
-	v.problems = append(v.problems, FieldError{Field: field, Problem: fmt.Sprintf(format, args...)})
 }
 
 func (v *validator) model(m Model) {

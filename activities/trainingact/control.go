@@ -75,7 +75,7 @@ func (t *Control) JobOfferings(ctx context.Context, req training.JobOfferingsReq
 		return len(r.Clouds) > 0 && !slices.Contains(r.Clouds, o.Provider)
 	})
 	if problems := unknownPlaces(r, all); len(problems) > 0 {
-		verr := &training.ValidationError{Problems: problems}
+		verr := &training.ValidationError{Kind: "training", Problems: problems}
 		return nil, temporal.NewNonRetryableApplicationError(verr.Error(), training.ErrTypeInvalidSpec, nil, problems)
 	}
 	f := cloud.OfferingFilter{Regions: r.Regions, Zones: r.Zones}

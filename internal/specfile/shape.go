@@ -1,4 +1,4 @@
-package training
+package specfile
 
 import (
 	"bytes"
@@ -9,16 +9,15 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 )
 
-// MaxSpecFileBytes is the largest spec file read at all; Limits.MaxSpecBytes bounds what a
-// control plane accepts after that.
-const MaxSpecFileBytes = 1 << 20
+// MaxBytes is the largest spec file read at all.
+const MaxBytes = 1 << 20
 
 // checkShape rejects what a YAML-to-JSON conversion would silently drop or merge: a second
 // document (`---`), and a key given twice in one mapping (the last one would win). JSON is
 // read by the same parser, since JSON is YAML.
 func checkShape(data []byte) error {
-	if len(data) > MaxSpecFileBytes {
-		return fmt.Errorf("the spec is %d bytes, more than the %d a spec may have", len(data), MaxSpecFileBytes)
+	if len(data) > MaxBytes {
+		return fmt.Errorf("the spec is %d bytes, more than the %d a spec may have", len(data), MaxBytes)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
