@@ -68,7 +68,7 @@ func (s Spec) ValidateWithin(lim Limits) error {
 		}
 	}
 	v.resources(s.Resources)
-	s.Spot.Check("spot", func(field, problem string) { v.add(field, "%s", problem) })
+	s.Spot.Check("spot", v.Record)
 	v.checkpoint(s.Checkpoint, s.Iterations)
 	v.trainer(s.Trainer)
 	return v.Err("training")
@@ -124,7 +124,7 @@ func (v *validator) model(m Model) {
 }
 
 func (v *validator) resources(r Resources) {
-	r.Check(func(field, problem string) { v.add(field, "%s", problem) })
+	r.Check(v.Record)
 	if r.MaxGPUs > v.lim.MaxGPUs {
 		v.add("resources.max_gpus", "%d is over this control plane's limit of %d", r.MaxGPUs, v.lim.MaxGPUs)
 	}

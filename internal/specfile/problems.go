@@ -49,6 +49,12 @@ func (c *Collector) Add(field, format string, args ...any) {
 	c.problems = append(c.problems, FieldError{Field: field, Problem: fmt.Sprintf(format, args...)})
 }
 
+// Record records a problem already worded, for checks that report through a
+// func(field, problem string) (fleet.Resources.Check).
+func (c *Collector) Record(field, problem string) {
+	c.problems = append(c.problems, FieldError{Field: field, Problem: problem})
+}
+
 // Err is a *ValidationError of kind with every problem found, or nil.
 func (c *Collector) Err(kind string) error {
 	if len(c.problems) == 0 {

@@ -1,0 +1,88 @@
+package serving
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/schooner-ml/schooner/internal/specfile"
+)
+
+func valid() Spec {
+	return Spec{Name: "chat", Model: Model{Name: "tiny", Seed: 7}, Stages: 2}.WithDefaults()
+}
+
+func TestDefaults(t *testing.T) {
+	s := Spec{}.WithDefaults()
+	assert.Equal(t, 1, s.Stages)
+	assert.Equal(t, 1, s.Replicas)
+	assert.Equal(t, ReplicationOn, s.KVReplication)
+	assert.Equal(t, DefaultMaxBatch, s.MaxBatch)
+	assert.Equal(t, "spot", string(s.Spot))
+	require.NoError(t, valid().Validate())
+}
+
+func TestValidateNamesEveryBadField(t *testing.T) {
+	for name, c := range map[string]struct {
+		edit  func(*Spec)
+		field string
+	}{
+		"bad name":         {func(s *Spec) { s.Name = "Chat!" }, "name"},
+		"unknown model":    {func(s *Spec) { s.Model.Name = "gpt-5" }, "model.name"},
+		"both":             {func(s *Spec) { s.Model.Layers = 2 }, "model"},
+		"no model":         {func(s *Spec) { s.Model = Model{} }, "model"},
+		"kv heads":         {func(s *Spec) { s.Model = Model{Layers: 4, Hidden: 64, Heads: 4, KVHeads: 3, FFN: 128, Vocab: 256} }, "model.kv_heads"},
+		"missing ffn":      {func(s *Spec) { s.Model = Model{Layers: 4, Hidden: 64, Heads: 4, KVHeads: 2, Vocab: 256} }, "model.ffn"},
+		"more stages":      {func(s *Spec) { s.Stages = 5 }, "stages"},
+		"stages bound":     {func(s *Spec) { s.Stages = -1 }, "stages"},
+		"replicas":         {func(s *Spec) { s.Replicas = MaxReplicas + 1 }, "replicas"},
+		"batch":            {func(s *Spec) { s.MaxBatch = -3 }, "max_batch"},
+		"context":          {func(s *Spec) { s.MaxContext = MaxContext + 1 }, "max_context"},
+		"replication":      {func(s *Spec) { s.KVReplication = "yes" }, "kv_replication"},
+		"spot":             {func(s *Spec) { s.Spot = "cheap" }, "spot"},
+		"cloud":            {func(s *Spec) { s.Resources.Clouds = []string{"azure"} }, "resources.clouds[0]"},
+		"gpu":              {func(s *Spec) { s.Resources.GPUTypes = []string{"K80"} }, "resources.gpu_types[0]"},
+		"negative latency": {func(s *Spec) { s.Latency.TTFTMillis = -1 }, "latency"},
+		"queue":            {func(s *Spec) { s.Queue = -1 }, "queue"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := valid()
+			c.edit(&s)
+			err := s.Validate()
+			require.Error(t, err)
+			var fields []string
+			for _, p := range Problems(err) {
+				fields = append(fields, p.Field)
+			}
+			assert.Contains(t, fields, c.field, "%v", err)
+			assert.True(t, strings.HasPrefix(err.Error(), "invalid serving spec"))
+		})
+	}
+}
+
+func TestExamplesAreValid(t *testing.T) {
+	files, err := filepath.Glob("../examples/serve-*.yaml")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		s, err := ParseSpec(data, specfile.FormatOf(f))
+		require.NoError(t, err, f)
+		require.NoError(t, s.WithDefaults().Validate(), f)
+	}
+	_, err = ParseSpec([]byte("name: a\nstage: 2\n"), specfile.FormatYAML)
+	assert.ErrorContains(t, err, "stage", "a typo is an error, not an ignored field")
+}
+
+func TestBuiltinDimensions(t *testing.T) {
+	d := Model{Name: "llama-8b", Seed: 3}.Dims()
+	assert.Equal(t, 32, d.Layers)
+	assert.Equal(t, int64(3), d.Seed)
+	own := Model{Layers: 2, Hidden: 8, Heads: 2, KVHeads: 1, FFN: 16, Vocab: 10}
+	assert.Equal(t, own, own.Dims())
+}
