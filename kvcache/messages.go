@@ -1,0 +1,175 @@
+package kvcache
+
+import (
+	"fmt"
+	"math"
+)
+
+// Ops of section 3 of docs/serving-protocol.md.
+const (
+	opHello          = "hello"
+	opHelloOK        = "hello_ok"
+	opPut            = "put"
+	opPutStep        = "put_step"
+	opAck            = "ack"
+	opError          = "error"
+	opDrop           = "drop"
+	opDropDeployment = "drop_deployment"
+	opDropped        = "dropped"
+	opGet            = "get"
+	opChunk          = "chunk"
+	opEnd            = "end"
+	opList           = "list"
+	opHeld           = "held"
+)
+
+// Roles a peer names in its hello. The holder accepts every op on either; the role says what
+// the peer does, for logs.
+const (
+	RoleWriter = "writer"
+	RoleReader = "reader"
+)
+
+// KindPrompt is the only kind of put: the cache of a request's tokens, layer by layer.
+const KindPrompt = "prompt"
+
+// Wire headers. Field names and JSON spellings are the protocol's; keep them in step with the doc.
+
+type putMsg struct {
+	Op      string  `json:"op"`
+	Request string  `json:"request"`
+	Kind    string  `json:"kind"`
+	Layer   int     `json:"layer"`
+	Tokens  [2]int  `json:"tokens"`
+	DType   string  `json:"dtype"`
+	Shape   []int   `json:"shape"`
+	Last    bool    `json:"last,omitempty"`
+	Layers  *[2]int `json:"layers,omitempty"`
+	Step    *int    `json:"step,omitempty"`
+}
+
+type entryMsg struct {
+	Request string `json:"request"`
+	Token   int    `json:"token"`
+}
+
+type putStepMsg struct {
+	Op      string     `json:"op"`
+	Step    int        `json:"step"`
+	Entries []entryMsg `json:"entries"`
+	Layers  [2]int     `json:"layers"`
+	DType   string     `json:"dtype"`
+	Shape   []int      `json:"shape"`
+}
+
+type ackMsg struct {
+	Op      string  `json:"op"`
+	Request string  `json:"request"`
+	Step    int     `json:"step"`
+	Layer   *int    `json:"layer,omitempty"`
+	Tokens  *[2]int `json:"tokens,omitempty"`
+}
+
+type errorMsg struct {
+	Op      string `json:"op"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Request string `json:"request,omitempty"`
+	Step    *int   `json:"step,omitempty"`
+}
+
+type requestMsg struct {
+	Op      string `json:"op"`
+	Request string `json:"request"`
+}
+
+type droppedMsg struct {
+	Op         string `json:"op"`
+	Request    string `json:"request,omitempty"`
+	Deployment string `json:"deployment,omitempty"`
+	Requests   int    `json:"requests"`
+	Bytes      int64  `json:"bytes"`
+}
+
+type chunkMsg struct {
+	Op      string `json:"op"`
+	Request string `json:"request"`
+	Layers  [2]int `json:"layers"`
+	Tokens  [2]int `json:"tokens"`
+	DType   string `json:"dtype"`
+	Shape   []int  `json:"shape"`
+}
+
+type endMsg struct {
+	Op        string `json:"op"`
+	Request   string `json:"request"`
+	AckedStep int    `json:"acked_step"`
+}
+
+type heldMsg struct {
+	Op       string `json:"op"`
+	Requests []Held `json:"requests"`
+}
+
+type helloMsg struct {
+	Op         string `json:"op"`
+	Role       string `json:"role"`
+	Deployment string `json:"deployment"`
+	Stage      int    `json:"stage"`
+	Version    int    `json:"version"`
+}
+
+type helloOKMsg struct {
+	Op      string `json:"op"`
+	Version int    `json:"version"`
+}
+
+// Held is one request a holder keeps for the connection's (deployment, stage): the answer to list.
+type Held struct {
+	Request   string `json:"request"`
+	AckedStep int    `json:"acked_step"`
+	Bytes     int64  `json:"bytes"`
+}
+
+// Layout is what every tensor of one request's replica shares.
+type Layout struct {
+	DType   string // "bf16", "f16" or "f32"
+	KVHeads int
+	HeadDim int
+}
+
+// ElemSize is the bytes of one element of the dtype, 0 for an unknown dtype.
+func ElemSize(dtype string) int {
+	switch dtype {
+	case "bf16", "f16":
+		return 2
+	case "f32":
+		return 4
+	}
+	return 0
+}
+
+// rowBytes is the bytes of one token of one head: head_dim elements.
+func (l Layout) rowBytes() int { return l.HeadDim * ElemSize(l.DType) }
+
+// tokenBytes is the bytes of one token of one layer, K and V: [2, kv_heads, head_dim].
+func (l Layout) tokenBytes() int { return 2 * l.KVHeads * l.rowBytes() }
+
+// shapeBytes multiplies a shape by the element size, refusing negative dimensions and
+// products beyond limit (so a hostile header cannot overflow the arithmetic).
+func shapeBytes(shape []int, elem int, limit uint64) (int, error) {
+	n := uint64(elem)
+	for _, d := range shape {
+		if d < 0 {
+			return 0, fmt.Errorf("negative dimension in shape %v", shape)
+		}
+		if d != 0 && n > math.MaxInt32*uint64(math.MaxInt32)/uint64(d) {
+			return 0, fmt.Errorf("shape %v is too large", shape)
+		}
+		n *= uint64(d)
+	}
+	if n > limit {
+		return 0, fmt.Errorf("shape %v is %d bytes, over the limit of %d", shape, n, limit)
+	}
+	return int(n), nil
+}
