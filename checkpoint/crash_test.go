@@ -93,12 +93,16 @@ func runCrashChild(dir string, delay time.Duration) (crashRun, error) {
 	ready := make(chan struct{})
 	var mu sync.Mutex
 	scanned := make(chan struct{})
+	var other strings.Builder // what the child printed besides its protocol (a failed test)
 	go func() {
 		defer close(scanned)
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			f := strings.Fields(sc.Text())
-			if len(f) != 2 {
+			if len(f) != 2 || (f[0] != "READY" && f[0] != "ACK") {
+				mu.Lock()
+				other.WriteString(sc.Text() + "\n")
+				mu.Unlock()
 				continue
 			}
 			n, err := strconv.ParseInt(f[1], 10, 64)
@@ -120,7 +124,9 @@ func runCrashChild(dir string, delay time.Duration) (crashRun, error) {
 	case <-ready:
 	case <-scanned:
 		_ = cmd.Wait()
-		return run, fmt.Errorf("child exited before it was ready: %s", stderr.String())
+		mu.Lock()
+		defer mu.Unlock()
+		return run, fmt.Errorf("child exited before it was ready: %s%s", stderr.String(), other.String())
 	case <-time.After(20 * time.Second):
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()

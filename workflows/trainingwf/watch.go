@@ -224,8 +224,8 @@ func (j *job) heldInstance(id string) (cloud.Instance, bool) {
 // lossReason is the plan history's reason for replanning after a loss: "preemption" when the
 // provider reclaimed any of the instances, "lost" otherwise.
 func (o outcome) lossReason() string {
-	for _, p := range o.preempted {
-		if p {
+	for _, in := range o.lost {
+		if o.preempted[in.ID] {
 			return "preemption"
 		}
 	}
