@@ -1,0 +1,102 @@
+package router
+
+import (
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// StageAddr is where one pipeline stage's worker listens for the router: "host:port" for TCP
+// or "unix:/path" for a unix socket.
+type StageAddr struct {
+	Addr string `json:"addr"`
+	// Node names the machine, for status only.
+	Node string `json:"node,omitempty"`
+}
+
+// Options configure a Router. Zero fields take the defaults named beside them.
+type Options struct {
+	// Model is the deployment's model id: the only one /v1/models lists and requests may name.
+	Model string
+	// Deployment is sent in every hello.
+	Deployment string
+	// MaxQueue bounds the requests waiting for dispatch; a request over it gets 429 (256).
+	MaxQueue int
+	// MaxRunning bounds the requests submitted to the workers at once (0: no bound; the
+	// worker's "overloaded" answer pushes a request back into the queue).
+	MaxRunning int
+	// ContextLength bounds prompt tokens + max_tokens (4096).
+	ContextLength int
+	// DefaultMaxTokens is max_tokens when a request leaves it out (16, as OpenAI's).
+	DefaultMaxTokens int
+	// VocabSize, when set, bounds the token ids of array prompts.
+	VocabSize int
+	// MaxBodyBytes bounds a request body; a larger one gets 413 (1 MiB).
+	MaxBodyBytes int64
+	// PauseLimit is how long a request whose worker is lost waits for a replacement before it
+	// fails with a 503 (60 s).
+	PauseLimit time.Duration
+	// RetryAfter is the Retry-After of a 429 (1 s).
+	RetryAfter time.Duration
+	// PingInterval paces pings on every stage connection; a connection that stays silent for
+	// three intervals is declared lost (1 s, DéjàVu's heartbeat).
+	PingInterval time.Duration
+	// DialTimeout bounds a connection attempt with its hello (5 s).
+	DialTimeout time.Duration
+	// ReconnectBackoff is the first delay between connection attempts to a stage that cannot
+	// be reached; it doubles up to 20 times itself (100 ms).
+	ReconnectBackoff time.Duration
+	// KeepAlive is the interval of SSE comment lines on a stream with nothing to send, so
+	// proxies keep a paused stream open (15 s).
+	KeepAlive time.Duration
+	// Tokenizer turns text prompts into token ids and tokens into text (Bytes).
+	Tokenizer Tokenizer
+	// Queue orders waiting requests (a heap ordered by arrival).
+	Queue Queue
+	// Log receives connection and failover events (none).
+	Log *zerolog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxQueue <= 0 {
+		o.MaxQueue = 256
+	}
+	if o.ContextLength <= 0 {
+		o.ContextLength = 4096
+	}
+	if o.DefaultMaxTokens <= 0 {
+		o.DefaultMaxTokens = 16
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 1 << 20
+	}
+	if o.PauseLimit <= 0 {
+		o.PauseLimit = 60 * time.Second
+	}
+	if o.RetryAfter <= 0 {
+		o.RetryAfter = time.Second
+	}
+	if o.PingInterval <= 0 {
+		o.PingInterval = time.Second
+	}
+	if o.DialTimeout <= 0 {
+		o.DialTimeout = 5 * time.Second
+	}
+	if o.ReconnectBackoff <= 0 {
+		o.ReconnectBackoff = 100 * time.Millisecond
+	}
+	if o.KeepAlive <= 0 {
+		o.KeepAlive = 15 * time.Second
+	}
+	if o.Tokenizer == nil {
+		o.Tokenizer = Bytes{}
+	}
+	if o.Queue == nil {
+		o.Queue = NewHeapQueue()
+	}
+	if o.Log == nil {
+		nop := zerolog.Nop()
+		o.Log = &nop
+	}
+	return o
+}

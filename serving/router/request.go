@@ -1,0 +1,64 @@
+package router
+
+import (
+	"time"
+)
+
+type reqState int
+
+const (
+	stateWaiting reqState = iota // in the queue
+	stateRunning                 // submitted to the first stage
+	statePaused                  // its pipeline broke; waiting for a replacement
+	stateDone                    // finished, failed or cancelled
+)
+
+// request is one completion. Fields below mu are guarded by Router.mu.
+type request struct {
+	id          string
+	prompt      []int
+	maxTokens   int
+	temperature float64
+	seed        int64
+	key         int64 // queue key: arrival in nanoseconds
+	created     time.Time
+
+	notify chan struct{} // capacity 1: something below changed
+
+	state      reqState
+	tokens     []int // delivered tokens; tokens[k] is step k
+	reason     string
+	err        *APIError
+	pauseTimer *time.Timer
+	pauseSeq   uint64
+}
+
+func (q *request) wake() {
+	select {
+	case q.notify <- struct{}{}:
+	default:
+	}
+}
+
+// submitMsg is section 1's submit.
+type submitMsg struct {
+	Op          string  `json:"op"`
+	Request     string  `json:"request"`
+	Prompt      []int   `json:"prompt"`
+	MaxTokens   int     `json:"max_tokens"`
+	Temperature float64 `json:"temperature"`
+	Seed        int64   `json:"seed"`
+	ResumeFrom  int     `json:"resume_from,omitempty"`
+	Generated   []int   `json:"generated,omitempty"`
+}
+
+// submitLocked builds the submit of q as of now: a resubmission carries what was delivered.
+func (q *request) submitLocked() submitMsg {
+	m := submitMsg{Op: "submit", Request: q.id, Prompt: q.prompt, MaxTokens: q.maxTokens,
+		Temperature: q.temperature, Seed: q.seed}
+	if n := len(q.tokens); n > 0 {
+		m.ResumeFrom = n
+		m.Generated = append([]int(nil), q.tokens...)
+	}
+	return m
+}
