@@ -1,0 +1,240 @@
+"""One pipeline stage's compute: its slice of the model, its paged KV pool, attention over the
+pool, sampling at the last stage, replication to a KV-cache holder and restore from one.
+
+A forward is a list of entries {"request", "step", "positions": [p0, p1]} over rows of hidden
+states (the first stage: token ids) — the `forward` frame of docs/serving-protocol.md §2. A
+prefill entry covers many positions (and may start after a cached prefix); a decode entry one.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+from .config import ModelConfig
+from .kvpool import KVPool, PoolFull
+from .model import StageModel, rope_tables
+from .replicate import HolderWriter, fetch
+from .sampling import choose
+
+
+class RestoreFailed(Exception):
+    pass
+
+
+class StageEngine:
+    def __init__(self, c: ModelConfig, seed: int, first: int, end: int, *, device="cpu", dtype=None,
+                 kv_blocks: int | None = None, kv_mem: int | None = None, block: int = 16,
+                 holder: str | None = None, replicate: bool = True, deployment: str = "default",
+                 stage: int = 0, queue_size: int = 64, model: StageModel | None = None):
+        device = torch.device(device)
+        if dtype is None:
+            dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+        self.c, self.seed, self.first, self.end = c, seed, first, end
+        self.device, self.dtype = device, dtype
+        self.model = model if model is not None else StageModel(c, seed, first, end, device, dtype)
+        local = end - first
+        esize = torch.tensor([], dtype=dtype).element_size()
+        if kv_blocks is None:
+            kv_blocks = KVPool.blocks_for_budget(kv_mem or (64 << 20), local, block, c.kv_heads, c.head_dim, esize)
+        self.pool = KVPool(local, kv_blocks, block, c.kv_heads, c.head_dim, dtype, device)
+        self.params: dict[str, dict] = {}
+        self.holder, self.deployment, self.stage = holder, deployment, stage
+        self.writer = HolderWriter(holder, deployment, stage, queue_size) if holder and replicate else None
+        self.restore_stats: list[dict] = []
+
+    @property
+    def is_first(self):
+        return self.model.is_first
+
+    @property
+    def is_last(self):
+        return self.model.is_last
+
+    # --- requests ---------------------------------------------------------------------------
+
+    def begin(self, request: str, reserve: int, params: dict | None = None) -> None:
+        """Reserve the KV room of a request (prompt + max_tokens positions) and note its sampling
+        parameters; PoolFull when the free list is short."""
+        if params is not None:
+            self.params[request] = params
+        self.pool.allocate(request, reserve)
+
+    def release(self, request: str) -> None:
+        known = self.pool.has(request) or request in self.params
+        self.pool.release(request)
+        self.params.pop(request, None)
+        if known and self.writer is not None:
+            self.writer.drop(request)
+
+    def restore(self, request: str, need: int, reserve: int, params: dict | None = None) -> str:
+        """Make positions [0, need) of the request's KV present: kept when this process still holds
+        them (a surviving stage), else fetched from the holder — no recomputation. Returns "local"
+        or "replica"; RestoreFailed when neither has them."""
+        if params is not None:
+            self.params[request] = params
+        if self.pool.has(request) and self.pool.lengths.get(request, 0) >= need:
+            self.pool.allocate(request, max(reserve, need + 1))
+            self.pool.lengths[request] = need
+            return "local"
+        if not self.holder:
+            raise RestoreFailed(f"{request}: no KV-cache holder configured and no local cache")
+        t = time.perf_counter()
+        try:
+            chunks, acked = fetch(self.holder, self.deployment, self.stage, request)
+        except Exception as e:  # noqa: BLE001 — any failure of the holder is a failed restore
+            raise RestoreFailed(f"{request}: fetching from {self.holder}: {e}") from e
+        t_fetch = time.perf_counter() - t
+        self.pool.release(request)
+        try:
+            self.pool.allocate(request, max(reserve, need + 1))
+        except PoolFull as e:
+            raise RestoreFailed(str(e)) from e
+        have = 0  # contiguous positions from 0 written so far
+        kv = self.pool.kv
+        for (l0, l1), (t0, t1), data in chunks:
+            if l0 > self.first or l1 < self.end:
+                raise RestoreFailed(f"{request}: replica holds layers {l0}:{l1}, this stage needs "
+                                    f"{self.first}:{self.end}")
+            if t0 > have:
+                break
+            t1c = min(t1, need)
+            if t1c <= t0:
+                continue
+            part = data[self.first - l0:self.end - l0, :, :, : t1c - t0]  # [L, 2, kvh, T, hd]
+            slots = torch.tensor(self.pool.slots(request, t0, t1c), device=self.device)
+            kv[:, :, slots] = part.permute(0, 1, 3, 2, 4).to(device=self.device, dtype=self.dtype)
+            have = max(have, t1c)
+        if have < need:
+            self.pool.release(request)
+            raise RestoreFailed(f"{request}: the replica holds positions 0:{have} (acked step {acked}), "
+                                f"resuming needs 0:{need}")
+        self.pool.lengths[request] = need
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        self.restore_stats.append({"request": request, "positions": need, "fetch_s": t_fetch,
+                                   "total_s": time.perf_counter() - t})
+        return "replica"
+
+    # --- compute ----------------------------------------------------------------------------
+
+    @torch.no_grad()
+    def forward(self, kind: str, entries: list[dict], x):
+        """Run the local blocks over the batch. x: hidden states [rows, hidden] or, at the first
+        stage, token ids (one per row). Returns the hidden states after the last local block."""
+        if self.is_first:
+            x = self.model.embed_tokens(x)
+        else:
+            x = x.to(device=self.device, dtype=self.dtype)
+        pool, dev = self.pool, self.device
+        segs, pos, slots = [], [], []
+        row = 0
+        for e in entries:
+            p0, p1 = e["positions"]
+            r = e["request"]
+            if pool.lengths.get(r, 0) < p0:
+                raise RestoreFailed(f"{r}: positions {p0}:{p1} come after the {pool.lengths.get(r, 0)} cached")
+            segs.append((r, p0, p1, row))
+            pos.extend(range(p0, p1))
+            slots.extend(pool.slots(r, p0, p1))
+            row += p1 - p0
+        if row != x.shape[0]:
+            raise ValueError(f"{x.shape[0]} rows for {row} positions")
+        pos_t = torch.tensor(pos, device=dev)
+        slots_t = torch.tensor(slots, device=dev)
+        cos, sin = rope_tables(self.c, pos_t, dev)
+        decode = all(p1 - p0 == 1 for _, p0, p1, _ in segs)
+        c = self.c
+        groups, scale = c.heads // c.kv_heads, c.head_dim ** -0.5
+        if decode:
+            lens = [p1 for _, _, p1, _ in segs]
+            smax = max(lens)
+            idx = torch.zeros(len(segs), smax, dtype=torch.long)
+            valid = torch.zeros(len(segs), smax, dtype=torch.bool)
+            for i, (r, _, p1, _) in enumerate(segs):
+                idx[i, :p1] = torch.tensor(pool.slots(r, 0, p1))
+                valid[i, :p1] = True
+            idx, valid = idx.to(dev), valid.to(dev)
+        else:
+            seg_idx = []
+            for r, p0, p1, r0 in segs:
+                kpos = torch.arange(p1, device=dev)
+                qpos = torch.arange(p0, p1, device=dev)
+                seg_idx.append((r0, p1 - p0, torch.tensor(pool.slots(r, 0, p1), device=dev),
+                                kpos[None, :] <= qpos[:, None]))
+        writer = self.writer if self.writer is not None and self.writer.active else None
+
+        def attend(i, q, k, v):
+            kf, vf = pool.layer(i)
+            kf[slots_t] = k
+            vf[slots_t] = v
+            if decode:
+                b = q.shape[0]
+                qg = q.view(b, c.kv_heads, groups, c.head_dim)
+                kk = kf[idx].permute(0, 2, 3, 1)  # [B, kvh, hd, S]
+                vv = vf[idx].permute(0, 2, 1, 3)  # [B, kvh, S, hd]
+                s = torch.matmul(qg, kk).float() * scale  # [B, kvh, G, S]
+                s.masked_fill_(~valid[:, None, None, :], float("-inf"))
+                o = torch.matmul(torch.softmax(s, -1).to(vv.dtype), vv)  # [B, kvh, G, hd]
+                return o.reshape(b, c.heads * c.head_dim)
+            outs = []
+            for r0, n, sidx, mask in seg_idx:
+                qg = q[r0:r0 + n].view(n, c.kv_heads, groups, c.head_dim).permute(1, 2, 0, 3)
+                kk = kf[sidx].permute(1, 2, 0)[:, None]  # [kvh, 1, hd, S]
+                vv = vf[sidx].permute(1, 0, 2)[:, None]  # [kvh, 1, S, hd]
+                s = torch.matmul(qg, kk).float() * scale  # [kvh, G, n, S]
+                s.masked_fill_(~mask, float("-inf"))
+                o = torch.matmul(torch.softmax(s, -1).to(vv.dtype), vv)  # [kvh, G, n, hd]
+                outs.append(o.permute(2, 0, 1, 3).reshape(n, c.heads * c.head_dim))
+            return torch.cat(outs) if len(outs) > 1 else outs[0]
+
+        for i in range(len(self.model.blocks)):
+            x = self.model.block_forward(i, x, cos, sin, attend)
+            if writer is not None and not decode:
+                # The prompt's KV streams out layer by layer, as soon as the layer has it.
+                kf, vf = pool.layer(i)
+                for e, (r, p0, p1, r0) in zip(entries, segs):
+                    writer.put_prompt(r, self.first + i, p0, p1, kf[slots_t[r0:r0 + p1 - p0]],
+                                      vf[slots_t[r0:r0 + p1 - p0]], step=e["step"])
+        for r, _, p1, _ in segs:
+            pool.lengths[r] = p1
+        if writer is not None and decode:
+            # One step of every sequence, all local layers: one gather, one copy, one frame.
+            kv = pool.kv[:, :, slots_t].permute(2, 0, 1, 3, 4).contiguous()  # [n, L, 2, kvh, hd]
+            writer.put_step([{"request": r, "token": p0, "step": e["step"]} for e, (r, p0, _, _) in zip(entries, segs)],
+                            (self.first, self.end), kv)
+        return x
+
+    @torch.no_grad()
+    def sample(self, entries: list[dict], x) -> list[int]:
+        """The last stage: the token of every entry's step, from the hidden state of its last row."""
+        last, row = [], 0
+        for e in entries:
+            p0, p1 = e["positions"]
+            row += p1 - p0
+            last.append(row - 1)
+        logits = self.model.logits(x[torch.tensor(last, device=x.device)])
+        out = []
+        for i, e in enumerate(entries):
+            p = self.params.get(e["request"], {})
+            out.append(choose(logits[i], float(p.get("temperature", 0.0)), int(p.get("seed", 0)), int(e["step"])))
+        return out
+
+
+def generate(engine: StageEngine, request: str, prompt: list[int], max_tokens: int, temperature: float = 0.0,
+             seed: int = 0, stop=()) -> list[int]:
+    """One request alone through a whole-model engine (a reference for tests and benchmarks)."""
+    params = {"temperature": temperature, "seed": seed, "max_tokens": max_tokens, "stop": list(stop),
+              "reserve": len(prompt) + max_tokens}
+    engine.begin(request, params["reserve"], params)
+    e = [{"request": request, "step": 0, "positions": [0, len(prompt)]}]
+    toks = engine.sample(e, engine.forward("prefill", e, prompt))
+    p = len(prompt)
+    for k in range(1, max_tokens):
+        if toks[-1] in params["stop"]:
+            break
+        e = [{"request": request, "step": k, "positions": [p + k - 1, p + k]}]
+        toks += engine.sample(e, engine.forward("decode", e, [toks[-1]]))
+    engine.release(request)
+    return toks

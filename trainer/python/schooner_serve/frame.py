@@ -1,0 +1,169 @@
+"""Frames of docs/serving-protocol.md: uint32 BE header length, JSON header with "op",
+uint64 BE payload length, payload (raw little-endian row-major tensor bytes)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import threading
+import warnings
+
+MAX_HEADER = 64 << 10
+DEFAULT_MAX_PAYLOAD = 8 << 30
+VERSION = 1
+
+
+class FrameError(Exception):
+    """A malformed or oversized frame: answered with error bad_request, then the connection closes."""
+
+    def __init__(self, message: str, code: str = "bad_request"):
+        super().__init__(message)
+        self.code = code
+
+
+class Closed(Exception):
+    """The peer closed the connection between frames."""
+
+
+def encode(header: dict, payload=b"") -> bytes:
+    h = json.dumps(header, separators=(",", ":")).encode()
+    if len(h) > MAX_HEADER:
+        raise FrameError(f"header of {len(h)} bytes is over {MAX_HEADER}")
+    return b"".join((struct.pack(">I", len(h)), h, struct.pack(">Q", len(payload)), bytes(payload)))
+
+
+def _read_exact(f, n: int, inside: bool) -> bytes:
+    buf = f.read(n) if n else b""
+    if len(buf) < n:
+        if not buf and not inside:
+            raise Closed("connection closed")
+        raise Closed(f"connection closed inside a frame ({len(buf)} of {n} bytes)")
+    return buf
+
+
+def read(f, max_payload: int = DEFAULT_MAX_PAYLOAD):
+    """One frame from a binary file object (socket.makefile('rb')): (header dict, payload bytes).
+    Raises Closed at a clean end of stream, FrameError for a bad frame."""
+    (n,) = struct.unpack(">I", _read_exact(f, 4, False))
+    if n > MAX_HEADER:
+        raise FrameError(f"header of {n} bytes is over {MAX_HEADER}")
+    raw = _read_exact(f, n, True)
+    try:
+        header = json.loads(raw.decode())
+    except (UnicodeDecodeError, ValueError):
+        header = None
+    if not isinstance(header, dict) or not isinstance(header.get("op"), str) or not header["op"]:
+        raise FrameError(f"frame header is not a JSON object with an op: {raw[:80]!r}")
+    (p,) = struct.unpack(">Q", _read_exact(f, 8, True))
+    if p > max_payload:
+        raise FrameError(f"{header['op']!r} payload of {p} bytes, limit {max_payload}")
+    payload = _read_exact(f, p, True) if p else b""
+    return header, payload
+
+
+def error(code: str, message: str, **extra) -> dict:
+    return {"op": "error", "code": code, "message": message, **extra}
+
+
+class Conn:
+    """A framed connection: reads from one thread, writes from any (serialised by a lock)."""
+
+    def __init__(self, sock: socket.socket, max_payload: int = DEFAULT_MAX_PAYLOAD):
+        self.sock = sock
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass
+        self.rf = sock.makefile("rb", buffering=1 << 16)
+        self.max_payload = max_payload
+        self.lock = threading.Lock()
+        self.closed = False
+        self.role = None
+        self.hello = None
+
+    @classmethod
+    def connect(cls, addr: str, timeout: float | None = 10.0, **kw) -> "Conn":
+        if addr.startswith("unix:"):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(timeout)
+            s.connect(addr[5:])
+        else:
+            host, port = split_addr(addr)
+            s = socket.create_connection((host, port), timeout=timeout)
+        s.settimeout(None)
+        return cls(s, **kw)
+
+    def send(self, header: dict, payload=b"") -> None:
+        data = encode(header, b"")[:-8]  # header part; the payload length and payload follow
+        mv = memoryview(payload).cast("B") if not isinstance(payload, (bytes, bytearray)) else payload
+        with self.lock:
+            if self.closed:
+                raise Closed("connection closed")
+            self.sock.sendall(data + struct.pack(">Q", len(mv)))
+            if len(mv):
+                self.sock.sendall(mv)
+
+    def recv(self):
+        return read(self.rf, self.max_payload)
+
+    def handshake(self, role: str, deployment: str = "default", stage: int = 0) -> dict:
+        self.send({"op": "hello", "role": role, "deployment": deployment, "stage": stage, "version": VERSION})
+        h, _ = self.recv()
+        if h.get("op") != "hello_ok":
+            raise FrameError(f"hello refused: {h}", h.get("code", "bad_request"))
+        return h
+
+    def close(self) -> None:
+        with self.lock:
+            self.closed = True
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()
+
+
+def split_addr(addr: str):
+    host, _, port = addr.rpartition(":")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+# Tensors in payloads.
+_DTYPES = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}
+
+
+def dtype_name(dtype) -> str:
+    import torch
+    return {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16"}[dtype]
+
+
+def torch_dtype(name: str):
+    import torch
+    if name not in _DTYPES:
+        raise FrameError(f"unknown dtype {name!r}")
+    return getattr(torch, _DTYPES[name])
+
+
+def tensor_bytes(t) -> memoryview:
+    """The raw little-endian bytes of a CPU tensor (bf16 as its 16-bit pattern), no copy when contiguous."""
+    t = t.detach()
+    if t.device.type != "cpu":
+        t = t.cpu()
+    t = t.contiguous()
+    return memoryview(t.view(-1).view(__import__("torch").uint8).numpy()).cast("B")
+
+
+def tensor_from(payload, dtype: str, shape) -> "torch.Tensor":
+    import torch
+    dt = torch_dtype(dtype)
+    n = 1
+    for s in shape:
+        n *= int(s)
+    if n * torch.tensor([], dtype=dt).element_size() != len(payload):
+        raise FrameError(f"payload of {len(payload)} bytes does not hold {dtype}{list(shape)}")
+    if n == 0:
+        return torch.empty(shape, dtype=dt)
+    with warnings.catch_warnings():  # read-only bytes: the tensor is only read (or copied) by its users
+        warnings.simplefilter("ignore")
+        return torch.frombuffer(payload, dtype=dt).view(*shape)

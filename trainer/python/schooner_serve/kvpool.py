@@ -1,0 +1,83 @@
+"""A paged KV pool: fixed-size blocks, per-layer K/V storage, a free list, per-request block tables.
+
+Storage is one tensor [layers, 2, num_blocks * block, kv_heads, head_dim] (K then V of every local
+layer; a block is `block` consecutive slots), i.e. per layer and per K/V the
+[num_blocks, block, kv_heads, head_dim] layout flattened over its first two dimensions so a slot
+index (block id * block + offset) addresses one token. A request reserves, at admission, the blocks
+of its whole worst case (prompt + max_tokens): it never runs out mid-decode, and admission waits
+while the free list is short.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+class PoolFull(Exception):
+    pass
+
+
+class KVPool:
+    def __init__(self, layers: int, num_blocks: int, block: int, kv_heads: int, head_dim: int,
+                 dtype=torch.float32, device="cpu"):
+        if num_blocks < 1 or block < 1:
+            raise ValueError("the pool needs at least one block of at least one token")
+        self.layers, self.num_blocks, self.block = layers, num_blocks, block
+        self.kv_heads, self.head_dim = kv_heads, head_dim
+        self.kv = torch.zeros(layers, 2, num_blocks * block, kv_heads, head_dim, dtype=dtype, device=device)
+        self.free = list(range(num_blocks - 1, -1, -1))  # pop() hands out block 0 first
+        self.tables: dict[str, list[int]] = {}
+        self.lengths: dict[str, int] = {}  # positions [0, length) hold valid KV
+
+    @staticmethod
+    def blocks_for_budget(budget_bytes: int, layers: int, block: int, kv_heads: int, head_dim: int,
+                          dtype_size: int) -> int:
+        per_block = layers * 2 * block * kv_heads * head_dim * dtype_size
+        return max(1, budget_bytes // per_block)
+
+    def bytes(self) -> int:
+        return self.kv.numel() * self.kv.element_size()
+
+    def blocks_needed(self, tokens: int) -> int:
+        return -(-tokens // self.block)
+
+    @property
+    def num_free(self) -> int:
+        return len(self.free)
+
+    def can_allocate(self, tokens: int) -> bool:
+        return self.blocks_needed(tokens) <= len(self.free)
+
+    def allocate(self, request: str, tokens: int) -> list[int]:
+        """Reserve room for `tokens` positions (grows an existing reservation)."""
+        table = self.tables.get(request, [])
+        more = self.blocks_needed(tokens) - len(table)
+        if more > len(self.free):
+            raise PoolFull(f"{request}: {more} more blocks wanted, {len(self.free)} free")
+        for _ in range(max(0, more)):
+            table.append(self.free.pop())
+        self.tables[request] = table
+        self.lengths.setdefault(request, 0)
+        return table
+
+    def release(self, request: str) -> None:
+        table = self.tables.pop(request, None)
+        self.lengths.pop(request, None)
+        if table:
+            self.free.extend(reversed(table))
+
+    def has(self, request: str) -> bool:
+        return request in self.tables
+
+    def capacity(self, request: str) -> int:
+        return len(self.tables.get(request, ())) * self.block
+
+    def slots(self, request: str, p0: int, p1: int) -> list[int]:
+        table, b = self.tables[request], self.block
+        if p1 > len(table) * b:
+            raise PoolFull(f"{request}: position {p1 - 1} is past its {len(table) * b} reserved slots")
+        return [table[p // b] * b + p % b for p in range(p0, p1)]
+
+    def layer(self, l: int):
+        """(K, V) of local layer l, each [num_blocks * block, kv_heads, head_dim]."""
+        return self.kv[l, 0], self.kv[l, 1]

@@ -1,0 +1,191 @@
+"""KV replication to a KV-cache holder (docs/serving-protocol.md section 3).
+
+HolderWriter streams puts from a sender thread fed by a bounded queue, so the compute thread only
+gathers (and on a GPU starts one non-blocking copy to pinned host memory on a side stream) and
+moves on; a second thread reads the holder's acks. When the queue is full the compute thread
+waits (back-pressure: a replica never gets gaps); `blocked_s` says how long it waited. After an
+`error full` the writer keeps serving, unreplicated, and says so on stderr.
+
+fetch() is the reader side: get → chunks → end.
+"""
+
+from __future__ import annotations
+
+import queue
+import sys
+import threading
+import time
+
+import torch
+
+from . import frame
+
+
+class _HostCopy:
+    """A device tensor on its way to host memory: on CUDA one non-blocking copy into pinned memory
+    on a side stream, waited for by the sender thread; on CPU the tensor itself."""
+
+    _streams: dict = {}
+
+    def __init__(self, t):
+        if t.device.type == "cuda":
+            side = self._streams.get(t.device)
+            if side is None:
+                side = self._streams[t.device] = torch.cuda.Stream(device=t.device)
+            side.wait_stream(torch.cuda.current_stream(t.device))
+            self.host = torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
+            with torch.cuda.stream(side):
+                self.host.copy_(t, non_blocking=True)
+                self.event = torch.cuda.Event()
+                self.event.record(side)
+            t.record_stream(side)
+        else:
+            self.host, self.event = t.contiguous(), None
+
+    def bytes(self):
+        if self.event is not None:
+            self.event.synchronize()
+        return frame.tensor_bytes(self.host)
+
+
+class HolderWriter:
+    def __init__(self, addr: str, deployment: str, stage: int, queue_size: int = 64, log=sys.stderr):
+        self.addr, self.log = addr, log
+        self.conn = frame.Conn.connect(addr)
+        self.conn.handshake("writer", deployment, stage)
+        self.q: queue.Queue = queue.Queue(maxsize=queue_size)
+        self.acks = 0
+        self.acked: dict[str, int] = {}
+        self.frames = self.bytes_sent = 0
+        self.blocked_s = 0.0
+        self.full = False
+        self.dead: str | None = None
+        self._cv = threading.Condition()
+        self._sender = threading.Thread(target=self._send_loop, name="kv-sender", daemon=True)
+        self._acker = threading.Thread(target=self._ack_loop, name="kv-acks", daemon=True)
+        self._sender.start()
+        self._acker.start()
+
+    @property
+    def active(self) -> bool:
+        return not self.full and self.dead is None
+
+    def _enqueue(self, item) -> None:
+        if not self.active:
+            return
+        try:
+            self.q.put_nowait(item)
+        except queue.Full:
+            t = time.perf_counter()
+            self.q.put(item)
+            self.blocked_s += time.perf_counter() - t
+
+    def put_prompt(self, request: str, layer: int, t0: int, t1: int, k, v, step: int = 0) -> None:
+        """K, V [tokens, kv_heads, head_dim] of positions [t0, t1) of global layer `layer`."""
+        kv = torch.stack((k, v)).transpose(1, 2)  # [2, kv_heads, tokens, head_dim]
+        h = {"op": "put", "request": request, "kind": "prompt", "layer": layer, "tokens": [t0, t1],
+             "step": step, "dtype": frame.dtype_name(kv.dtype), "shape": list(kv.shape)}
+        self._enqueue((h, _HostCopy(kv.contiguous())))
+
+    def put_step(self, entries: list[dict], layers: tuple[int, int], kv) -> None:
+        """One decode step of every batched sequence: kv [n_entries, layers, 2, kv_heads, head_dim];
+        entries [{"request","token":position,"step":k}]; the frame's step is the smallest k."""
+        h = {"op": "put_step", "step": min(e["step"] for e in entries), "entries": entries,
+             "layers": list(layers), "dtype": frame.dtype_name(kv.dtype), "shape": list(kv.shape)}
+        self._enqueue((h, _HostCopy(kv)))
+
+    def drop(self, request: str) -> None:
+        self._enqueue(({"op": "drop", "request": request}, None))
+
+    def flush(self, timeout: float = 30.0) -> bool:
+        """Wait until everything queued is sent and every sent frame's acks have come."""
+        end = time.monotonic() + timeout
+        self.q.join()
+        with self._cv:
+            while self.active and self._pending_acks > 0 and time.monotonic() < end:
+                self._cv.wait(0.05)
+        return self.active
+
+    _pending_acks = 0
+
+    def _send_loop(self) -> None:
+        while True:
+            h, data = self.q.get()
+            try:
+                if h is None:
+                    return
+                if self.active:
+                    payload = data.bytes() if data is not None else b""
+                    n = len(h["entries"]) if h["op"] == "put_step" else (1 if h["op"] == "put" else 0)
+                    with self._cv:
+                        self._pending_acks += n
+                    self.conn.send(h, payload)
+                    self.frames += 1
+                    self.bytes_sent += len(payload)
+            except (OSError, frame.Closed) as e:
+                self._die(f"send: {e}")
+            finally:
+                self.q.task_done()
+
+    def _ack_loop(self) -> None:
+        try:
+            while True:
+                h, _ = self.conn.recv()
+                if h["op"] == "ack":
+                    with self._cv:
+                        self.acks += 1
+                        self._pending_acks -= 1
+                        r = h.get("request")
+                        self.acked[r] = max(self.acked.get(r, -1), int(h.get("step", 0)))
+                        self._cv.notify_all()
+                elif h["op"] == "error" and h.get("code") == "full":
+                    self.full = True
+                    print(f"schooner_serve: KV holder {self.addr} is full ({h.get('message')}): "
+                          "serving on, unreplicated", file=self.log, flush=True)
+                elif h["op"] == "error":
+                    self._die(f"holder error {h.get('code')}: {h.get('message')}")
+                    return
+        except (OSError, frame.Closed, frame.FrameError) as e:
+            self._die(f"recv: {e}")
+
+    def _die(self, why: str) -> None:
+        if self.dead is None and not self.conn.closed:
+            print(f"schooner_serve: KV replication to {self.addr} stopped ({why}): serving on, unreplicated",
+                  file=self.log, flush=True)
+        if self.dead is None:
+            self.dead = why
+        with self._cv:
+            self._cv.notify_all()
+
+    def stats(self) -> dict:
+        return {"frames": self.frames, "bytes": self.bytes_sent, "acks": self.acks, "queued": self.q.qsize(),
+                "blocked_s": round(self.blocked_s, 6), "full": self.full, "dead": self.dead}
+
+    def close(self) -> None:
+        try:
+            self.q.put((None, None), timeout=5)
+        except queue.Full:
+            pass
+        self.conn.close()
+
+
+def fetch(addr: str, deployment: str, stage: int, request: str):
+    """A request's replica from a holder: ([(layers (l0, l1), tokens (t0, t1), tensor
+    [layers, 2, kv_heads, t1-t0, head_dim])...], acked_step)."""
+    conn = frame.Conn.connect(addr)
+    try:
+        conn.handshake("reader", deployment, stage)
+        conn.send({"op": "get", "request": request})
+        chunks = []
+        while True:
+            h, p = conn.recv()
+            if h["op"] == "chunk":
+                chunks.append((tuple(h["layers"]), tuple(h["tokens"]), frame.tensor_from(p, h["dtype"], h["shape"])))
+            elif h["op"] == "end":
+                return chunks, int(h.get("acked_step", -1))
+            elif h["op"] == "error":
+                raise frame.FrameError(f"holder: {h.get('code')}: {h.get('message')}", h.get("code", "bad_request"))
+            else:
+                raise frame.FrameError(f"holder answered get with {h['op']!r}")
+    finally:
+        conn.close()

@@ -1,0 +1,562 @@
+"""The inference worker: one process per pipeline stage, speaking docs/serving-protocol.md.
+
+    python3 -m schooner_serve.worker --model tiny --seed 7 --stage 0 --depth 2 --layers 0:2 \
+        --listen 127.0.0.1:7001 --next 127.0.0.1:7002 [--holder 127.0.0.1:7101] [--replicate on]
+
+Threads: one reader per connection turns frames into events on one queue; the engine thread
+takes them in order and does all compute and scheduling. The first stage schedules (continuous
+batching, one step in flight through the pipeline: a prefill step for newly admitted requests or
+a decode step of every running request), the last stage samples and emits token/done to the
+router and `sampled` back to the first stage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import queue
+import socket
+import sys
+import threading
+import time
+
+import torch
+
+from . import frame
+from .config import add_model_args, config_from_args
+from .engine import RestoreFailed, StageEngine
+from .kvpool import PoolFull
+
+ROLES = ("router", "stage", "sampler")
+
+
+class Request:
+    def __init__(self, rid, prompt, max_tokens, temperature, seed, stop, conn):
+        self.id, self.prompt, self.max_tokens = rid, prompt, max_tokens
+        self.temperature, self.seed, self.stop, self.conn = temperature, seed, stop, conn
+        self.generated: list[int] = []
+        self.resume_mode = None  # "restore" | "reprefill" for a resubmit after a failover
+        self.started = False
+
+    @property
+    def reserve(self) -> int:
+        return len(self.prompt) + self.max_tokens
+
+    def params(self) -> dict:
+        return {"temperature": self.temperature, "seed": self.seed, "max_tokens": self.max_tokens,
+                "stop": self.stop, "reserve": self.reserve}
+
+
+class Worker:
+    def __init__(self, a: argparse.Namespace):
+        self.a = a
+        self.cfg = config_from_args(a)
+        first, end = (int(x) for x in a.layers.split(":")) if a.layers else (0, self.cfg.layers)
+        device = a.device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.engine = StageEngine(self.cfg, a.seed, first, end, device=device,
+                                  dtype=getattr(torch, a.dtype) if a.dtype else None,
+                                  kv_blocks=a.kv_blocks, kv_mem=int(a.kv_mem_gib * (1 << 30)) if a.kv_mem_gib else None,
+                                  block=a.block, holder=a.holder, replicate=a.replicate == "on",
+                                  deployment=a.deployment, stage=a.stage)
+        self.first, self.last = self.engine.is_first, self.engine.is_last
+        if (a.stage == 0) != self.first or (a.stage == a.depth - 1) != self.last:
+            raise SystemExit(f"stage {a.stage} of {a.depth} with layers {first}:{end} of {self.cfg.layers}: "
+                             "the first stage must hold layer 0 and the last the final layer")
+        if a.depth > 1 and not a.next:
+            raise SystemExit("--next is required with --depth > 1")
+        self.inbox: queue.Queue = queue.Queue()
+        self.routers: list[frame.Conn] = []  # router connections, latest last
+        self.pending_out: list[dict] = []    # token/done frames waiting for a router connection
+        self.next_conn: frame.Conn | None = None
+        # first stage
+        self.requests: dict[str, Request] = {}
+        self.waiting: collections.deque = collections.deque()
+        self.running: list[str] = []
+        self.inflight: set | None = None
+        # last stage
+        self.emitted: dict[str, int] = {}
+        self.done_sent: set = set()
+        self.tokens_out = 0
+        self.lock = threading.Lock()
+
+    # --- connections ------------------------------------------------------------------------
+
+    def serve(self) -> None:
+        host, port = frame.split_addr(self.a.listen)
+        srv = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+        srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        srv.bind((host, port))
+        srv.listen(64)
+        self.port = srv.getsockname()[1]
+        print(f"schooner_serve: stage {self.a.stage}/{self.a.depth} layers {self.engine.first}:{self.engine.end} "
+              f"of {self.cfg.name} on {self.engine.device} ({self.engine.dtype}), {self.engine.pool.num_blocks} KV "
+              f"blocks of {self.engine.pool.block}, listening on {host}:{self.port}", file=sys.stderr, flush=True)
+        threading.Thread(target=self._accept, args=(srv,), daemon=True).start()
+        self.run_engine()
+
+    def _accept(self, srv) -> None:
+        while True:
+            s, _ = srv.accept()
+            threading.Thread(target=self._read, args=(frame.Conn(s, max_payload=self.a.max_payload),),
+                             daemon=True).start()
+
+    def _read(self, conn: frame.Conn) -> None:
+        try:
+            h, _ = conn.recv()
+            if h["op"] != "hello":
+                raise frame.FrameError(f"the connection must start with hello, got {h['op']!r}")
+            if h.get("version") != frame.VERSION:
+                conn.send(frame.error("version", f"version {h.get('version')!r} unsupported; this worker speaks {frame.VERSION}"))
+                conn.close()
+                return
+            if h.get("role") not in ROLES:
+                raise frame.FrameError(f"role {h.get('role')!r} is not one of {', '.join(ROLES)}")
+            conn.role, conn.hello = h["role"], h
+            conn.send({"op": "hello_ok", "version": frame.VERSION})
+            if conn.role == "router":
+                self.inbox.put(("router", conn, None, None))
+            allowed = {"router": ("submit", "cancel", "ping"), "stage": ("forward", "release"),
+                       "sampler": ("sampled", "release")}[conn.role]
+            while True:
+                h, p = conn.recv()
+                if h["op"] not in allowed:
+                    raise frame.FrameError(f"unknown op {h['op']!r} on a {conn.role} connection")
+                if h["op"] == "ping":
+                    conn.send({"op": "pong", "load": self.load()})
+                    continue
+                self.inbox.put((h["op"], conn, h, p))
+        except frame.FrameError as e:
+            try:
+                conn.send(frame.error(e.code, str(e)))
+            except (OSError, frame.Closed):
+                pass
+        except (OSError, frame.Closed):
+            pass
+        conn.close()
+        self.inbox.put(("closed", conn, None, None))
+
+    def load(self) -> dict:
+        if self.first:
+            return {"running": len(self.running), "waiting": len(self.waiting),
+                    "kv_blocks_free": self.engine.pool.num_free}
+        return {"running": len(self.engine.pool.tables), "waiting": 0, "kv_blocks_free": self.engine.pool.num_free}
+
+    def send_next(self, h: dict, payload=b"") -> None:
+        """To the next stage (role stage), or from the last stage to the first (role sampler);
+        connects on first use, retrying while the peer starts."""
+        for attempt in range(2):
+            if self.next_conn is None or self.next_conn.closed:
+                self.next_conn = self._connect_next()
+            try:
+                self.next_conn.send(h, payload)
+                return
+            except (OSError, frame.Closed):
+                self.next_conn.close()
+                self.next_conn = None
+        raise frame.Closed(f"cannot reach {self.a.next}")
+
+    def _connect_next(self) -> frame.Conn:
+        end = time.monotonic() + self.a.connect_timeout
+        while True:
+            try:
+                c = frame.Conn.connect(self.a.next, max_payload=self.a.max_payload)
+                c.handshake("sampler" if self.last else "stage", self.a.deployment, self.a.stage)
+                if self.last:  # the first stage's replies on this connection are none; drain errors
+                    threading.Thread(target=self._drain, args=(c,), daemon=True).start()
+                else:
+                    threading.Thread(target=self._drain, args=(c,), daemon=True).start()
+                return c
+            except (OSError, frame.Closed, frame.FrameError):
+                if time.monotonic() > end:
+                    raise
+                time.sleep(0.05)
+
+    def _drain(self, c: frame.Conn) -> None:
+        try:
+            while True:
+                h, _ = c.recv()
+                print(f"schooner_serve: {self.a.next} says {h}", file=sys.stderr, flush=True)
+        except (OSError, frame.Closed, frame.FrameError):
+            c.close()
+
+    def to_router(self, h: dict, conn: frame.Conn | None = None) -> None:
+        """token/done/error frames for the router: on the submitting connection when this process
+        took the submit (one stage), else on the latest router connection; kept until one comes."""
+        targets = [conn] if conn is not None and not conn.closed else [c for c in reversed(self.routers) if not c.closed][:1]
+        for c in targets:
+            try:
+                c.send(h)
+                return
+            except (OSError, frame.Closed):
+                pass
+        self.pending_out.append(h)
+
+    # --- the engine thread ------------------------------------------------------------------
+
+    def run_engine(self) -> None:
+        while True:
+            idle = self.inflight is not None or not (self.waiting or self.running) or not self.first
+            try:
+                ev = self.inbox.get(timeout=None if idle else 0)
+            except queue.Empty:
+                ev = None
+            while ev is not None:
+                self.handle(*ev)
+                try:
+                    ev = self.inbox.get_nowait()
+                except queue.Empty:
+                    ev = None
+            if self.first and self.inflight is None:
+                self.step()
+
+    def handle(self, op, conn, h, payload) -> None:
+        if op == "router":
+            self.routers.append(conn)
+            out, self.pending_out = self.pending_out, []
+            for m in out:
+                self.to_router(m)
+        elif op == "closed":
+            if conn in self.routers:
+                self.routers.remove(conn)
+            if conn.role == "sampler" and self.inflight is not None and self.a.depth > 1:
+                self._pipeline_lost("the last stage's connection closed")
+        elif op == "submit":
+            self.on_submit(conn, h)
+        elif op == "cancel":
+            self.on_cancel(conn, h)
+        elif op == "sampled":
+            self.on_sampled(h)
+        elif op == "forward":
+            self.on_forward(h, payload)
+        elif op == "release":
+            self.on_release(h)
+
+    # first stage --------------------------------------------------------------------------
+
+    def on_submit(self, conn, h) -> None:
+        rid = h.get("request")
+        try:
+            if not self.first:
+                raise ValueError(f"stage {self.a.stage} is not the first stage: submit to stage 0")
+            if not isinstance(rid, str) or not rid:
+                raise ValueError("request must be a non-empty string")
+            prompt = h.get("prompt")
+            if not isinstance(prompt, list) or not prompt or not all(
+                    isinstance(t, int) and 0 <= t < self.cfg.vocab for t in prompt):
+                raise ValueError(f"prompt must be a non-empty list of token ids below {self.cfg.vocab}")
+            n = h.get("max_tokens")
+            if not isinstance(n, int) or n < 1:
+                raise ValueError("max_tokens must be a positive integer")
+            temp = float(h.get("temperature", 0) or 0)
+            seed = int(h.get("seed", 0) or 0)
+            if temp < 0:
+                raise ValueError("temperature must be >= 0")
+            stop = h.get("stop", [self.cfg.eos] if self.cfg.eos is not None else [])
+            if not isinstance(stop, list) or not all(isinstance(t, int) for t in stop):
+                raise ValueError("stop must be a list of token ids")
+            k = int(h.get("resume_from", 0) or 0)
+            gen = h.get("generated", []) or []
+            if k < 0 or k >= n or len(gen) != k or not all(isinstance(t, int) and 0 <= t < self.cfg.vocab for t in gen):
+                raise ValueError("resume_from must be in [0, max_tokens) and generated must hold that many tokens")
+            mode = h.get("resume_mode") or self.a.resume_mode
+            if mode not in ("auto", "restore", "reprefill"):
+                raise ValueError("resume_mode must be restore or reprefill")
+        except (TypeError, ValueError) as e:
+            conn.send(frame.error("bad_request", str(e), request=rid))
+            return
+        old = self.requests.get(rid)
+        if old is not None and k == 0:
+            conn.send(frame.error("bad_request", f"request {rid} is already running", request=rid))
+            return
+        r = Request(rid, prompt, n, temp, seed, stop, conn)
+        if r.reserve > self.engine.pool.num_blocks * self.engine.pool.block:
+            conn.send(frame.error("bad_request", f"prompt + max_tokens = {r.reserve} positions is more than the "
+                                  f"KV pool's {self.engine.pool.num_blocks * self.engine.pool.block}", request=rid))
+            return
+        if len(self.waiting) >= self.a.max_waiting:
+            conn.send(frame.error("overloaded", f"{len(self.waiting)} requests waiting", request=rid))
+            return
+        if k > 0:
+            r.generated = list(gen)
+            if mode == "auto":
+                mode = "restore" if (self.a.holder or self.engine.pool.has(rid) or self.a.depth > 1) else "reprefill"
+            r.resume_mode = mode
+        if old is not None:  # a resubmit after a failover replaces the old run
+            self._forget(rid, keep_kv=r.resume_mode == "restore")
+        self.requests[rid] = r
+        self.waiting.append(rid)
+        conn.send({"op": "accepted", "request": rid})
+
+    def _forget(self, rid, keep_kv=False) -> None:
+        self.requests.pop(rid, None)
+        if rid in self.waiting:
+            self.waiting.remove(rid)
+        if rid in self.running:
+            self.running.remove(rid)
+        if not keep_kv:
+            self.engine.release(rid)
+
+    def on_cancel(self, conn, h) -> None:
+        rid = h.get("request")
+        r = self.requests.get(rid)
+        if r is None:
+            return
+        self.finish(r, "cancelled")
+
+    def finish(self, r: Request, reason: str) -> None:
+        """The first stage ends a request: frees it here and tells the stages behind."""
+        self._forget(r.id)
+        if self.a.depth > 1:
+            try:
+                self.send_next({"op": "release", "request": r.id, "reason": reason, "steps": len(r.generated)})
+            except (OSError, frame.Closed):
+                pass
+        elif reason == "cancelled":
+            self.emit_done(r.id, "cancelled", len(r.generated), r.conn)
+
+    def step(self) -> None:
+        """Schedule one step: a prefill of newly admitted requests, else a decode of all running."""
+        pool = self.engine.pool
+        prefill, restored, budget = [], [], self.a.max_prefill_tokens
+        while self.waiting:
+            r = self.requests[self.waiting[0]]
+            if r.resume_mode == "restore":
+                if len(self.running) + len(restored) >= self.a.max_batch:
+                    break
+                self.waiting.popleft()
+                restored.append(r)
+                continue
+            n = len(r.prompt) + len(r.generated)
+            if prefill and n > budget:
+                break
+            try:
+                self.engine.begin(r.id, r.reserve, r.params())
+            except PoolFull:
+                break  # admission control: wait for blocks; the load in pong says so
+            self.waiting.popleft()
+            prefill.append(r)
+            budget -= n
+        if prefill:
+            entries, tokens = [], []
+            for r in prefill:
+                seq = r.prompt + r.generated
+                entries.append({"request": r.id, "step": len(r.generated), "positions": [0, len(seq)],
+                                "params": r.params()})
+                tokens.extend(seq)
+            self.run_step("prefill", entries, tokens)
+            return
+        entries, tokens = [], []
+        for r in restored:
+            k, p = len(r.generated), len(r.prompt)
+            entries.append({"request": r.id, "step": k, "positions": [p + k - 1, p + k], "restore": True,
+                            "params": r.params()})
+            tokens.append(r.generated[-1])
+            r.started = True
+            self.running.append(r.id)
+        for rid in self.running[: self.a.max_batch]:
+            r = self.requests[rid]
+            if r in restored:
+                continue
+            k, p = len(r.generated), len(r.prompt)
+            entries.append({"request": rid, "step": k, "positions": [p + k - 1, p + k]})
+            tokens.append(r.generated[-1])
+        if entries:
+            self.run_step("decode", entries, tokens)
+
+    def run_step(self, kind, entries, tokens) -> None:
+        entries, tokens, failed = self.prepare(entries, tokens)
+        if not entries and self.a.depth == 1:
+            self.emit([], [], failed)
+            self.after_step([], [], failed)
+            return
+        if entries:
+            x = self.engine.forward(kind, entries, tokens)
+        else:  # only failures: an empty forward carries them to the last stage
+            x = torch.empty(0, self.cfg.hidden, dtype=self.engine.dtype)
+        if kind == "prefill":
+            for e in entries:
+                if e["request"] not in self.running:
+                    self.running.append(e["request"])
+        if self.a.depth == 1:
+            toks = self.engine.sample(entries, x)
+            self.emit(entries, toks, failed)
+            self.after_step(entries, toks, failed)
+            return
+        self.inflight = {e["request"] for e in entries}
+        try:
+            self.send_next({"op": "forward", "kind": kind, "batch": entries, "failed": failed,
+                            "dtype": frame.dtype_name(x.dtype), "shape": list(x.shape)}, frame.tensor_bytes(x))
+        except (OSError, frame.Closed) as e:
+            self._pipeline_lost(str(e))
+
+    def _pipeline_lost(self, why: str) -> None:
+        """The step in flight will not come back: its requests stay running here, waiting for the
+        router to resubmit them (resume_from/generated) once the pipeline is whole again."""
+        print(f"schooner_serve: pipeline broken ({why}); {len(self.running)} requests wait for resubmits",
+              file=sys.stderr, flush=True)
+        self.inflight = None
+        for rid in list(self.running):
+            self.running.remove(rid)  # not scheduled again until resubmitted (KV kept for a restore)
+            self.requests.pop(rid, None)
+
+    def on_sampled(self, h) -> None:
+        batch = h.get("batch", [])
+        self.inflight = None
+        self.after_step([{"request": b["request"], "step": b["step"]} for b in batch],
+                        [b["token"] for b in batch], h.get("failed", []))
+
+    def after_step(self, entries, toks, failed) -> None:
+        for f in failed:
+            r = self.requests.get(f["request"])
+            if r is not None:
+                self._forget(r.id)
+                if self.a.depth > 1:
+                    try:
+                        self.send_next({"op": "release", "request": r.id, "reason": "failed"})
+                    except (OSError, frame.Closed):
+                        pass
+        for e, t in zip(entries, toks):
+            r = self.requests.get(e["request"])
+            if r is None or e["step"] != len(r.generated):
+                continue  # cancelled or superseded meanwhile
+            r.generated.append(t)
+            if t in r.stop or len(r.generated) >= r.max_tokens:
+                self._forget(r.id)
+                if self.a.depth > 1:
+                    try:
+                        self.send_next({"op": "release", "request": r.id, "reason": "done"})
+                    except (OSError, frame.Closed):
+                        pass
+
+    def prepare(self, entries, rows, failed=None):
+        """Restores and reservations before a step (every stage): entries that cannot go on are
+        taken out (with their rows) and reported in `failed`."""
+        failed = list(failed or [])
+        keep = []
+        for i, e in enumerate(entries):
+            r = e["request"]
+            try:
+                if e.get("restore"):
+                    self.engine.restore(r, e["positions"][0], e["params"]["reserve"], e["params"])
+                elif "params" in e:
+                    self.engine.begin(r, e["params"]["reserve"], e["params"])
+                elif not self.engine.pool.has(r):
+                    raise RestoreFailed(f"{r}: stage {self.a.stage} holds no KV cache for it")
+                keep.append(i)
+            except (RestoreFailed, PoolFull) as ex:
+                code = "restore_failed" if isinstance(ex, RestoreFailed) else "overloaded"
+                failed.append({"request": r, "code": code, "message": str(ex)})
+                self.engine.release(r)
+        if len(keep) == len(entries):
+            return entries, rows, failed
+        rows_per = [e["positions"][1] - e["positions"][0] for e in entries]
+        starts = [sum(rows_per[:i]) for i in range(len(entries))]
+        sel = [j for i in keep for j in range(starts[i], starts[i] + rows_per[i])]
+        if isinstance(rows, list):
+            rows = [rows[j] for j in sel]
+        else:
+            rows = rows[torch.tensor(sel, dtype=torch.long)] if sel else rows[:0]
+        return [entries[i] for i in keep], rows, failed
+
+    # later stages ------------------------------------------------------------------------
+
+    def on_forward(self, h, payload) -> None:
+        try:
+            x = frame.tensor_from(payload, h["dtype"], h["shape"])
+            entries, x, failed = self.prepare(h["batch"], x, h.get("failed"))
+            if entries:
+                x = self.engine.forward(h["kind"], entries, x)
+        except (KeyError, ValueError, frame.FrameError) as e:
+            print(f"schooner_serve: bad forward: {e}", file=sys.stderr, flush=True)
+            return
+        if not self.last:
+            self.send_next({"op": "forward", "kind": h["kind"], "batch": entries, "failed": failed,
+                            "dtype": frame.dtype_name(x.dtype), "shape": list(x.shape)},
+                           frame.tensor_bytes(x) if entries else b"")
+            return
+        toks = self.engine.sample(entries, x) if entries else []
+        self.emit(entries, toks, failed)
+        self.send_next({"op": "sampled", "batch": [{"request": e["request"], "step": e["step"], "token": t}
+                                                   for e, t in zip(entries, toks)], "failed": failed})
+
+    def on_release(self, h) -> None:
+        rid = h.get("request")
+        self.engine.release(rid)
+        if not self.last:
+            self.send_next(h)
+            return
+        if h.get("reason") == "cancelled" and rid not in self.done_sent:
+            self.emit_done(rid, "cancelled", self.emitted.get(rid, h.get("steps", 0)))
+        self.emitted.pop(rid, None)
+        self.done_sent.discard(rid)
+
+    # last stage ---------------------------------------------------------------------------
+
+    def emit(self, entries, toks, failed=()) -> None:
+        for f in failed:
+            r = self.requests.get(f["request"]) if self.first else None
+            self.to_router(frame.error(f["code"], f["message"], request=f["request"]), r.conn if r else None)
+        for e, t in zip(entries, toks):
+            rid, k = e["request"], e["step"]
+            conn = self.requests[rid].conn if self.first and rid in self.requests else None
+            p = self.engine.params.get(rid, {})
+            self.to_router({"op": "token", "request": rid, "step": k, "token": t}, conn)
+            self.emitted[rid] = k + 1
+            self.done_sent.discard(rid)
+            reason = "stop" if t in p.get("stop", ()) else ("length" if k + 1 >= p.get("max_tokens", 1 << 62) else None)
+            if reason:
+                self.emit_done(rid, reason, k + 1, conn)
+                if self.first:
+                    self.done_sent.discard(rid)
+                    self.emitted.pop(rid, None)
+            self.tokens_out += 1
+            if self.a.exit_after_tokens and self.tokens_out >= self.a.exit_after_tokens:
+                if self.engine.writer is not None and self.a.exit_flush:
+                    self.engine.writer.flush(5)
+                print(f"schooner_serve: exiting after {self.tokens_out} tokens (--exit-after-tokens)",
+                      file=sys.stderr, flush=True)
+                os._exit(3)
+
+    def emit_done(self, rid, reason, steps, conn=None) -> None:
+        self.to_router({"op": "done", "request": rid, "reason": reason, "steps": steps}, conn)
+        self.done_sent.add(rid)
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python3 -m schooner_serve.worker", description=__doc__.split("\n\n")[0])
+    add_model_args(p)
+    p.add_argument("--stage", type=int, default=0)
+    p.add_argument("--depth", type=int, default=1)
+    p.add_argument("--layers", default="", help="the blocks a:b (0-based, end exclusive) of this stage; default all")
+    p.add_argument("--listen", default="127.0.0.1:0")
+    p.add_argument("--next", default="", help="the next stage; from the last stage, the first stage")
+    p.add_argument("--holder", default="", help="KV-cache holder (host:port or unix:/path) to replicate to and restore from")
+    p.add_argument("--replicate", choices=("on", "off"), default="on")
+    p.add_argument("--deployment", default="default")
+    p.add_argument("--resume-mode", choices=("auto", "restore", "reprefill"), default="auto",
+                   help="how a resubmit (resume_from > 0) rebuilds the KV cache; a submit's resume_mode wins")
+    p.add_argument("--device", default="", help="cpu or cuda[:n]; default cuda when there is one")
+    p.add_argument("--dtype", default="", help="float32 or bfloat16; default bf16 on GPU, f32 on CPU")
+    p.add_argument("--block", type=int, default=16, help="tokens per KV block")
+    p.add_argument("--kv-blocks", type=int, default=None, help="KV pool size in blocks (else --kv-mem-gib)")
+    p.add_argument("--kv-mem-gib", type=float, default=None, help="KV pool memory budget (default 64 MiB)")
+    p.add_argument("--max-batch", type=int, default=64, help="sequences in one decode step")
+    p.add_argument("--max-prefill-tokens", type=int, default=8192)
+    p.add_argument("--max-waiting", type=int, default=1024, help="queued requests before submits get overloaded")
+    p.add_argument("--max-payload", type=int, default=frame.DEFAULT_MAX_PAYLOAD)
+    p.add_argument("--connect-timeout", type=float, default=30.0)
+    p.add_argument("--exit-after-tokens", type=int, default=0, help="fault injection: die after emitting N tokens")
+    p.add_argument("--exit-flush", action="store_true", help="with --exit-after-tokens: let the replica catch up first")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> None:
+    a = parse_args(argv)
+    torch.set_num_threads(max(1, min(torch.get_num_threads(), int(os.environ.get("SCHOONER_SERVE_THREADS", "0")) or 64)))
+    Worker(a).serve()
+
+
+if __name__ == "__main__":
+    main()
