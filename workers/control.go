@@ -6,6 +6,7 @@ import (
 
 	"github.com/schooner-ml/schooner/activities/fleetact"
 	"github.com/schooner-ml/schooner/activities/nodesact"
+	"github.com/schooner-ml/schooner/activities/servingact"
 	"github.com/schooner-ml/schooner/activities/trainingact"
 	"github.com/schooner-ml/schooner/taskqueue"
 	"github.com/schooner-ml/schooner/workflows"
@@ -37,6 +38,7 @@ func NewControlWorkerWith(c client.Client, o ControlOptions) worker.Worker {
 		}
 		fleetact.Register(w, inst)
 		trainingact.RegisterControl(w, o.Training)
+		servingact.RegisterControl(w, &servingact.Control{Provider: o.Training.Provider})
 	}
 	return w
 }

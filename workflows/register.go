@@ -10,6 +10,7 @@ import (
 
 	"github.com/schooner-ml/schooner/workflows/fleetwf"
 	"github.com/schooner-ml/schooner/workflows/nodeswf"
+	"github.com/schooner-ml/schooner/workflows/servingwf"
 	"github.com/schooner-ml/schooner/workflows/trainingwf"
 )
 
@@ -19,4 +20,5 @@ func Register(r worker.WorkflowRegistry) {
 	nodeswf.Register(r)
 	fleetwf.Register(r)
 	trainingwf.Register(r)
+	servingwf.Register(r)
 }

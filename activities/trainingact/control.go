@@ -2,18 +2,14 @@ package trainingact
 
 import (
 	"context"
-	"fmt"
-	"slices"
-	"strings"
 	"sync"
 
 	"github.com/rs/zerolog"
-	"go.temporal.io/sdk/temporal"
 
+	"github.com/schooner-ml/schooner/activities/fleetact"
 	"github.com/schooner-ml/schooner/checkpoint"
 	"github.com/schooner-ml/schooner/checkpoint/store"
 	"github.com/schooner-ml/schooner/cloud"
-	"github.com/schooner-ml/schooner/gpu"
 	"github.com/schooner-ml/schooner/planner"
 	"github.com/schooner-ml/schooner/planner/bridge"
 	"github.com/schooner-ml/schooner/training"
@@ -66,61 +62,7 @@ func (t *Control) init() {
 // type the provider does not offer at all is a spec error, reported at once with the field
 // named: waiting for capacity that cannot come would only burn the job's time.
 func (t *Control) JobOfferings(ctx context.Context, req training.JobOfferingsRequest) ([]cloud.Offering, error) {
-	r := req.Resources
-	all, err := t.Provider.Offerings(ctx, cloud.OfferingFilter{})
-	if err != nil {
-		return nil, fmt.Errorf("listing offerings of %s: %w", t.Provider.Name(), err)
-	}
-	all = slices.DeleteFunc(all, func(o cloud.Offering) bool {
-		return len(r.Clouds) > 0 && !slices.Contains(r.Clouds, o.Provider)
-	})
-	if problems := unknownPlaces(r, all); len(problems) > 0 {
-		verr := &training.ValidationError{Kind: "training", Problems: problems}
-		return nil, temporal.NewNonRetryableApplicationError(verr.Error(), training.ErrTypeInvalidSpec, nil, problems)
-	}
-	f := cloud.OfferingFilter{Regions: r.Regions, Zones: r.Zones}
-	for _, g := range r.GPUTypes {
-		f.GPUTypes = append(f.GPUTypes, gpu.Type(g))
-	}
-	out := make([]cloud.Offering, 0, len(all))
-	for _, o := range all {
-		if f.Match(o) {
-			out = append(out, o)
-		}
-	}
-	return out, nil
-}
-
-// unknownPlaces names every region, zone and GPU type of the spec that no offering of the
-// allowed clouds has, with what is offered instead.
-func unknownPlaces(r training.Resources, offers []cloud.Offering) []training.FieldError {
-	var regions, zones, gpus []string
-	for _, o := range offers {
-		regions, zones, gpus = append(regions, o.Region), append(zones, o.Zone), append(gpus, string(o.GPUType))
-	}
-	var out []training.FieldError
-	check := func(field string, want, have []string) {
-		slices.Sort(have)
-		have = slices.Compact(have)
-		for i, w := range want {
-			if !slices.Contains(have, w) {
-				out = append(out, training.FieldError{Field: fmt.Sprintf("resources.%s[%d]", field, i),
-					Problem: fmt.Sprintf("%q is not offered by %s; offered: %s", w, cloudsOf(r), strings.Join(have, ", "))})
-			}
-		}
-	}
-	check("regions", r.Regions, regions)
-	check("zones", r.Zones, zones)
-	check("gpu_types", r.GPUTypes, gpus)
-	return out
-}
-
-// cloudsOf names the clouds a spec allows, for messages.
-func cloudsOf(r training.Resources) string {
-	if len(r.Clouds) == 0 {
-		return "any cloud"
-	}
-	return strings.Join(r.Clouds, "+")
+	return fleetact.Offerings(ctx, t.Provider, req.Resources, "training")
 }
 
 // model returns the planner profile of the spec's model (bridge.Models caches one pointer

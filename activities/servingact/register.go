@@ -1,0 +1,24 @@
+// Package servingact implements a ServingDeployment's activities (package serving's
+// ControlActivities; NodeActivities are the node agent's, registered through RegisterNode).
+// They stay thin: the offerings filter is fleetact's, shared with training.
+package servingact
+
+import (
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/schooner-ml/schooner/serving"
+)
+
+var _ serving.ControlActivities = (*Control)(nil)
+
+// RegisterControl registers the deployment's control-queue activities under their contract
+// names. Tests pass a stand-in of the same interface, so signatures cannot drift.
+func RegisterControl(r worker.ActivityRegistry, a serving.ControlActivities) {
+	r.RegisterActivityWithOptions(a.Offerings, activity.RegisterOptions{Name: serving.ActivityOfferings})
+}
+
+// RegisterNode registers RunStage on a node agent's own queue.
+func RegisterNode(r worker.ActivityRegistry, a serving.NodeActivities) {
+	r.RegisterActivityWithOptions(a.RunStage, activity.RegisterOptions{Name: serving.ActivityRunStage})
+}

@@ -1,0 +1,210 @@
+package servingwf
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/schooner-ml/schooner/cloud"
+	"github.com/schooner-ml/schooner/fleet"
+	"github.com/schooner-ml/schooner/serving"
+	"github.com/schooner-ml/schooner/taskqueue"
+)
+
+// need is a machine a slot lacks: its own (none assigned) or a standby (its machine got a
+// preemption notice).
+type need struct {
+	slot    *slot
+	standby bool
+}
+
+// needs lists the machines to buy, in slot order.
+func (d *dep) needs() []need {
+	var out []need
+	for _, s := range d.slots {
+		switch {
+		case s.inst.ID == "" && s.standby == nil:
+			out = append(out, need{slot: s})
+		case s.inst.ID != "" && !s.noticedAt.IsZero() && s.standby == nil:
+			out = append(out, need{slot: s, standby: true})
+		}
+	}
+	return out
+}
+
+// ensure gives every slot a machine: offerings → placement (spreading each replica's stages
+// over zones, leaving out short offerings and avoided zones) → the Fleet child → assign what
+// came to the slots. A short round marks the offerings unavailable and places again, up to
+// MaxAcquireRounds; then the deployment waits RetryWait (short) and the main loop tries
+// again, while the stages that have machines go on.
+func (d *dep) ensure(ctx workflow.Context) error {
+	if len(d.needs()) == 0 {
+		d.short = false
+		return nil
+	}
+	if d.short && workflow.Now(ctx).Before(d.nextTry) {
+		return nil
+	}
+	for round := 0; round < d.opts.MaxAcquireRounds; round++ {
+		needs := d.needs()
+		if len(needs) == 0 {
+			d.short = false
+			return nil
+		}
+		offers, err := d.offerings(ctx)
+		if err != nil {
+			return err
+		}
+		now := workflow.Now(ctx)
+		d.unavailable.Prune(now)
+		d.avoided.Prune(now)
+		req := serving.PlacementRequest{Offers: offers, Spot: d.spec.Spot, GPUTypes: d.spec.Resources.GPUTypes,
+			Unavailable: d.unavailable, Avoided: d.avoided, Now: now}
+		for _, n := range needs {
+			req.Need = append(req.Need, serving.Slot{Replica: n.slot.replica, Stage: n.slot.stage})
+		}
+		for _, s := range d.slots {
+			if s.inst.ID != "" && s.noticedAt.IsZero() {
+				req.Held = append(req.Held, serving.ZoneUse{Slot: serving.Slot{Replica: s.replica, Stage: s.stage}, Zone: s.inst.Zone})
+			}
+			if s.standby != nil {
+				req.Held = append(req.Held, serving.ZoneUse{Slot: serving.Slot{Replica: s.replica, Stage: s.stage}, Zone: s.standby.inst.Zone})
+			}
+		}
+		p := serving.Place(req)
+		if len(p.Stages) == 0 {
+			break
+		}
+		if !d.served {
+			d.setPhase(ctx, serving.PhaseAcquiring)
+		}
+		got, err := d.fleet(ctx, p.Groups())
+		if err != nil {
+			return err
+		}
+		if err := d.take(ctx, p, got, needs); err != nil {
+			return err
+		}
+	}
+	if n := len(d.needs()); n > 0 {
+		d.short = true
+		d.nextTry = workflow.Now(ctx).Add(d.opts.RetryWait)
+		d.status.Error = fmt.Sprintf("%d stages wait for capacity", n)
+		d.event(ctx, d.status.Error)
+		return nil
+	}
+	d.short, d.status.Error = false, ""
+	return nil
+}
+
+// offerings asks what the deployment may buy now (fresh capacity hints every round).
+func (d *dep) offerings(ctx workflow.Context) ([]cloud.Offering, error) {
+	var offers []cloud.Offering
+	err := workflow.ExecuteActivity(d.controlCtx(ctx, "list offerings for "+d.spec.Name, time.Minute),
+		serving.ActivityOfferings, serving.OfferingsRequest{Resources: d.spec.Resources}).Get(ctx, &offers)
+	if err != nil {
+		return nil, fmt.Errorf("listing offerings: %w", err)
+	}
+	return offers, nil
+}
+
+// fleet runs the Fleet child workflow for the groups.
+func (d *dep) fleet(ctx workflow.Context, groups []fleet.Group) (fleet.Result, error) {
+	n := 0
+	for _, g := range groups {
+		n += g.Count
+	}
+	d.fleets++
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID:    fmt.Sprintf("%s-fleet-%d", d.id, d.fleets),
+		TaskQueue:     taskqueue.Control,
+		StaticSummary: fmt.Sprintf("acquire %d instances in %d offerings for %s", n, len(groups), d.id),
+	})
+	token := fmt.Sprintf("%s-%s-%d", d.id, workflow.GetInfo(ctx).WorkflowExecution.RunID, d.fleets)
+	var res fleet.Result
+	err := workflow.ExecuteChildWorkflow(cctx, fleet.WorkflowFleet, fleet.Input{JobID: d.id, Groups: groups, Token: token,
+		Tags: map[string]string{"schooner-kind": "serving"}}).Get(ctx, &res)
+	if err != nil {
+		return res, fmt.Errorf("acquiring %d instances: %w", n, err)
+	}
+	return res, nil
+}
+
+// take assigns what the fleet got to the needs it was bought for (by offering key, in
+// placement order), marks the short offerings unavailable and releases anything left over.
+func (d *dep) take(ctx workflow.Context, p serving.Placement, got fleet.Result, needs []need) error {
+	now := workflow.Now(ctx)
+	used := make([]bool, len(got.Instances))
+	for _, sp := range p.Stages {
+		i := slices.IndexFunc(needs, func(n need) bool { return n.slot.replica == sp.Replica && n.slot.stage == sp.Stage })
+		if i < 0 {
+			continue
+		}
+		n := needs[i]
+		for k, in := range got.Instances {
+			if used[k] || in.Zone != sp.Key.Zone || in.InstanceType != sp.Key.InstanceType || capOf(in) != sp.Key.Capacity {
+				continue
+			}
+			used[k] = true
+			d.held = append(d.held, in)
+			d.odPrice[in.ID] = sp.OnDemandPrice
+			if n.standby {
+				n.slot.standby = &standby{inst: in}
+			} else {
+				n.slot.inst = in
+			}
+			break
+		}
+	}
+	for _, k := range got.Unavailable {
+		d.unavailable.Add(k, now.Add(d.scale.Wall(d.opts.UnavailableTTL)))
+	}
+	var extra []string
+	for k, in := range got.Instances {
+		if !used[k] {
+			extra = append(extra, in.ID)
+		}
+	}
+	d.event(ctx, fmt.Sprintf("acquired %d instances (%d short)", len(got.Instances)-len(extra), got.Short))
+	if len(extra) > 0 {
+		d.held = append(d.held, instancesByID(got.Instances, extra)...)
+		return d.release(ctx, extra)
+	}
+	return nil
+}
+
+// instancesByID picks the instances with the given ids, in order.
+func instancesByID(all []cloud.Instance, ids []string) []cloud.Instance {
+	var out []cloud.Instance
+	for _, in := range all {
+		if slices.Contains(ids, in.ID) {
+			out = append(out, in)
+		}
+	}
+	return out
+}
+
+// release runs ReleaseInstances (idempotent, retried) and forgets the instances.
+func (d *dep) release(ctx workflow.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	err := workflow.ExecuteActivity(d.controlCtx(ctx, fmt.Sprintf("release %d instances of %s", len(ids), d.id), 2*time.Minute),
+		fleet.ActivityReleaseInstances, ids).Get(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("releasing %v: %w", ids, err)
+	}
+	d.accrue(workflow.Now(ctx))
+	d.drop(ids...)
+	return nil
+}
+
+// capOf is the instance's capacity type, spot when unset.
+func capOf(in cloud.Instance) cloud.CapacityType {
+	if in.Capacity == "" {
+		return cloud.Spot
+	}
+	return in.Capacity
+}

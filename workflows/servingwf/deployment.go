@@ -1,0 +1,216 @@
+package servingwf
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/schooner-ml/schooner/cloud"
+	"github.com/schooner-ml/schooner/fleet"
+	"github.com/schooner-ml/schooner/serving"
+)
+
+// ServingDeployment serves one model on spot machines until it is stopped: place every
+// (replica, stage) on an offering (a replica's stages spread over zones), acquire through the
+// Fleet child, start one RunStage per stage from the last stage to the first, and from then
+// on keep every stage ready: a lost stage is replaced on another machine and restores its KV
+// cache from its successor's holder (no recompute); a noticed one migrates to a replacement
+// brought up before the deadline. Stop (the update), cancellation and failure all release
+// every instance (the latter two in a disconnected context). The result is the final status.
+func ServingDeployment(ctx workflow.Context, in serving.DeployInput) (serving.Status, error) {
+	d := newDep(ctx, in)
+	if err := d.registerHandlers(ctx); err != nil {
+		return d.status, err
+	}
+	if err := d.admit(ctx); err != nil {
+		d.status.Error = err.Error()
+		d.finished = true
+		d.setPhase(ctx, serving.PhaseFailed)
+		return d.snapshot(), err
+	}
+	if d.in.Carried == nil {
+		d.addReplicas(d.wantReplicas)
+	}
+	d.event(ctx, "started")
+	err := d.loop(ctx)
+	return d.finish(ctx, err)
+}
+
+// finish turns the loop's end into the workflow's result; on cancel or failure it releases
+// every instance in a disconnected context, so cleanup runs even though ctx is cancelled.
+func (d *dep) finish(ctx workflow.Context, err error) (serving.Status, error) {
+	var can *workflow.ContinueAsNewError
+	if errors.As(err, &can) {
+		return d.snapshot(), err
+	}
+	if err == nil {
+		d.finished = true
+		_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
+		return d.snapshot(), nil
+	}
+	dctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
+	cancelled := temporal.IsCanceledError(err) || errors.Is(ctx.Err(), workflow.ErrCanceled)
+	for _, r := range d.runs {
+		d.retire(r)
+	}
+	d.status.Error = err.Error()
+	d.setPhase(dctx, serving.PhaseStopping)
+	if cerr := d.cleanup(dctx); cerr != nil {
+		err = errors.Join(err, cerr)
+		d.status.Error = err.Error()
+	}
+	d.finished, d.stopped = true, true
+	if cancelled {
+		d.status.Error = ""
+		d.setPhase(dctx, serving.PhaseStopped)
+		return d.snapshot(), err
+	}
+	d.setPhase(dctx, serving.PhaseFailed)
+	return d.snapshot(), err
+}
+
+// stop is the graceful end: every RunStage is cancelled, which tells its worker to drain
+// (stop taking requests, finish or hand back the running ones, exit); the deployment waits
+// for them up to DrainTimeout, then releases every instance.
+func (d *dep) stop(ctx workflow.Context) error {
+	d.setPhase(ctx, serving.PhaseStopping)
+	d.event(ctx, "stopping: "+d.stopReason)
+	for _, r := range d.runs {
+		if !r.retired {
+			r.retired = true
+			r.cancel()
+		}
+	}
+	tctx, cancelTimer := workflow.WithCancel(ctx)
+	defer cancelTimer()
+	timer := workflow.NewTimerWithOptions(tctx, d.opts.DrainTimeout, workflow.TimerOptions{Summary: "wait for the stages to drain"})
+	for expired := false; !expired; {
+		sel := workflow.NewSelector(ctx)
+		pending := 0
+		for _, r := range d.runs {
+			if r.done {
+				continue
+			}
+			pending++
+			sel.AddFuture(r.future, func(f workflow.Future) { r.done, r.err = true, f.Get(ctx, &r.result) })
+		}
+		if pending == 0 {
+			break
+		}
+		sel.AddFuture(timer, func(workflow.Future) { expired = true })
+		sel.Select(ctx)
+	}
+	d.runs = nil
+	for _, s := range d.slots {
+		s.run, s.state, s.workerAddr, s.holderAddr = nil, "", "", ""
+	}
+	if err := d.cleanup(ctx); err != nil {
+		return err
+	}
+	d.stopped = true
+	d.setPhase(ctx, serving.PhaseStopped)
+	return nil
+}
+
+// cleanup releases every held instance, then lists the deployment's tag for stragglers (a
+// fleet interrupted mid-create) and releases those too; what is still listed after that
+// leaked.
+func (d *dep) cleanup(ctx workflow.Context) error {
+	ids := make([]string, len(d.held))
+	for i, in := range d.held {
+		ids[i] = in.ID
+	}
+	if err := d.release(ctx, ids); err != nil {
+		return err
+	}
+	for _, s := range d.slots {
+		s.inst, s.standby = cloud.Instance{}, nil
+	}
+	var left []cloud.Instance
+	lctx := d.controlCtx(ctx, "list instances still tagged "+cloud.JobTag+"="+d.id, time.Minute)
+	if err := workflow.ExecuteActivity(lctx, fleet.ActivityListJobInstances, d.id).Get(ctx, &left); err != nil {
+		return fmt.Errorf("listing leftover instances: %w", err)
+	}
+	if len(left) > 0 {
+		ids = ids[:0]
+		for _, in := range left {
+			ids = append(ids, in.ID)
+		}
+		if err := d.release(ctx, ids); err != nil {
+			return err
+		}
+		if err := workflow.ExecuteActivity(lctx, fleet.ActivityListJobInstances, d.id).Get(ctx, &left); err != nil {
+			return fmt.Errorf("listing leftover instances: %w", err)
+		}
+		d.status.LeakedInstances = len(left)
+	}
+	d.event(ctx, fmt.Sprintf("released %d instances", len(ids)))
+	return nil
+}
+
+// canContinueAsNew: the history is long (the server suggests it, or the test option), and
+// the deployment is steady: every stage ready, no migration, no failover in flight, so the
+// carried state is simple and the next run only re-attaches.
+func (d *dep) canContinueAsNew(ctx workflow.Context) bool {
+	if !workflow.GetInfo(ctx).GetContinueAsNewSuggested() && (d.opts.ContinueAsNewAfter <= 0 || d.events < d.opts.ContinueAsNewAfter) {
+		return false
+	}
+	for _, s := range d.slots {
+		if s.state != serving.StateReady || s.standby != nil || s.fo != nil || !s.noticedAt.IsZero() {
+			return false
+		}
+	}
+	return !d.stopRequested && d.wantReplicas == d.replicas()
+}
+
+// continueAsNew hands the deployment's state to a new run. The RunStage activities of this run
+// end with it; the next run starts them again with Adopt, and the node side keeps the running
+// workers (serving.StageAssignment.Adopt).
+func (d *dep) continueAsNew(ctx workflow.Context) error {
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return err
+	}
+	d.drainNotices(ctx)
+	d.event(ctx, "continue as new")
+	c := &serving.CarryState{Status: d.snapshot(), Instances: append([]cloud.Instance(nil), d.held...),
+		OnDemandPrices: map[string]float64{}, Unavailable: d.unavailable, Avoided: d.avoided, TimeScale: d.scale, Fleets: d.fleets}
+	for _, in := range d.held {
+		if p, ok := d.odPrice[in.ID]; ok {
+			c.OnDemandPrices[in.ID] = p
+		}
+	}
+	for _, s := range d.slots {
+		c.Slots = append(c.Slots, serving.CarriedSlot{Replica: s.replica, Stage: s.stage, InstanceID: s.inst.ID, State: s.state,
+			WorkerAddr: s.workerAddr, HolderAddr: s.holderAddr, NoticedAt: s.noticedAt})
+	}
+	next := d.in
+	next.Spec, next.Carried = d.spec, c
+	return workflow.NewContinueAsNewError(ctx, serving.WorkflowServingDeployment, next)
+}
+
+// drainNotices takes the notices buffered before the run ends so none is lost: a notice
+// for a held machine is carried as NoticedAt (the next run migrates it). Stage-ready reports
+// still buffered are of this run's epochs and stale in the next.
+func (d *dep) drainNotices(ctx workflow.Context) {
+	notices := workflow.GetSignalChannel(ctx, serving.SignalPreemptionNotice)
+	now := workflow.Now(ctx)
+	for {
+		var n serving.PreemptionNotice
+		if !notices.ReceiveAsync(&n) {
+			break
+		}
+		for _, s := range d.slots {
+			if s.inst.ID == n.InstanceID && s.noticedAt.IsZero() {
+				s.noticedAt = now
+				d.status.Notices++
+			}
+		}
+	}
+	ready := workflow.GetSignalChannel(ctx, serving.SignalStageReady)
+	for ready.ReceiveAsync(nil) {
+	}
+}

@@ -1,0 +1,502 @@
+package servingwf
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/schooner-ml/schooner/activities/fleetact"
+	"github.com/schooner-ml/schooner/activities/servingact"
+	"github.com/schooner-ml/schooner/cloud"
+	"github.com/schooner-ml/schooner/fleet"
+	"github.com/schooner-ml/schooner/serving"
+	"github.com/schooner-ml/schooner/workflows/fleetwf"
+)
+
+// standIn has every activity of a deployment with the contract's signatures (the compiler
+// checks them against the interfaces); registered through the production Register
+// functions, each is mocked by the tests.
+type standIn struct{}
+
+var (
+	_ serving.ControlActivities = standIn{}
+	_ serving.NodeActivities    = standIn{}
+	_ fleet.Activities          = standIn{}
+)
+
+func (standIn) Offerings(context.Context, serving.OfferingsRequest) ([]cloud.Offering, error) {
+	return nil, nil
+}
+func (standIn) RunStage(context.Context, serving.StageAssignment) (serving.StageResult, error) {
+	return serving.StageResult{}, nil
+}
+func (standIn) AcquireInstances(context.Context, cloud.CreateRequest) (fleet.AcquireResult, error) {
+	return fleet.AcquireResult{}, nil
+}
+func (standIn) DescribeInstances(context.Context, []string) ([]cloud.Instance, error) {
+	return nil, nil
+}
+func (standIn) ReleaseInstances(context.Context, []string) error                   { return nil }
+func (standIn) ListJobInstances(context.Context, string) ([]cloud.Instance, error) { return nil, nil }
+func (standIn) TimeScale(context.Context) (cloud.TimeScale, error)                 { return 1, nil }
+
+// world is a tiny scripted cloud and node side behind the stand-ins.
+type world struct {
+	mu          sync.Mutex
+	next        int
+	instances   map[string]*cloud.Instance
+	released    []string
+	acquires    []cloud.CreateRequest
+	assignments []serving.StageAssignment
+	// log orders what happened: "ready <instance>", "released <instance>".
+	log []string
+	// boot is how long a stage takes to report ready (negative: never).
+	boot func(a serving.StageAssignment) time.Duration
+}
+
+func newWorld() *world {
+	return &world{instances: map[string]*cloud.Instance{}, boot: func(serving.StageAssignment) time.Duration { return 5 * time.Second }}
+}
+
+func (w *world) state(id string, s cloud.State) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.instances[id].State = s
+}
+
+// current is the instance the latest assignment of (replica, stage) runs on.
+func (w *world) current(replica, stage int) serving.StageAssignment {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i := len(w.assignments) - 1; i >= 0; i-- {
+		if a := w.assignments[i]; a.Replica == replica && a.Stage == stage {
+			return a
+		}
+	}
+	return serving.StageAssignment{}
+}
+
+func (w *world) leaked() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for id, in := range w.instances {
+		if !in.State.Gone() {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (w *world) logged() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.log)
+}
+
+func deployInput() serving.DeployInput {
+	return serving.DeployInput{Spec: serving.Spec{Name: "chat", Model: serving.Model{Name: "tiny", Seed: 7}, Stages: 2}}
+}
+
+func newEnv(t *testing.T, w *world) *testsuite.TestWorkflowEnvironment {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.SetTestTimeout(30 * time.Second)
+	Register(env)
+	fleetwf.Register(env)
+	fleetact.Register(env, standIn{})
+	servingact.RegisterControl(env, standIn{})
+	servingact.RegisterNode(env, standIn{})
+	env.OnActivity(fleet.ActivityTimeScale, mock.Anything).Return(cloud.TimeScale(60), nil)
+	env.OnActivity(serving.ActivityOfferings, mock.Anything, mock.Anything).Return([]cloud.Offering{
+		{Provider: "sim", Zone: "z-a", InstanceType: "v1", GPUType: "V100-16", GPUsPerInstance: 1, SpotPrice: 1, OnDemandPrice: 3, SpotCapacity: 8},
+		{Provider: "sim", Zone: "z-b", InstanceType: "v1", GPUType: "V100-16", GPUsPerInstance: 1, SpotPrice: 1.2, OnDemandPrice: 3, SpotCapacity: 8},
+		{Provider: "sim", Zone: "z-c", InstanceType: "v1", GPUType: "V100-16", GPUsPerInstance: 1, SpotPrice: 1.5, OnDemandPrice: 3, SpotCapacity: 8},
+	}, nil)
+	env.OnActivity(fleet.ActivityAcquireInstances, mock.Anything, mock.Anything).Return(func(_ context.Context, req cloud.CreateRequest) (fleet.AcquireResult, error) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.acquires = append(w.acquires, req)
+		res := fleet.AcquireResult{}
+		for range req.Count {
+			w.next++
+			price := map[string]float64{"z-a": 1, "z-b": 1.2, "z-c": 1.5}[req.Zone]
+			in := cloud.Instance{ID: fmt.Sprintf("i-%d", w.next), Provider: "sim", Zone: req.Zone, InstanceType: req.InstanceType,
+				GPUType: "V100-16", GPUs: 1, Capacity: req.Capacity, State: cloud.StateRunning, JobID: req.JobID, PricePerHour: price}
+			w.instances[in.ID] = &in
+			res.Instances = append(res.Instances, in)
+		}
+		return res, nil
+	})
+	env.OnActivity(fleet.ActivityDescribeInstances, mock.Anything, mock.Anything).Return(func(_ context.Context, ids []string) ([]cloud.Instance, error) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		var out []cloud.Instance
+		for _, id := range ids {
+			out = append(out, *w.instances[id])
+		}
+		return out, nil
+	})
+	env.OnActivity(fleet.ActivityReleaseInstances, mock.Anything, mock.Anything).Return(func(_ context.Context, ids []string) error {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for _, id := range ids {
+			if w.instances[id].State != cloud.StatePreempted {
+				w.instances[id].State = cloud.StateTerminated
+			}
+			w.released = append(w.released, id)
+			w.log = append(w.log, "released "+id)
+		}
+		return nil
+	})
+	env.OnActivity(fleet.ActivityListJobInstances, mock.Anything, mock.Anything).Return(func(context.Context, string) ([]cloud.Instance, error) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		var out []cloud.Instance
+		for i := 1; i <= w.next; i++ {
+			if in := w.instances[fmt.Sprintf("i-%d", i)]; !in.State.Gone() {
+				out = append(out, *in)
+			}
+		}
+		return out, nil
+	})
+	// A stage serves until it is cancelled (a day of test clock); the node side reports it
+	// ready after its boot time.
+	env.OnActivity(serving.ActivityRunStage, mock.Anything, mock.Anything).After(24 * time.Hour).Return(
+		func(_ context.Context, a serving.StageAssignment) (serving.StageResult, error) {
+			return serving.StageResult{Replica: a.Replica, Stage: a.Stage, Epoch: a.Epoch}, nil
+		})
+	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
+		if info.ActivityType.Name != serving.ActivityRunStage {
+			return
+		}
+		var a serving.StageAssignment
+		require.NoError(t, args.Get(&a))
+		w.mu.Lock()
+		w.assignments = append(w.assignments, a)
+		w.mu.Unlock()
+		boot := w.boot(a)
+		if boot < 0 {
+			return
+		}
+		env.RegisterDelayedCallback(func() {
+			w.mu.Lock()
+			alive := !w.instances[a.InstanceID].State.Gone()
+			if alive {
+				w.log = append(w.log, "ready "+a.InstanceID)
+			}
+			w.mu.Unlock()
+			if alive {
+				env.SignalWorkflow(serving.SignalStageReady, serving.StageReady{Replica: a.Replica, Stage: a.Stage, InstanceID: a.InstanceID,
+					Epoch: a.Epoch, WorkerAddr: a.InstanceID + ":9000", HolderAddr: a.InstanceID + ":9100"})
+			}
+		}, boot)
+	})
+	return env
+}
+
+func query[T any](t *testing.T, env *testsuite.TestWorkflowEnvironment, name string) T {
+	t.Helper()
+	v, err := env.QueryWorkflow(name)
+	require.NoError(t, err)
+	var out T
+	require.NoError(t, v.Get(&out))
+	return out
+}
+
+// stopAt stops the deployment at the given test-clock time and keeps the update's result.
+func stopAt(t *testing.T, env *testsuite.TestWorkflowEnvironment, at time.Duration, result *serving.Status) {
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(serving.UpdateStop, "stop", &testsuite.TestUpdateCallback{
+			OnAccept: func() {},
+			OnReject: func(err error) { t.Errorf("stop rejected: %v", err) },
+			OnComplete: func(v any, err error) {
+				require.NoError(t, err)
+				if result != nil {
+					*result = v.(serving.Status)
+				}
+			},
+		}, serving.StopRequest{Reason: "test"})
+	}, at)
+}
+
+func finalStatus(t *testing.T, env *testsuite.TestWorkflowEnvironment) serving.Status {
+	t.Helper()
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var st serving.Status
+	require.NoError(t, env.GetWorkflowResult(&st))
+	return st
+}
+
+func TestTwoStageDeploymentBecomesServing(t *testing.T) {
+	w := newWorld()
+	env := newEnv(t, w)
+	var serving1 serving.Status
+	var pipe serving.Pipeline
+	env.RegisterDelayedCallback(func() {
+		serving1 = query[serving.Status](t, env, serving.QueryStatus)
+		pipe = query[serving.Pipeline](t, env, serving.QueryStages)
+	}, time.Minute)
+	var stopped serving.Status
+	stopAt(t, env, 2*time.Minute, &stopped)
+	env.ExecuteWorkflow(ServingDeployment, deployInput())
+	st := finalStatus(t, env)
+
+	assert.Equal(t, serving.PhaseServing, serving1.Phase)
+	require.Len(t, serving1.Stages, 2)
+	for _, s := range serving1.Stages {
+		assert.Equal(t, serving.StateReady, s.State)
+	}
+	assert.NotEqual(t, serving1.Stages[0].Zone, serving1.Stages[1].Zone, "a replica's stages are spread over zones")
+	assert.Equal(t, serving.LayerRange{First: 0, End: 2}, serving1.Stages[0].Layers)
+	assert.Equal(t, serving.LayerRange{First: 2, End: 4}, serving1.Stages[1].Layers)
+	assert.Equal(t, 2, serving1.GPUs)
+	assert.Greater(t, serving1.CostUSD, 0.0)
+
+	assert.Equal(t, "tiny", pipe.Model)
+	require.Len(t, pipe.Replicas, 1)
+	assert.True(t, pipe.Replicas[0].Ready)
+	require.Len(t, pipe.Replicas[0].Stages, 2)
+	assert.Equal(t, serving1.Stages[0].WorkerAddr, pipe.Replicas[0].Stages[0].Addr)
+
+	// Start order: the last stage first; stage 0 once stage 1 is ready, told its addresses.
+	require.Len(t, w.assignments, 2)
+	last, first := w.assignments[0], w.assignments[1]
+	assert.Equal(t, 1, last.Stage)
+	assert.Empty(t, last.NextHolderAddr, "stage 0 is not known when the last stage starts")
+	assert.Equal(t, 0, first.Stage)
+	assert.Equal(t, last.InstanceID+":9100", first.NextHolderAddr)
+	assert.Equal(t, last.InstanceID+":9000", first.NextWorkerAddr)
+	assert.Greater(t, first.Epoch, last.Epoch)
+	assert.False(t, first.Restore || last.Restore)
+	assert.True(t, first.Replication)
+	assert.Equal(t, 4, first.Model.Layers, "the built-in model's dimensions")
+	assert.Equal(t, 60.0, first.TimeScale, "the provider's time scale")
+
+	assert.Equal(t, serving.PhaseStopped, st.Phase)
+	assert.Equal(t, serving.PhaseStopped, stopped.Phase, "the stop update answers with the final status")
+	assert.Empty(t, w.leaked())
+	assert.Zero(t, st.LeakedInstances)
+}
+
+func TestStageLostWithoutNoticeIsReplacedAndTheFailoverRecorded(t *testing.T) {
+	w := newWorld()
+	env := newEnv(t, w)
+	var lost serving.StageAssignment
+	env.RegisterDelayedCallback(func() {
+		lost = w.current(0, 0)
+		w.state(lost.InstanceID, cloud.StatePreempted) // no notice: the poll finds it
+	}, time.Minute)
+	var mid serving.Status
+	env.RegisterDelayedCallback(func() { mid = query[serving.Status](t, env, serving.QueryStatus) }, 2*time.Minute)
+	stopAt(t, env, 3*time.Minute, nil)
+	env.ExecuteWorkflow(ServingDeployment, deployInput())
+	st := finalStatus(t, env)
+
+	assert.Equal(t, serving.PhaseServing, mid.Phase, "serving again after the failover")
+	assert.Equal(t, 1, st.Preemptions)
+	require.Equal(t, 1, st.Failovers)
+	require.Len(t, st.FailoverRecords, 1)
+	fo := st.FailoverRecords[0]
+	assert.False(t, fo.Notice)
+	assert.Equal(t, 0, fo.Stage)
+	assert.Equal(t, lost.InstanceID, fo.From)
+	assert.NotEqual(t, lost.InstanceID, fo.To)
+	assert.Greater(t, fo.Seconds, 0.0)
+	assert.Equal(t, fo.Seconds, fo.DowntimeSeconds)
+
+	repl := w.current(0, 0)
+	assert.Equal(t, fo.To, repl.InstanceID)
+	assert.True(t, repl.Restore, "the replacement restores its KV cache")
+	assert.Greater(t, repl.Epoch, lost.Epoch)
+	other := w.current(0, 1)
+	assert.Equal(t, other.InstanceID+":9100", repl.NextHolderAddr, "it restores from its successor's holder")
+	assert.NotEqual(t, w.instances[lost.InstanceID].Zone, w.instances[repl.InstanceID].Zone, "the zone that preempted is avoided")
+	assert.Empty(t, w.leaked())
+}
+
+func TestNoticeMigratesTheStageBeforeTheMachineIsReleased(t *testing.T) {
+	w := newWorld()
+	env := newEnv(t, w)
+	var noticed serving.StageAssignment
+	env.RegisterDelayedCallback(func() {
+		noticed = w.current(0, 1)
+		env.SignalWorkflow(serving.SignalPreemptionNotice, serving.PreemptionNotice{InstanceID: noticed.InstanceID, Kind: cloud.Notice,
+			Deadline: env.Now().Add(2 * time.Minute)})
+	}, time.Minute)
+	var mid serving.Status
+	env.RegisterDelayedCallback(func() { mid = query[serving.Status](t, env, serving.QueryStatus) }, 2*time.Minute)
+	stopAt(t, env, 3*time.Minute, nil)
+	env.ExecuteWorkflow(ServingDeployment, deployInput())
+	st := finalStatus(t, env)
+
+	assert.Equal(t, serving.PhaseServing, mid.Phase)
+	assert.Equal(t, 1, st.Notices)
+	assert.Zero(t, st.Preemptions)
+	require.Len(t, st.FailoverRecords, 1)
+	fo := st.FailoverRecords[0]
+	assert.True(t, fo.Notice)
+	assert.Equal(t, 1, fo.Stage)
+	assert.Equal(t, noticed.InstanceID, fo.From)
+	assert.Zero(t, fo.DowntimeSeconds, "the replacement was ready before the machine went")
+
+	repl := w.current(0, 1)
+	assert.Equal(t, fo.To, repl.InstanceID)
+	assert.True(t, repl.Restore)
+	log := w.logged()
+	readyAt := slices.Index(log, "ready "+repl.InstanceID)
+	releasedAt := slices.Index(log, "released "+noticed.InstanceID)
+	require.GreaterOrEqual(t, readyAt, 0)
+	require.GreaterOrEqual(t, releasedAt, 0)
+	assert.Less(t, readyAt, releasedAt, "the replacement is ready before the noticed machine is released: %v", log)
+	assert.NotEqual(t, w.instances[noticed.InstanceID].Zone, w.instances[repl.InstanceID].Zone)
+	assert.Empty(t, w.leaked())
+}
+
+func TestStopReleasesEverythingAndEndsStopped(t *testing.T) {
+	w := newWorld()
+	env := newEnv(t, w)
+	in := deployInput()
+	in.Spec.Replicas = 2
+	var stopped serving.Status
+	stopAt(t, env, time.Minute, &stopped)
+	env.ExecuteWorkflow(ServingDeployment, in)
+	st := finalStatus(t, env)
+	assert.Equal(t, serving.PhaseStopped, st.Phase)
+	assert.Equal(t, serving.PhaseStopped, stopped.Phase)
+	assert.Len(t, w.released, 4)
+	assert.Empty(t, w.leaked())
+	assert.Zero(t, st.GPUs)
+	assert.Empty(t, st.Instances)
+}
+
+func TestCancelReleasesEverything(t *testing.T) {
+	w := newWorld()
+	env := newEnv(t, w)
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Minute)
+	env.ExecuteWorkflow(ServingDeployment, deployInput())
+	require.True(t, env.IsWorkflowCompleted())
+	require.Error(t, env.GetWorkflowError())
+	assert.Empty(t, w.leaked())
+	assert.Len(t, w.released, 2)
+}
+
+func TestBadSpecFailsAtOnceNamingTheFields(t *testing.T) {
+	w := newWorld()
+	env := newEnv(t, w)
+	in := deployInput()
+	in.Spec.Name, in.Spec.Stages = "Chat!", 9
+	env.ExecuteWorkflow(ServingDeployment, in)
+	require.True(t, env.IsWorkflowCompleted())
+	err := env.GetWorkflowError()
+	require.Error(t, err)
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, err, &app)
+	assert.Equal(t, serving.ErrTypeInvalidSpec, app.Type())
+	assert.True(t, app.NonRetryable(), "a bad spec is final")
+	assert.Contains(t, err.Error(), "name")
+	assert.Contains(t, err.Error(), "stages")
+	var problems []serving.FieldError
+	require.NoError(t, app.Details(&problems))
+	var fields []string
+	for _, p := range problems {
+		fields = append(fields, p.Field)
+	}
+	assert.Contains(t, fields, "name")
+	assert.Contains(t, fields, "stages")
+	assert.Empty(t, w.acquires, "nothing is bought for a bad spec")
+}
+
+func TestScaleUpdateValidatesAndAddsAReplica(t *testing.T) {
+	w := newWorld()
+	env := newEnv(t, w)
+	var rejected []error
+	var scaled serving.Status
+	env.RegisterDelayedCallback(func() {
+		for i, n := range []int{0, -1, serving.MaxReplicas + 1} {
+			env.UpdateWorkflow(serving.UpdateScale, fmt.Sprintf("bad-%d", i), &testsuite.TestUpdateCallback{
+				OnAccept:   func() { t.Errorf("scale to %d accepted", n) },
+				OnReject:   func(err error) { rejected = append(rejected, err) },
+				OnComplete: func(any, error) {},
+			}, serving.ScaleRequest{Replicas: n})
+		}
+		env.UpdateWorkflow(serving.UpdateScale, "good", &testsuite.TestUpdateCallback{
+			OnAccept:   func() {},
+			OnReject:   func(err error) { t.Errorf("scale to 2 rejected: %v", err) },
+			OnComplete: func(v any, err error) { require.NoError(t, err); scaled = v.(serving.Status) },
+		}, serving.ScaleRequest{Replicas: 2})
+	}, time.Minute)
+	var mid serving.Status
+	var pipe serving.Pipeline
+	env.RegisterDelayedCallback(func() {
+		mid = query[serving.Status](t, env, serving.QueryStatus)
+		pipe = query[serving.Pipeline](t, env, serving.QueryStages)
+	}, 2*time.Minute)
+	stopAt(t, env, 3*time.Minute, nil)
+	env.ExecuteWorkflow(ServingDeployment, deployInput())
+	st := finalStatus(t, env)
+	require.Len(t, rejected, 3)
+	assert.Contains(t, rejected[0].Error(), "replicas must be between 1 and")
+	assert.Equal(t, 2, scaled.Replicas)
+	assert.Equal(t, serving.PhaseServing, mid.Phase)
+	assert.Len(t, mid.Stages, 4)
+	require.Len(t, pipe.Replicas, 2)
+	assert.True(t, pipe.Replicas[1].Ready)
+	assert.Equal(t, serving.PhaseStopped, st.Phase)
+	assert.Empty(t, w.leaked())
+}
+
+func TestContinuesAsNewAndReattachesWithoutBuying(t *testing.T) {
+	w := newWorld()
+	env := newEnv(t, w)
+	in := deployInput()
+	in.Options.ContinueAsNewAfter = 10
+	env.ExecuteWorkflow(ServingDeployment, in)
+	require.True(t, env.IsWorkflowCompleted())
+	var can *workflow.ContinueAsNewError
+	require.ErrorAs(t, env.GetWorkflowError(), &can)
+	var next serving.DeployInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	require.NotNil(t, next.Carried)
+	require.Len(t, next.Carried.Slots, 2)
+	for _, s := range next.Carried.Slots {
+		assert.Equal(t, serving.StateReady, s.State)
+		assert.NotEmpty(t, s.WorkerAddr)
+	}
+	assert.Len(t, next.Carried.Instances, 2)
+	assert.Equal(t, cloud.TimeScale(60), next.Carried.TimeScale)
+	bought := len(w.acquires)
+
+	env2 := newEnv(t, w)
+	next.Options.ContinueAsNewAfter = 0
+	var mid serving.Status
+	env2.RegisterDelayedCallback(func() { mid = query[serving.Status](t, env2, serving.QueryStatus) }, time.Minute)
+	stopAt(t, env2, 2*time.Minute, nil)
+	w.mu.Lock()
+	w.assignments = nil
+	w.mu.Unlock()
+	env2.ExecuteWorkflow(ServingDeployment, next)
+	st := finalStatus(t, env2)
+	assert.Equal(t, serving.PhaseServing, mid.Phase)
+	assert.Equal(t, bought, len(w.acquires), "the next run buys nothing")
+	require.Len(t, w.assignments, 2)
+	for _, a := range w.assignments {
+		assert.True(t, a.Adopt, "the next run re-attaches to the running workers")
+	}
+	assert.Equal(t, serving.PhaseStopped, st.Phase)
+	assert.Empty(t, w.leaked())
+}

@@ -1,0 +1,89 @@
+package servingwf
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/schooner-ml/schooner/cloud"
+	"github.com/schooner-ml/schooner/serving"
+	"github.com/schooner-ml/schooner/taskqueue"
+)
+
+// advance starts every RunStage that may start now. The start order, per replica, is from
+// the last stage to the first: a stage starts once the stage after it reported stage-ready,
+// so it is told that stage's worker (activations) and its node's KV-cache holder (the ring
+// replica of its cache). The last stage starts first, before stage 0 is known (it, and any
+// stage whose successor is replaced later, reads the current addresses from the stages
+// query); replicas start in parallel. The same rule brings up replacements: a lost stage
+// restarts as soon as its successor is ready, usually at once. A standby (the migration off a
+// noticed machine) follows the same rule; a stage re-attached after continue-as-new (adopt)
+// starts at once, being ready already.
+func (d *dep) advance(ctx workflow.Context) {
+	for r := range d.replicas() {
+		for st := d.depth() - 1; st >= 0; st-- {
+			s := d.slotAt(r, st)
+			successorReady := st == d.depth()-1 || d.slotAt(r, st+1).state == serving.StateReady
+			if s.inst.ID != "" && s.run == nil && (s.adopt || successorReady) {
+				d.start(ctx, s, s.inst, false)
+			}
+			if s.standby != nil && s.standby.run == nil && successorReady {
+				d.start(ctx, s, s.standby.inst, true)
+			}
+		}
+	}
+}
+
+// start runs RunStage for slot s on inst, under a new epoch.
+func (d *dep) start(ctx workflow.Context, s *slot, inst cloud.Instance, isStandby bool) {
+	d.status.Epoch++
+	epoch := d.status.Epoch
+	a := serving.StageAssignment{Deployment: d.id, InstanceID: inst.ID, Replica: s.replica, Stage: s.stage, Depth: d.depth(),
+		Layers: d.layers[s.stage], Model: d.spec.Model.Dims(), MaxBatch: d.spec.MaxBatch, MaxContext: d.spec.MaxContext,
+		Replication: d.spec.KVReplication == serving.ReplicationOn, Epoch: epoch,
+		Restore: s.restore || isStandby, Adopt: s.adopt && !isStandby, TimeScale: float64(d.scale)}
+	if n := d.next(s); n != nil && n != s && n.state == serving.StateReady {
+		a.NextHolderAddr, a.NextWorkerAddr = n.holderAddr, n.workerAddr
+	}
+	rctx, cancel := workflow.WithCancel(ctx)
+	what := "start"
+	switch {
+	case a.Adopt:
+		what = "re-attach"
+	case isStandby:
+		what = "migrate"
+	case a.Restore:
+		what = "restore"
+	}
+	actx := workflow.WithActivityOptions(rctx, workflow.ActivityOptions{
+		TaskQueue: taskqueue.Node(inst.ID), StartToCloseTimeout: 30 * 24 * time.Hour,
+		ScheduleToStartTimeout: d.opts.ScheduleToStartTimeout, HeartbeatTimeout: d.opts.HeartbeatTimeout,
+		WaitForCancellation: true, RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
+		Summary: fmt.Sprintf("%s replica %d stage %d/%d (layers %d-%d) on %s, epoch %d",
+			what, s.replica, s.stage, d.depth(), a.Layers.First, a.Layers.End-1, inst.ID, epoch),
+	})
+	run := &stageRun{slot: s, epoch: epoch, instanceID: inst.ID, cancel: cancel, startedAt: workflow.Now(ctx), standby: isStandby,
+		future: workflow.ExecuteActivity(actx, serving.ActivityRunStage, a)}
+	d.runs = append(d.runs, run)
+	if isStandby {
+		s.standby.run = run
+	} else {
+		s.run = run
+		s.restore, s.adopt = true, false
+		if s.state != serving.StateReady {
+			s.state = serving.StateStarting
+		}
+	}
+	d.event(ctx, fmt.Sprintf("%s replica %d stage %d on %s, epoch %d", what, s.replica, s.stage, inst.ID, epoch))
+}
+
+// retire cancels a run whose end no longer matters (replaced, scaled away, stopped).
+func (d *dep) retire(r *stageRun) {
+	if r == nil || r.retired {
+		return
+	}
+	r.retired = true
+	r.cancel()
+}
