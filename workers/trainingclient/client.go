@@ -15,10 +15,11 @@ import (
 
 	"github.com/schooner-ml/schooner/taskqueue"
 	"github.com/schooner-ml/schooner/training"
+	"github.com/schooner-ml/schooner/workers/wfclient"
 )
 
 // DefaultRPCTimeout bounds one query or describe call when Client.RPCTimeout is zero.
-const DefaultRPCTimeout = 10 * time.Second
+const DefaultRPCTimeout = wfclient.DefaultRPCTimeout
 
 // Client talks to TrainingJob workflows through a Temporal client it does not own.
 type Client struct {
@@ -80,9 +81,7 @@ func ModelName(m training.Model) string {
 	return fmt.Sprintf("a %d-layer model (hidden %d)", m.Layers, m.Hidden)
 }
 
-func (c *Client) rpcTimeout() time.Duration {
-	if c.RPCTimeout > 0 {
-		return c.RPCTimeout
-	}
-	return DefaultRPCTimeout
+// conn is the connection with its bound on each call, for wfclient.
+func (c *Client) conn() wfclient.Conn {
+	return wfclient.Conn{Temporal: c.Temporal, RPCTimeout: c.RPCTimeout}
 }

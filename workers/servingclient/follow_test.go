@@ -1,0 +1,19 @@
+package servingclient
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/schooner-ml/schooner/serving"
+	"github.com/schooner-ml/schooner/serving/router"
+)
+
+func TestRouteOfTakesTheFirstReadyReplicaInStageOrder(t *testing.T) {
+	p := serving.Pipeline{Replicas: []serving.ReplicaStages{
+		{Replica: 0, Ready: false, Stages: []serving.StageAddr{{Stage: 0}, {Stage: 1, Addr: "b:2", Ready: true}}},
+		{Replica: 1, Ready: true, Stages: []serving.StageAddr{{Stage: 0, Addr: "c:1", Node: "i-3", Ready: true}, {Stage: 1, Addr: "c:2", Node: "i-4", Ready: true}}},
+	}}
+	assert.Equal(t, []router.StageAddr{{Addr: "c:1", Node: "i-3"}, {Addr: "c:2", Node: "i-4"}}, RouteOf(p))
+	assert.Nil(t, RouteOf(serving.Pipeline{}), "nothing ready: the router pauses")
+}
