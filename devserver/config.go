@@ -21,6 +21,11 @@ import (
 
 const clusterName = "active"
 
+// DefaultTaskQueueIdle is how long the matching service keeps a task queue nobody polls
+// loaded (Temporal's default is five minutes). It stays above the long-poll expiry (one
+// minute), so a queue with a poller waiting is never unloaded under it.
+const DefaultTaskQueueIdle = 90 * time.Second
+
 // buildConfig is the configuration of a single-host cluster: every service in this
 // process, each on its own loopback port, one history shard, SQLite for both persistence
 // and visibility.
@@ -109,6 +114,14 @@ func sqliteConfig(opts Options, dbFile string) (*config.SQL, error) {
 	return conf, nil
 }
 
+// namespaceRefresh is how often the services reread namespaces (their search attributes
+// among them); stack.Start waits this long after registering attributes.
+const namespaceRefresh = time.Second
+
+// NamespaceRefresh is how long after a namespace change (search attributes added) every
+// service of the embedded server sees it.
+const NamespaceRefresh = 2 * namespaceRefresh
+
 func serverOptions(conf *config.Config, hosts map[primitives.ServiceName]static.Hosts, logger serverLogger, opts Options, httpPort int) []temporal.ServerOption {
 	authorizer, _ := authorization.GetAuthorizerFromConfig(&conf.Global.Authorization)
 	claimMapper, _ := authorization.GetClaimMapperFromConfig(&conf.Global.Authorization, logger)
@@ -116,6 +129,26 @@ func serverOptions(conf *config.Config, hosts map[primitives.ServiceName]static.
 		// Let the UI and `temporal workflow list` poll freely on a dev box.
 		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
 		dynamicconfig.HistoryCacheHostLevelMaxSize.Key():                 8192,
+		// The history cache keeps workflows' mutable state, closed jobs' too, for an hour;
+		// bound it by bytes rather than by entries, so a dev box that ran thousands of jobs
+		// holds at most this much of it.
+		dynamicconfig.HistoryCacheSizeBasedLimit.Key():        true,
+		dynamicconfig.HistoryCacheHostLevelMaxSizeBytes.Key(): 64 << 20,
+		// Search attributes registered at start must be usable by the first workflow task:
+		// with the default ten-second namespace refresh, a job started right after
+		// `schooner dev` came up failed its first task ("no mapping defined for search
+		// attribute") and waited ten seconds for the retry.
+		dynamicconfig.NamespaceCacheRefreshInterval.Key():           namespaceRefresh,
+		dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): true,
+		// One host serves every task queue, so partitions buy nothing, and they cost: each
+		// partition of each queue is loaded with its own goroutines, timers and backlog
+		// readers, and the non-root ones long-poll the root for user data. Every simulated
+		// instance has its own node queue, so with the default four partitions a few hundred
+		// jobs left thousands of goroutines behind in the matching service.
+		dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  1,
+		dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): 1,
+		// A node queue is never polled again once its instance is gone: unload it sooner.
+		dynamicconfig.MatchingMaxTaskQueueIdleTime.Key(): opts.TaskQueueIdle,
 		dynamicconfig.MakeKey("component.nexusoperations.callback.endpoint.template"): fmt.Sprintf(
 			"http://%s/namespaces/{{.NamespaceName}}/nexus/callback", net.JoinHostPort(opts.IP, strconv.Itoa(httpPort))),
 	}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/rs/zerolog"
 	uiserver "github.com/temporalio/ui-server/v2/server"
@@ -34,6 +35,10 @@ type Options struct {
 	// ServerLogLevel filters the server's own, rather chatty, logs: a zerolog level name
 	// (default warn).
 	ServerLogLevel string
+	// TaskQueueIdle is how long a task queue nobody polls stays loaded in the matching
+	// service (DefaultTaskQueueIdle when zero). Every simulated instance has a node queue of
+	// its own that nobody polls once the instance is gone.
+	TaskQueueIdle time.Duration
 }
 
 // Server is a running embedded Temporal server and UI.
@@ -62,6 +67,9 @@ func (o *Options) defaults() {
 	}
 	if o.ServerLogLevel == "" {
 		o.ServerLogLevel = "warn"
+	}
+	if o.TaskQueueIdle <= 0 {
+		o.TaskQueueIdle = DefaultTaskQueueIdle
 	}
 }
 

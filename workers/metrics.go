@@ -11,6 +11,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
+
+	"github.com/schooner-ml/schooner/taskqueue"
 )
 
 // PrometheusMetrics is a Temporal SDK MetricsHandler that exposes the SDK's counters, gauges
@@ -21,6 +23,14 @@ import (
 // cannot express. So series are kept in a small store that is itself a prometheus.Collector
 // and, at scrape time, pads every series of a family to the family's union of labels
 // (an empty label equals an absent one in Prometheus). Timers become histograms in seconds.
+//
+// Node task queues are named after their machine (schooner-node-<instance id>), and spot
+// instances come and go by the thousand: a series per node queue would grow the store, and
+// every scrape, without bound (the simulated market of `schooner dev` makes a queue per
+// instance). So every node queue is reported under the one value NodeQueuesLabel: counters and
+// timers add up over the nodes, a gauge shows the node that reported last. A node agent's own
+// process serves one node queue, so it loses nothing; which machine it is, the scrape target
+// says.
 type PrometheusMetrics struct {
 	store *metricStore
 	tags  map[string]string
@@ -114,6 +124,18 @@ func (s *series) observe(v float64) {
 	s.total++
 }
 
+// NodeQueuesLabel is the task_queue label value of every node queue (taskqueue.Node).
+const NodeQueuesLabel = "schooner-node-*"
+
+// boundedTagValue folds the tag values that name one machine into one value per family, so the
+// number of series does not grow with the number of machines ever seen.
+func boundedTagValue(key, value string) string {
+	if key == "task_queue" && strings.HasPrefix(value, taskqueue.Node("")) {
+		return NodeQueuesLabel
+	}
+	return value
+}
+
 type metricStore struct {
 	mu     sync.Mutex
 	series map[string]*series
@@ -135,7 +157,7 @@ func (m *metricStore) get(kind metricKind, name string, tags map[string]string) 
 	keys := make([]string, 0, len(tags))
 	for k, v := range tags {
 		k = sanitize(k)
-		labels[k] = v
+		labels[k] = boundedTagValue(k, v)
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)

@@ -2,6 +2,7 @@ package workers
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"testing"
@@ -11,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/schooner-ml/schooner/taskqueue"
 )
 
 func TestPrometheusMetricsMixedTagSets(t *testing.T) {
@@ -76,4 +79,41 @@ func TestServeMetrics(t *testing.T) {
 
 	_, err = ServeMetrics(ctx, addr.String(), reg)
 	assert.Error(t, err, "a busy port is reported")
+}
+
+// A node queue per spot instance must not become a series per instance: the control
+// process of `schooner dev` sees thousands of node queues come and go.
+func TestNodeQueueSeriesDoNotGrowWithTheNodes(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h, err := NewPrometheusMetrics(reg)
+	require.NoError(t, err)
+	h.WithTags(map[string]string{"task_queue": taskqueue.Control}).Counter("temporal_poll").Inc(1)
+	for i := range 500 {
+		node := h.WithTags(map[string]string{"task_queue": taskqueue.Node(fmt.Sprintf("i-%04d", i)), "worker_type": "ActivityWorker"})
+		node.Counter("temporal_poll").Inc(1)
+		node.Gauge("temporal_worker_task_slots_available").Update(float64(i))
+		node.Timer("temporal_activity_execution_latency").Record(time.Millisecond)
+	}
+	n, err := testutil.GatherAndCount(reg)
+	require.NoError(t, err)
+	assert.Equal(t, 4, n, "one series per family for all node queues, plus the control queue's")
+	assert.Equal(t, 500.0, counterOf(reg, "temporal_poll", NodeQueuesLabel), "counters add up over the nodes")
+}
+
+// counterOf is the value of the counter name whose task_queue label is queue (-1 if none).
+func counterOf(reg *prometheus.Registry, name, queue string) float64 {
+	families, _ := reg.Gather()
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "task_queue" && l.GetValue() == queue {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return -1
 }

@@ -25,9 +25,16 @@ var SearchAttributes = map[string]enumspb.IndexedValueType{
 // already exist with the right type are fine; one that exists with another type is an
 // error, since workflows would fail to upsert it later.
 func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace string) error {
+	_, err := AddSearchAttributes(ctx, c, namespace)
+	return err
+}
+
+// AddSearchAttributes is EnsureSearchAttributes that also says whether it added any: the
+// server's services see new attributes only after they reread the namespace.
+func AddSearchAttributes(ctx context.Context, c client.Client, namespace string) (bool, error) {
 	existing, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
 	if err != nil {
-		return fmt.Errorf("listing search attributes: %w", err)
+		return false, fmt.Errorf("listing search attributes: %w", err)
 	}
 	missing := map[string]enumspb.IndexedValueType{}
 	for name, typ := range SearchAttributes {
@@ -36,11 +43,11 @@ func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace stri
 		case !ok:
 			missing[name] = typ
 		case have != typ:
-			return fmt.Errorf("search attribute %s exists with type %s, schooner needs %s", name, have, typ)
+			return false, fmt.Errorf("search attribute %s exists with type %s, schooner needs %s", name, have, typ)
 		}
 	}
 	if len(missing) == 0 {
-		return nil
+		return false, nil
 	}
 	_, err = c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
 		Namespace:        namespace,
@@ -48,7 +55,7 @@ func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace stri
 	})
 	var exists *serviceerror.AlreadyExists
 	if err != nil && !errors.As(err, &exists) {
-		return fmt.Errorf("adding search attributes: %w", err)
+		return false, fmt.Errorf("adding search attributes: %w", err)
 	}
-	return nil
+	return true, nil
 }

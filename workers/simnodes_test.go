@@ -2,6 +2,7 @@ package workers
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -186,4 +187,43 @@ func TestSimNodesStartAndStop(t *testing.T) {
 		require.True(t, f.isStopped(id))
 	}
 	eventually(t, func() bool { return runtime.NumGoroutine() <= before }, "SimNodes leaves no goroutine behind")
+}
+
+// Every goroutine a simulated node brings (here its stand-in worker's) ends when its
+// instance ends, while SimNodes goes on following the market: a dev server that ran
+// thousands of instances holds nothing of the dead ones.
+func TestSimNodesLeaveNothingOfEndedInstances(t *testing.T) {
+	m := simMarket(t)
+	f := &fakeStarter{started: map[string]*trainingact.Trainer{}, stopped: map[string]bool{}}
+	var workers sync.WaitGroup
+	start := func(id string, tr *trainingact.Trainer) (func(), error) {
+		stopFake, _ := f.start(id, tr)
+		done := make(chan struct{})
+		workers.Go(func() { <-done }) // what a node's Temporal worker runs until stopped
+		return func() { close(done); stopFake() }, nil
+	}
+	rec := &noticeRecorder{notices: map[string][]training.PreemptionNotice{}}
+	s, err := NewSimNodes(nil, SimNodesOptions{Market: m, DataDir: t.TempDir(), Reporter: rec, StartNode: start,
+		PollInterval: 5 * time.Millisecond, Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})
+	require.NoError(t, err)
+	s.Start(context.Background())
+	t.Cleanup(s.Stop)
+	idle := runtime.NumGoroutine()
+
+	for round := range 5 {
+		ids := launch(t, m, fmt.Sprintf("train-d-%d", round), 8)
+		m.Advance(time.Hour)
+		eventually(t, func() bool { return len(s.Nodes()) == 8 }, "the nodes boot")
+		require.Greater(t, runtime.NumGoroutine(), idle)
+		if round%2 == 0 {
+			require.NoError(t, m.Terminate(context.Background(), ids))
+		} else {
+			for _, id := range ids {
+				require.NoError(t, m.Preempt(id, 0))
+			}
+			m.Advance(time.Second)
+		}
+		eventually(t, func() bool { return len(s.Nodes()) == 0 }, "the nodes die with their instances")
+		eventually(t, func() bool { return runtime.NumGoroutine() <= idle }, "the dead nodes' goroutines end")
+	}
 }

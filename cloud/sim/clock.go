@@ -41,6 +41,7 @@ func (m *Market) advance(t time.Time) {
 	if t.After(m.now) {
 		m.now = t
 	}
+	m.prune()
 }
 
 // run carries out one scheduled item at m.now.

@@ -54,6 +54,10 @@ type Config struct {
 	Params map[string]ProviderParams
 	// Price shapes the spot price walk.
 	Price PriceModel
+	// Retention is how long, in simulated time, a terminated or preempted instance stays
+	// describable and its events stay in the log (DefaultRetention when zero; negative keeps
+	// everything, for tests that read a whole run's log back).
+	Retention time.Duration
 }
 
 // ProviderParams is how one simulated cloud behaves.

@@ -57,7 +57,7 @@ func (m *Market) costNow(inst *instance) float64 {
 func (m *Market) CostUSD(jobID string) float64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	total := 0.0
+	total := m.prunedCost[jobID]
 	for _, inst := range m.order {
 		if inst.Tags[cloud.JobTag] == jobID {
 			total += m.costNow(inst)
@@ -81,7 +81,7 @@ func (m *Market) InstanceCost(id string) (usd float64, ok bool) {
 func (m *Market) TotalCost() float64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	total := 0.0
+	total := m.prunedTotal
 	for _, inst := range m.order {
 		total += m.costNow(inst)
 	}

@@ -63,7 +63,9 @@ func TestMinimumBilledMinute(t *testing.T) {
 
 func TestPreemptionEndsBilling(t *testing.T) {
 	zone, typ := "us-east-1a", "p3.2xlarge"
-	m := newMarket(t, oneOffering(zone, typ, Capacity{Trace: steps(time.Duration(0), 1, time.Hour, 0)}))
+	cfg := oneOffering(zone, typ, Capacity{Trace: steps(time.Duration(0), 1, time.Hour, 0)})
+	cfg.Retention = -1 // the instance is read back four hours after it was preempted
+	m := newMarket(t, cfg)
 	got, err := m.Create(ctx, spotReq(zone, typ, 1))
 	require.NoError(t, err)
 	price := got[0].PricePerHour

@@ -47,6 +47,7 @@ func (m *Market) Create(ctx context.Context, req cloud.CreateRequest) ([]cloud.I
 	var ids []string
 	for range n {
 		inst := m.launch(o, req)
+		inst.token = req.ClientToken
 		out = append(out, inst.snapshot())
 		ids = append(ids, inst.ID)
 	}

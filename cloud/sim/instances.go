@@ -16,6 +16,9 @@ type instance struct {
 	// leaving is set once a notice is out: the instance no longer counts against capacity.
 	leaving bool
 
+	// token is the client token the instance was launched with, forgotten with it.
+	token string
+
 	billing  bool
 	runFrom  time.Time
 	billedTo time.Time

@@ -29,6 +29,14 @@ type Market struct {
 
 	queue  queue
 	events []cloud.Event
+	// eventBase is the Seq of the last event pruned from the front of events (0 before any).
+	eventBase int64
+
+	// gone are the instances that ended, oldest first, until prune forgets them; the cost of
+	// the forgotten ones is kept per job and in total.
+	gone        []gone
+	prunedCost  map[string]float64
+	prunedTotal float64
 }
 
 var (
@@ -66,6 +74,9 @@ func New(cfg Config) (*Market, error) {
 	if cfg.TimeScale == 0 {
 		cfg.TimeScale = 1
 	}
+	if cfg.Retention == 0 {
+		cfg.Retention = DefaultRetention
+	}
 	if cfg.Tick == 0 {
 		cfg.Tick = 25 * time.Millisecond
 	}
@@ -81,6 +92,7 @@ func New(cfg Config) (*Market, error) {
 		byKey: map[Key]*offering{}, zones: map[string]string{}, types: map[string]string{},
 		params: map[string]ProviderParams{}, instances: map[string]*instance{},
 		gpusHeld: map[string]int{}, tokens: map[string]tokenResult{}, ids: newIDSource(cfg.Seed),
+		prunedCost: map[string]float64{},
 	}
 	if err := m.buildOfferings(); err != nil {
 		return nil, err

@@ -22,6 +22,7 @@ type devFlags struct {
 	stack       stack.Options
 	nodeID      string
 	metricsAddr string
+	pprofAddr   string
 	simEC2Addr  string
 	simGCEAddr  string
 }
@@ -58,6 +59,7 @@ Ctrl-C stops everything within 10 seconds.`,
 	fs.StringVar(&f.stack.Namespace, "namespace", "default", "Temporal namespace to create and use")
 	fs.StringVar(&f.nodeID, "node-id", defaultNodeID(), "id of this machine's node agent (task queue schooner-node-<id>)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "127.0.0.1:9464", "serve worker metrics for Prometheus here (empty to disable)")
+	fs.StringVar(&f.pprofAddr, "pprof-addr", "", "serve Go profiles for `go tool pprof` here, e.g. 127.0.0.1:6060 (loopback only; empty to disable)")
 	fs.StringVar(&f.stack.ServerLogLevel, "server-log-level", "warn", "log level of the embedded Temporal server")
 	fs.Float64Var(&f.stack.TimeScale, "time-scale", 1, "simulated seconds per wall second in the simulated spot market")
 	fs.Int64Var(&f.stack.Seed, "sim-seed", 1, "seed of the simulated spot market (same seed, same market)")
@@ -72,6 +74,10 @@ func runDev(ctx context.Context, f *devFlags, log zerolog.Logger, out io.Writer)
 		return err
 	}
 	metrics, metricsAddr, err := serveMetrics(ctx, f.metricsAddr)
+	if err != nil {
+		return err
+	}
+	pprofAddr, err := servePprof(ctx, f.pprofAddr)
 	if err != nil {
 		return err
 	}
@@ -93,6 +99,9 @@ func runDev(ctx context.Context, f *devFlags, log zerolog.Logger, out io.Writer)
 	}
 	s.Defer(func() { node.Stop(false) })
 	printDevBanner(out, s, f, metricsAddr, apis, time.Since(began))
+	if pprofAddr != "" {
+		fmt.Fprintf(out, "Profiles:         go tool pprof http://%s/debug/pprof/heap   (or /profile, /goroutine)\n", pprofAddr)
+	}
 	<-ctx.Done()
 	log.Info().Msg("stopping: node agent, workers, UI, Temporal server")
 	return nil

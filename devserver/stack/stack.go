@@ -149,8 +149,18 @@ func start(ctx context.Context, o Options) (*Stack, error) {
 		return s, err
 	}
 	s.Jobs = trainingclient.New(s.Client)
-	if err := workers.EnsureSearchAttributes(ctx, s.Client, s.Server.Namespace()); err != nil {
+	added, err := workers.AddSearchAttributes(ctx, s.Client, s.Server.Namespace())
+	if err != nil {
 		return s, err
+	}
+	if added {
+		// Every service must see the new attributes before a workflow upserts them, or the
+		// first job's first task fails and waits for its retry.
+		select {
+		case <-time.After(devserver.NamespaceRefresh):
+		case <-ctx.Done():
+			return s, ctx.Err()
+		}
 	}
 	if o.ServerOnly {
 		return s, nil

@@ -28,9 +28,16 @@ const (
 // imdsTokens are the session tokens handed out by PUT /latest/api/token, each valid for one
 // instance until it expires. Expiry runs on the wall clock, not the simulated one: the SDK
 // caches a token for its TTL in wall time, and a compressed clock would expire it under it.
+//
+// The map is bounded: expired tokens are swept as new ones are issued, and at maxIMDSTokens
+// the token closest to its expiry makes room (IMDS proper lets a machine hold only so many;
+// here every simulated machine shares one map, and a client asking for a token per request
+// would otherwise grow it for the token's whole TTL, up to six hours).
 type imdsTokens struct {
-	mu     sync.Mutex
-	tokens map[string]imdsToken
+	mu        sync.Mutex
+	tokens    map[string]imdsToken
+	limit     int
+	nextSweep time.Time
 }
 
 type imdsToken struct {
@@ -38,16 +45,58 @@ type imdsToken struct {
 	expires  time.Time
 }
 
-func newIMDSTokens() *imdsTokens { return &imdsTokens{tokens: map[string]imdsToken{}} }
+// maxIMDSTokens is how many live tokens the face keeps, over all instances.
+const maxIMDSTokens = 4096
 
-func (t *imdsTokens) issue(instance string, expires time.Time) string {
+// imdsSweepEvery is how often issuing a token also drops the expired ones.
+const imdsSweepEvery = 10 * time.Second
+
+func newIMDSTokens() *imdsTokens {
+	return &imdsTokens{tokens: map[string]imdsToken{}, limit: maxIMDSTokens}
+}
+
+func (t *imdsTokens) issue(instance string, now, expires time.Time) string {
 	var b [32]byte
 	_, _ = rand.Read(b[:])
 	tok := base64.RawURLEncoding.EncodeToString(b[:])
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if !now.Before(t.nextSweep) || len(t.tokens) >= t.limit {
+		t.sweepLocked(now)
+		t.nextSweep = now.Add(imdsSweepEvery)
+	}
+	for len(t.tokens) >= t.limit {
+		t.evictLocked()
+	}
 	t.tokens[tok] = imdsToken{instance: instance, expires: expires}
 	return tok
+}
+
+// sweepLocked drops the expired tokens.
+func (t *imdsTokens) sweepLocked(now time.Time) {
+	for k, it := range t.tokens {
+		if !now.Before(it.expires) {
+			delete(t.tokens, k)
+		}
+	}
+}
+
+// evictLocked drops the token that would expire first.
+func (t *imdsTokens) evictLocked() {
+	var first string
+	var at time.Time
+	for k, it := range t.tokens {
+		if first == "" || it.expires.Before(at) {
+			first, at = k, it.expires
+		}
+	}
+	delete(t.tokens, first)
+}
+
+func (t *imdsTokens) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.tokens)
 }
 
 func (t *imdsTokens) valid(tok, instance string, now time.Time) bool {
@@ -123,7 +172,14 @@ func (s *Server) imdsToken(w http.ResponseWriter, r *http.Request, id string) {
 		http.Error(w, "missing or invalid "+tokenTTLHeader, http.StatusBadRequest)
 		return
 	}
-	tok := s.imds.issue(id, time.Now().Add(time.Duration(ttl)*time.Second))
+	// Only a machine that exists has a metadata service: a token for an unknown instance is
+	// refused, so requests for made-up ids cannot fill the token map.
+	if got, err := s.backend.Describe(r.Context(), []string{id}); err != nil || len(got) == 0 {
+		http.NotFound(w, r)
+		return
+	}
+	now := time.Now()
+	tok := s.imds.issue(id, now, now.Add(time.Duration(ttl)*time.Second))
 	w.Header().Set(tokenTTLHeader, strconv.Itoa(ttl))
 	writeText(w, tok)
 }

@@ -19,7 +19,15 @@ type registry struct {
 	// reservation of each instance launched through RunInstances
 	reservation map[string]string
 	ended       map[string]time.Time
+	// sweepAt is when, in the backend's time, the oldest ended instance passes the retention.
+	sweepAt time.Time
 }
+
+// registryRetention is how long after it ended an instance stays in the registry, in the
+// backend's time: as long as EC2 shows a terminated instance, and as long as the simulated
+// market describes one (sim.DefaultRetention). Without it the registry, and every unfiltered
+// DescribeInstances, would grow with every instance ever launched.
+const registryRetention = time.Hour
 
 func newRegistry() *registry {
 	return &registry{known: map[string]bool{}, reservation: map[string]string{}, ended: map[string]time.Time{}}
@@ -36,10 +44,38 @@ func (r *registry) sync(src cloud.EventSource) []string {
 		}
 		r.addLocked(ev.Instance.ID)
 		if ev.Kind == cloud.EventTerminated || ev.Kind == cloud.EventPreempted {
+			if len(r.ended) == 0 {
+				r.sweepAt = ev.Time.Add(registryRetention)
+			}
 			r.ended[ev.Instance.ID] = ev.Time
 		}
 	}
+	if n := len(evs); n > 0 && len(r.ended) > 0 && evs[n-1].Time.After(r.sweepAt) {
+		r.forgetLocked(evs[n-1].Time.Add(-registryRetention))
+	}
 	return append([]string(nil), r.ids...)
+}
+
+// forgetLocked drops the instances that ended before cutoff.
+func (r *registry) forgetLocked(cutoff time.Time) {
+	kept := r.ids[:0]
+	var oldest time.Time
+	for _, id := range r.ids {
+		end, ok := r.ended[id]
+		switch {
+		case ok && end.Before(cutoff):
+			delete(r.known, id)
+			delete(r.reservation, id)
+			delete(r.ended, id)
+			continue
+		case ok && (oldest.IsZero() || end.Before(oldest)):
+			oldest = end
+		}
+		kept = append(kept, id)
+	}
+	clear(r.ids[len(kept):])
+	r.ids = kept
+	r.sweepAt = oldest.Add(registryRetention)
 }
 
 func (r *registry) cursor() int64 {

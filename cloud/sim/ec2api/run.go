@@ -86,9 +86,7 @@ func (s *Server) runInstances(c *call) (any, *apiError) {
 	ids := instanceIDs(got)
 	s.reg.launched(rid, ids)
 	if req.clientToken != "" {
-		s.mu.Lock()
-		s.tokens[req.clientToken] = idempotent{fingerprint: fingerprint(c.params), reservationID: rid, ids: ids}
-		s.mu.Unlock()
+		s.rememberToken(req.clientToken, idempotent{fingerprint: fingerprint(c.params), reservationID: rid, ids: ids})
 	}
 	return s.runReply(c, rid, got, req), nil
 }

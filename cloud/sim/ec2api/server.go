@@ -43,6 +43,8 @@ type Server struct {
 	throttle int
 	calls    map[string]int
 	tokens   map[string]idempotent
+	// tokenOrder is tokens' keys oldest first: past maxClientTokens the oldest is forgotten.
+	tokenOrder []string
 	// runMu serialises RunInstances calls that carry a ClientToken, so two concurrent retries
 	// of one request cannot both launch.
 	runMu sync.Mutex
@@ -103,7 +105,9 @@ func (s *Server) Close() error {
 	if srv == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// Requests here are short; a client stuck in one must not hold up the stop of the process
+	// that serves the face (`schooner dev` has 10 s for everything).
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return srv.Close()
@@ -133,6 +137,26 @@ func (s *Server) Reset() {
 	s.throttle = 0
 	s.calls = map[string]int{}
 	s.tokens = map[string]idempotent{}
+	s.tokenOrder = nil
+}
+
+// maxClientTokens is how many RunInstances client tokens the face remembers. EC2 remembers a
+// token for a limited time; a face that runs for days forgets the oldest instead, so the map
+// does not grow with every launch ever made.
+const maxClientTokens = 4096
+
+// rememberToken keeps what a client token bought, forgetting the oldest past the cap.
+func (s *Server) rememberToken(tok string, v idempotent) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.tokens[tok]; !ok {
+		s.tokenOrder = append(s.tokenOrder, tok)
+	}
+	s.tokens[tok] = v
+	for len(s.tokenOrder) > maxClientTokens {
+		delete(s.tokens, s.tokenOrder[0])
+		s.tokenOrder = s.tokenOrder[1:]
+	}
 }
 
 // admit counts the call and reports whether it is to be throttled.

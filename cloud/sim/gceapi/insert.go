@@ -54,6 +54,7 @@ func (h *Handler) insertInstance(r *http.Request, c call) (any, error) {
 	op := h.newOperation(c.zone, "insert", target, failure)
 	if rid != "" {
 		h.ops.requestID[rid] = op
+		op.requestID = rid
 	}
 	return op.proto(c.project, true), nil
 }

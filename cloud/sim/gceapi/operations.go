@@ -19,14 +19,16 @@ const OperationTypePreempted = "compute.instances.preempted"
 // operation is one zone operation as the face keeps it: without a project, because the
 // backend has none; links are built for the project of the request that reads it.
 type operation struct {
-	seq     int64
-	name    string
-	zone    string
-	kind    string // insert, delete, compute.instances.preempted
-	target  string // VM name
-	user    string
-	started time.Time
-	failure *opFailure // set when the operation finished with an error
+	seq    int64
+	name   string
+	zone   string
+	kind   string // insert, delete, compute.instances.preempted
+	target string // VM name
+	user   string
+	// requestID is the insert's requestId, forgotten with the operation.
+	requestID string
+	started   time.Time
+	failure   *opFailure // set when the operation finished with an error
 }
 
 // opStore holds the operations of every zone in creation order. Preemption operations are
@@ -43,12 +45,26 @@ func newOpStore() *opStore {
 	return &opStore{byName: map[string]*operation{}, requestID: map[string]*operation{}}
 }
 
-// add records op; h.mu must be held.
+// maxOperations is how many zone operations the face keeps. GCE keeps operations for a
+// limited time; a face that runs for days forgets the oldest instead, so neither the store nor
+// an operations list grows with every insert and preemption ever made.
+const maxOperations = 4096
+
+// add records op, forgetting the oldest past maxOperations; h.mu must be held.
 func (s *opStore) add(op *operation) *operation {
 	s.seq++
 	op.seq = s.seq
 	s.byName[op.zone+"/"+op.name] = op
 	s.order = append(s.order, op)
+	if n := len(s.order) - maxOperations; n > 0 {
+		for _, old := range s.order[:n] {
+			delete(s.byName, old.zone+"/"+old.name)
+			if old.requestID != "" && s.requestID[old.requestID] == old {
+				delete(s.requestID, old.requestID)
+			}
+		}
+		s.order = append([]*operation(nil), s.order[n:]...)
+	}
 	return op
 }
 

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// sample is what the process holds at one moment, after a garbage collection.
+type sample struct {
+	At           time.Time `json:"at"`
+	RSSMiB       float64   `json:"rss_mib"`         // VmRSS of /proc/self/status
+	HeapInuseMiB float64   `json:"heap_inuse_mib"`  // runtime.MemStats.HeapInuse
+	HeapObjects  uint64    `json:"heap_objects"`    // live objects
+	Goroutines   int       `json:"goroutines"`      // runtime.NumGoroutine
+	CPUSeconds   float64   `json:"cpu_seconds"`     // user + system since the process began
+	MetricSeries int       `json:"metric_series"`   // series the Prometheus registry exposes
+	NodeWorkers  int       `json:"sim_node_agents"` // simulated node agents alive
+	MarketEvents int64     `json:"market_events"`   // events in the simulated market's log
+}
+
+// takeSample collects garbage first, so heap and RSS are what is kept, not what is waiting.
+func takeSample() sample {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return sample{At: time.Now(), RSSMiB: rssMiB(), HeapInuseMiB: float64(ms.HeapInuse) / (1 << 20),
+		HeapObjects: ms.HeapObjects, Goroutines: runtime.NumGoroutine(), CPUSeconds: cpuSeconds()}
+}
+
+// rssMiB reads VmRSS (KiB) from /proc/self/status; 0 where there is none.
+func rssMiB() float64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kib, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			return kib / 1024
+		}
+	}
+	return 0
+}
+
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+	return tv(ru.Utime) + tv(ru.Stime)
+}
+
+func peakRSSMiB() float64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return float64(ru.Maxrss) / 1024
+}
+
+// idleCPU is the share of one core the process used over a window in which it ran nothing
+// of its own: CPU seconds over wall seconds, in percent.
+type idleCPU struct {
+	WallSeconds float64 `json:"wall_seconds"`
+	CPUSeconds  float64 `json:"cpu_seconds"`
+	Percent     float64 `json:"percent"`
+}
+
+func measureIdle(window time.Duration, during func()) idleCPU {
+	c0, t0 := cpuSeconds(), time.Now()
+	if during != nil {
+		during()
+	}
+	time.Sleep(time.Until(t0.Add(window)))
+	wall, cpu := time.Since(t0).Seconds(), cpuSeconds()-c0
+	return idleCPU{WallSeconds: wall, CPUSeconds: cpu, Percent: 100 * cpu / wall}
+}
