@@ -38,9 +38,12 @@ type Put struct {
 }
 
 // Entry is one sequence of a decode step: its request and the position of its new token.
+// Step, when set, is the entry's own step (continuous batching mixes steps in one frame);
+// nil stands for the Step's.
 type Entry struct {
 	Request string
 	Token   int
+	Step    *int
 }
 
 // Step is one decode step's new KV of every local layer and every sequence of the batch,

@@ -198,12 +198,13 @@ func (cn *conn) handle(it Item) {
 		res := h.store.putStep(cn.deployment, cn.stage, stepArgs{step: m.Step, entries: m.Entries, layers: m.Layers,
 			layout: Layout{m.DType, m.Shape[3], m.Shape[4]}, data: it.payload})
 		for i, e := range m.Entries {
+			step := e.stepOf(m.Step)
 			if res[i].err != nil {
-				cn.refusal(res[i].err, e.Request, &m.Step)
+				cn.refusal(res[i].err, e.Request, &step)
 				continue
 			}
 			h.m.acks.Add(1)
-			cn.write(ackMsg{Op: opAck, Request: e.Request, Step: m.Step}, nil)
+			cn.write(ackMsg{Op: opAck, Request: e.Request, Step: step}, nil)
 		}
 	case requestMsg:
 		switch m.Op {

@@ -106,7 +106,7 @@ func TestTheBudgetRefusesWholeStepsAsFull(t *testing.T) {
 	writeSteps(t, w, []string{"a", "b"}, layers, 4, 1, 1, testLayout) // 2 steps stored, room for 1
 
 	acks := newAcks()
-	entries := []Entry{{"a", 5}, {"b", 5}}
+	entries := []Entry{{"a", 5, nil}, {"b", 5, nil}}
 	require.NoError(t, w.PutStep(Step{Step: 2, Entries: entries, Layers: layers, Layout: testLayout, Data: stepData(entries, layers, testLayout)}, acks.fn()))
 	got := acks.take(t, 2)
 	require.NoError(t, got[0].Err, "a's step fits")
@@ -144,7 +144,7 @@ func TestPutsThatDoNotContinueTheReplicaConflict(t *testing.T) {
 	layers := [2]int{0, 2}
 	acks := newAcks()
 	step := func(k, tok int, ls [2]int) error {
-		e := []Entry{{"r", tok}}
+		e := []Entry{{"r", tok, nil}}
 		require.NoError(t, w.PutStep(Step{Step: k, Entries: e, Layers: ls, Layout: testLayout, Data: stepData(e, ls, testLayout)}, acks.fn()))
 		return acks.take(t, 1)[0].Err
 	}
@@ -284,4 +284,34 @@ func TestAClosedClientFailsItsCalls(t *testing.T) {
 	assert.ErrorIs(t, err, ErrClosed)
 	require.Len(t, got, 1, "the callback hears of it too")
 	assert.ErrorIs(t, got[0].Err, ErrClosed)
+}
+
+// TestPutStepEntriesCarryTheirOwnSteps: continuous batching puts requests at different steps
+// in one frame; each entry's "step" wins over the frame's, and its ack and refusal carry it.
+func TestPutStepEntriesCarryTheirOwnSteps(t *testing.T) {
+	layers := [2]int{0, 2}
+	_, addr, _ := holderAt(t, Options{Budget: 1 << 20})
+	w := dial(t, addr, RoleWriter, "d", 0)
+	putPrompt(t, w, "a", layers, 4, testLayout)
+	putPrompt(t, w, "b", layers, 4, testLayout)
+	writeSteps(t, w, []string{"a"}, layers, 4, 1, 2, testLayout) // a at step 2, b at step 0
+
+	step := func(k int) *int { return &k }
+	acks := newAcks()
+	entries := []Entry{{"a", 6, step(3)}, {"b", 4, step(1)}, {"b", 9, step(4)}}
+	require.NoError(t, w.PutStep(Step{Step: 1, Entries: entries, Layers: layers, Layout: testLayout, Data: stepData(entries, layers, testLayout)}, acks.fn()))
+	got := acks.take(t, 3)
+	require.NoError(t, got[0].Err)
+	assert.Equal(t, Ack{Request: "a", Step: 3}, got[0])
+	require.NoError(t, got[1].Err)
+	assert.Equal(t, Ack{Request: "b", Step: 1}, got[1])
+	require.ErrorIs(t, got[2].Err, ErrConflict, "b's step 4 does not follow its step 1")
+	var he *HolderError
+	require.True(t, errors.As(got[2].Err, &he))
+	assert.Equal(t, 4, he.Step)
+	held, err := w.List(ctxT(t))
+	require.NoError(t, err)
+	require.Len(t, held, 2)
+	assert.Equal(t, 3, held[0].AckedStep)
+	assert.Equal(t, 1, held[1].AckedStep)
 }

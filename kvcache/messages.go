@@ -51,6 +51,17 @@ type putMsg struct {
 type entryMsg struct {
 	Request string `json:"request"`
 	Token   int    `json:"token"`
+	// Step is the entry's own step; absent, the frame's. Continuous batching mixes requests
+	// at different steps in one put_step.
+	Step *int `json:"step,omitempty"`
+}
+
+// stepOf is the step an entry of a put_step stands for: its own, else the frame's.
+func (e entryMsg) stepOf(frameStep int) int {
+	if e.Step != nil {
+		return *e.Step
+	}
+	return frameStep
 }
 
 type putStepMsg struct {

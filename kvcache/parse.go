@@ -58,8 +58,8 @@ func (h *Holder) parse(hdr frame.Header, payload []byte) (Item, *HolderError) {
 			return bad("shape %v is not [%d entries, %d layers, 2, kv_heads, head_dim]", m.Shape, len(m.Entries), m.Layers[1]-m.Layers[0])
 		}
 		for _, e := range m.Entries {
-			if e.Request == "" || e.Token < 0 {
-				return bad("entry %+v needs a request and a token >= 0", e)
+			if e.Request == "" || e.Token < 0 || (e.Step != nil && *e.Step < 0) {
+				return bad("entry %+v needs a request, a token >= 0 and no negative step", e)
 			}
 		}
 		if n, err := shapeBytes(m.Shape, elem, h.opts.MaxPayload); err != nil || n != len(payload) {

@@ -162,23 +162,24 @@ func (s *store) putStep(dep string, stage int, a stepArgs) []stepResult {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, e := range a.entries {
+		step := e.stepOf(a.step)
 		r := s.replicas[key{dep, stage, e.Request}]
 		switch {
 		case r == nil || !r.complete:
-			out[i].err = refuse(CodeConflict, "request %s has no complete cache here: put its prompt (the last put marked last) before step %d", e.Request, a.step)
+			out[i].err = refuse(CodeConflict, "request %s has no complete cache here: put its prompt (the last put marked last) before step %d", e.Request, step)
 		case r.layout != a.layout:
 			out[i].err = refuse(CodeConflict, "request %s holds %s×%d heads×%d, step %d is %s×%d×%d",
-				e.Request, r.layout.DType, r.layout.KVHeads, r.layout.HeadDim, a.step, a.layout.DType, a.layout.KVHeads, a.layout.HeadDim)
+				e.Request, r.layout.DType, r.layout.KVHeads, r.layout.HeadDim, step, a.layout.DType, a.layout.KVHeads, a.layout.HeadDim)
 		case r.lo != a.layers[0] || r.hi != a.layers[1]:
-			out[i].err = refuse(CodeConflict, "request %s holds layers [%d,%d), step %d carries [%d,%d)", e.Request, r.lo, r.hi, a.step, a.layers[0], a.layers[1])
-		case a.step <= r.acked:
+			out[i].err = refuse(CodeConflict, "request %s holds layers [%d,%d), step %d carries [%d,%d)", e.Request, r.lo, r.hi, step, a.layers[0], a.layers[1])
+		case step <= r.acked:
 			// A step sent again (after a reconnect): it is held already.
-		case a.step != r.acked+1:
-			out[i].err = refuse(CodeConflict, "request %s is acked to step %d: step %d does not follow", e.Request, r.acked, a.step)
+		case step != r.acked+1:
+			out[i].err = refuse(CodeConflict, "request %s is acked to step %d: step %d does not follow", e.Request, r.acked, step)
 		case e.Token != r.nextToken():
-			out[i].err = refuse(CodeConflict, "request %s holds tokens [0,%d): step %d is at token %d", e.Request, r.nextToken(), a.step, e.Token)
+			out[i].err = refuse(CodeConflict, "request %s holds tokens [0,%d): step %d is at token %d", e.Request, r.nextToken(), step, e.Token)
 		case s.used+int64(per) > s.budget:
-			out[i].err = refuse(CodeFull, "storing step %d of request %s (%d bytes) would pass the budget (%d of %d bytes held)", a.step, e.Request, per, s.used, s.budget)
+			out[i].err = refuse(CodeFull, "storing step %d of request %s (%d bytes) would pass the budget (%d of %d bytes held)", step, e.Request, per, s.used, s.budget)
 		default:
 			data := a.data[i*per : (i+1)*per : (i+1)*per]
 			if len(a.entries) > 1 {
@@ -186,8 +187,8 @@ func (s *store) putStep(dep string, stage int, a stepArgs) []stepResult {
 				// pin the whole frame until the last of them is dropped.
 				data = slices.Clone(data)
 			}
-			r.steps = append(r.steps, stepRec{step: a.step, data: data})
-			r.acked = a.step
+			r.steps = append(r.steps, stepRec{step: step, data: data})
+			r.acked = step
 			r.bytes += int64(per)
 			s.used += int64(per)
 			out[i].stored = true

@@ -123,8 +123,8 @@ func TestAWriterThatDiesMidFrameLeavesNoPartialStep(t *testing.T) {
 	require.NoError(t, err)
 	readRaw(t, c)
 	step := func(k int) []byte {
-		e := []Entry{{"r", 3 + k - 1}}
-		hdr, _ := json.Marshal(putStepMsg{Op: opPutStep, Step: k, Entries: []entryMsg{{"r", e[0].Token}}, Layers: layers, DType: "bf16", Shape: []int{1, 2, 2, 2, 4}})
+		e := []Entry{{"r", 3 + k - 1, nil}}
+		hdr, _ := json.Marshal(putStepMsg{Op: opPutStep, Step: k, Entries: []entryMsg{{"r", e[0].Token, nil}}, Layers: layers, DType: "bf16", Shape: []int{1, 2, 2, 2, 4}})
 		return rawFrame(string(hdr), stepData(e, layers, testLayout))
 	}
 	whole, cut := step(1), step(2)

@@ -46,6 +46,7 @@ type submitFrame struct {
 	Seed        int64   `json:"seed"`
 	ResumeFrom  int     `json:"resume_from"`
 	Generated   []int   `json:"generated"`
+	ResumeMode  string  `json:"resume_mode"`
 }
 
 // fakeWorker speaks section 1 over TCP. With role "first+last" it is a whole one-stage
@@ -67,6 +68,7 @@ type fakeWorker struct {
 	replay        int           // a resumed request re-sends this many earlier steps
 	stopAfter     int           // > 0: finish with "stop" after this many tokens
 	overloadFirst int           // answer "overloaded" to this many submits
+	noReplica     bool          // answer "restore_failed" to a resubmit that does not re-prefill
 	stopped       map[string]chan struct{}
 	tokensSent    int
 	killed        bool
@@ -187,6 +189,14 @@ func (f *fakeWorker) serve(c *fakeConn) {
 			f.mu.Unlock()
 			if overload {
 				_ = c.write(map[string]any{"op": "error", "request": s.Request, "code": "overloaded", "message": "full"})
+				continue
+			}
+			f.mu.Lock()
+			noReplica := f.noReplica
+			f.mu.Unlock()
+			if noReplica && s.ResumeFrom > 0 && s.ResumeMode != "reprefill" {
+				_ = c.write(map[string]any{"op": "accepted", "request": s.Request})
+				_ = c.write(map[string]any{"op": "error", "request": s.Request, "code": "restore_failed", "message": "no replica"})
 				continue
 			}
 			_ = c.write(map[string]any{"op": "accepted", "request": s.Request})

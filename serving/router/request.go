@@ -31,7 +31,15 @@ type request struct {
 	err        *APIError
 	pauseTimer *time.Timer
 	pauseSeq   uint64
+	resumeMode string // "": the worker chooses; resumeReprefill after a restore_failed
 }
+
+// Section 1's error code for a resubmission whose KV cache the stages could not restore, and
+// the resume_mode the router answers it with.
+const (
+	codeRestoreFailed = "restore_failed"
+	resumeReprefill   = "reprefill"
+)
 
 func (q *request) wake() {
 	select {
@@ -50,6 +58,7 @@ type submitMsg struct {
 	Seed        int64   `json:"seed"`
 	ResumeFrom  int     `json:"resume_from,omitempty"`
 	Generated   []int   `json:"generated,omitempty"`
+	ResumeMode  string  `json:"resume_mode,omitempty"`
 }
 
 // submitLocked builds the submit of q as of now: a resubmission carries what was delivered.
@@ -59,6 +68,7 @@ func (q *request) submitLocked() submitMsg {
 	if n := len(q.tokens); n > 0 {
 		m.ResumeFrom = n
 		m.Generated = append([]int(nil), q.tokens...)
+		m.ResumeMode = q.resumeMode
 	}
 	return m
 }

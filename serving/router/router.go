@@ -246,6 +246,7 @@ func (r *Router) pauseRunningLocked(why string) {
 			continue
 		}
 		r.setStateLocked(q, statePaused)
+		q.resumeMode = "" // a new pipeline: let it restore again
 		q.pauseSeq++
 		seq := q.pauseSeq
 		q.pauseTimer = time.AfterFunc(r.opts.PauseLimit, func() { r.pauseExpired(q, seq) })

@@ -315,6 +315,32 @@ func TestFailoverResumesTheStream(t *testing.T) {
 	assert.Zero(t, c.GapTokens)
 }
 
+// TestRestoreFailedResubmitsWithReprefill: a replacement that cannot restore the request's KV
+// cache answers restore_failed; the router resubmits it once with resume_mode reprefill.
+func TestRestoreFailedResubmitsWithReprefill(t *testing.T) {
+	t.Parallel()
+	a := startFake(t, "first+last")
+	a.set(func(f *fakeWorker) { f.hold = 3 })
+	h := newHarness(t, router.Options{ReconnectBackoff: 10 * time.Millisecond}, a)
+	const n = 8
+	s := h.client.Completions.NewStreaming(context.Background(), params("no replica", n, 5))
+	before, _, _ := readStream(t, s, 3)
+	a.kill()
+	wait(t, "paused", func() bool { return h.r.Status().Paused == 1 })
+	b := startFake(t, "first+last")
+	b.set(func(f *fakeWorker) { f.noReplica = true })
+	h.r.SetStages(addrs(b))
+	after, finish, _ := readStream(t, s, -1)
+	require.NoError(t, s.Err())
+	assert.Equal(t, "length", finish)
+	assert.Equal(t, expectedText("no replica", 5, n), strings.Join(append(before, after...), ""))
+	sub := b.submitted()
+	require.Len(t, sub, 2)
+	assert.Equal(t, []string{"", "reprefill"}, []string{sub[0].ResumeMode, sub[1].ResumeMode})
+	assert.Equal(t, []int{3, 3}, []int{sub[0].ResumeFrom, sub[1].ResumeFrom})
+	assert.EqualValues(t, 1, h.r.Status().Counters.Reprefills)
+}
+
 func TestFailoverNonStreaming(t *testing.T) {
 	t.Parallel()
 	a := startFake(t, "first+last")

@@ -248,7 +248,11 @@ func (r *Router) readLoop(c *stageConn) {
 			r.connLost(c, err)
 			return
 		}
-		if err := r.handleFrame(c, h); err != nil {
+		resend, err := r.handleFrame(c, h)
+		if resend != nil {
+			r.resubmit(*resend)
+		}
+		if err != nil {
 			_ = c.send(frame.NewError("bad_request", "%v", err), r.writeTimeout())
 			r.connLost(c, err)
 			return
@@ -297,20 +301,36 @@ func (r *Router) connLost(c *stageConn, err error) {
 	}
 }
 
-// handleFrame applies one frame of a stage; an error is a protocol violation.
-func (r *Router) handleFrame(c *stageConn, h frame.Header) error {
+// resubmit sends a submit to the current first stage; a failed send pauses the request with
+// the others of the lost connection.
+func (r *Router) resubmit(m submitMsg) {
+	r.mu.Lock()
+	c := r.first
+	r.mu.Unlock()
+	if c != nil {
+		_ = c.send(m, r.writeTimeout())
+	}
+}
+
+// handleFrame applies one frame of a stage; an error is a protocol violation. A non-nil
+// submit is to be sent to the first stage (a resubmission the frame asked for).
+func (r *Router) handleFrame(c *stageConn, h frame.Header) (*submitMsg, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.handleFrameLocked(c, h)
+}
+
+func (r *Router) handleFrameLocked(c *stageConn, h frame.Header) (*submitMsg, error) {
 	if c != r.first && c != r.last {
-		return nil // a retired connection's last words
+		return nil, nil // a retired connection's last words
 	}
 	switch h.Op {
 	case "accepted":
-		return nil
+		return nil, nil
 	case "pong":
 		var m pongMsg
 		if err := h.Decode(&m); err != nil {
-			return err
+			return nil, err
 		}
 		if c.stage < len(r.info) {
 			l := m.Load
@@ -319,11 +339,11 @@ func (r *Router) handleFrame(c *stageConn, h frame.Header) error {
 	case "token":
 		var m tokenMsg
 		if err := h.Decode(&m); err != nil {
-			return err
+			return nil, err
 		}
 		q := r.reqs[m.Request]
 		if q == nil || (q.state != stateRunning && q.state != statePaused) {
-			return nil // cancelled or finished meanwhile
+			return nil, nil // cancelled or finished meanwhile
 		}
 		switch {
 		case m.Step < len(q.tokens):
@@ -339,16 +359,16 @@ func (r *Router) handleFrame(c *stageConn, h frame.Header) error {
 	case "done":
 		var m doneMsg
 		if err := h.Decode(&m); err != nil {
-			return err
+			return nil, err
 		}
 		q := r.reqs[m.Request]
 		if q == nil || (q.state != stateRunning && q.state != statePaused) {
-			return nil
+			return nil, nil
 		}
 		if m.Reason == "cancelled" {
 			r.finishLocked(q, "", &APIError{Status: http.StatusServiceUnavailable, Type: typeServer,
 				Code: strp("cancelled_by_worker"), Message: "the worker cancelled the request"})
-			return nil
+			return nil, nil
 		}
 		if m.Steps != len(q.tokens) {
 			r.opts.Log.Error().Str("request", q.id).Int("steps", m.Steps).Int("have", len(q.tokens)).
@@ -358,16 +378,25 @@ func (r *Router) handleFrame(c *stageConn, h frame.Header) error {
 	case "error":
 		var m errorMsg
 		if err := h.Decode(&m); err != nil {
-			return err
+			return nil, err
 		}
 		if m.Request == "" {
 			// A connection-level error: the stage closes the connection after it.
 			r.opts.Log.Error().Str("code", m.Code).Str("message", m.Message).Int("stage", c.stage).Msg("router: stage error")
-			return nil
+			return nil, nil
 		}
 		q := r.reqs[m.Request]
 		if q == nil || q.state != stateRunning {
-			return nil
+			return nil, nil
+		}
+		if m.Code == codeRestoreFailed && q.resumeMode != resumeReprefill && len(q.tokens) > 0 {
+			// The stages could not restore the request's KV cache (no complete replica):
+			// resubmit it once to be recomputed from prompt + generated.
+			r.counters.Reprefills++
+			q.resumeMode = resumeReprefill
+			r.opts.Log.Warn().Str("request", q.id).Str("message", m.Message).Msg("router: restore failed, re-prefilling")
+			sub := q.submitLocked()
+			return &sub, nil
 		}
 		if m.Code == "overloaded" {
 			// Back into the queue at its place; retry after a finish or a short wait.
@@ -383,12 +412,12 @@ func (r *Router) handleFrame(c *stageConn, h frame.Header) error {
 					r.kick(r.kickDispatch)
 				})
 			}
-			return nil
+			return nil, nil
 		}
 		r.finishLocked(q, "", &APIError{Status: http.StatusBadRequest, Type: typeInvalid, Code: strp(m.Code),
 			Message: "the worker refused the request: " + m.Message})
 	default:
-		return fmt.Errorf("unknown op %q", h.Op)
+		return nil, fmt.Errorf("unknown op %q", h.Op)
 	}
-	return nil
+	return nil, nil
 }

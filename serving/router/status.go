@@ -48,6 +48,7 @@ type Counters struct {
 	Resumes       uint64 `json:"resumes"`        // resubmissions after a pause
 	DroppedTokens uint64 `json:"dropped_tokens"` // replayed tokens (step < delivered) dropped
 	GapTokens     uint64 `json:"gap_tokens"`     // tokens past the next expected step dropped
+	Reprefills    uint64 `json:"reprefills"`     // resubmissions with resume_mode reprefill after restore_failed
 }
 
 // Status is a snapshot for the ServingDeployment workflow's status.

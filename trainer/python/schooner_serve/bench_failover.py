@@ -105,7 +105,9 @@ def run_case(a, cfg, model, holder_addr, context, batch, case):
     sync(dev)
     t = time.perf_counter()
     for r in rids:
-        e.restore(r, context + K - 1, context + n, params(n))
+        have = e.restore(r, context + K - 1, context + n, params(n))
+        if have < context + K - 1:
+            raise SystemExit(f"{r}: the replica holds {have} positions, {context + K - 1} needed")
     t_fetch = time.perf_counter() - t
     nxt_restore = decode(e, rids, context, K, [g[-1] for g in gen])
     sync(dev)

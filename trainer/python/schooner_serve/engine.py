@@ -68,29 +68,36 @@ class StageEngine:
         if known and self.writer is not None:
             self.writer.drop(request)
 
-    def restore(self, request: str, need: int, reserve: int, params: dict | None = None) -> str:
-        """Make positions [0, need) of the request's KV present: kept when this process still holds
-        them (a surviving stage), else fetched from the holder — no recomputation. Returns "local"
-        or "replica"; RestoreFailed when neither has them."""
+    def restore(self, request: str, need: int, reserve: int, params: dict | None = None) -> int:
+        """Make as much as possible of positions [0, need) of the request's KV present: kept when
+        this process still holds them (a surviving stage), else fetched from the holder — no
+        recomputation. Returns how many positions from 0 are present now (`have` <= need; the
+        replica of a request acked to step a holds P + a of them, 0 when it holds nothing
+        complete); the request then resumes from the smallest `have` of all its stages.
+        RestoreFailed when the KV pool has no room or the replica does not fit this stage."""
         if params is not None:
             self.params[request] = params
-        if self.pool.has(request) and self.pool.lengths.get(request, 0) >= need:
-            self.pool.allocate(request, max(reserve, need + 1))
-            self.pool.lengths[request] = need
-            return "local"
-        if not self.holder:
-            raise RestoreFailed(f"{request}: no KV-cache holder configured and no local cache")
-        t = time.perf_counter()
-        try:
-            chunks, acked = fetch(self.holder, self.deployment, self.stage, request)
-        except Exception as e:  # noqa: BLE001 — any failure of the holder is a failed restore
-            raise RestoreFailed(f"{request}: fetching from {self.holder}: {e}") from e
-        t_fetch = time.perf_counter() - t
-        self.pool.release(request)
+        if self.pool.has(request):
+            have = min(self.pool.lengths.get(request, 0), need)
+            try:
+                self.pool.allocate(request, max(reserve, need + 1))
+            except PoolFull as e:
+                raise RestoreFailed(str(e)) from e
+            self.pool.lengths[request] = have
+            return have
         try:
             self.pool.allocate(request, max(reserve, need + 1))
         except PoolFull as e:
             raise RestoreFailed(str(e)) from e
+        if not self.holder:
+            return 0
+        t = time.perf_counter()
+        try:
+            chunks, acked = fetch(self.holder, self.deployment, self.stage, request)
+        except Exception as e:  # noqa: BLE001 — a holder that cannot answer has nothing to restore
+            print(f"schooner_serve: restoring {request} from {self.holder}: {e}", flush=True)
+            return 0
+        t_fetch = time.perf_counter() - t
         have = 0  # contiguous positions from 0 written so far
         kv = self.pool.kv
         for (l0, l1), (t0, t1), data in chunks:
@@ -106,16 +113,12 @@ class StageEngine:
             slots = torch.tensor(self.pool.slots(request, t0, t1c), device=self.device)
             kv[:, :, slots] = part.permute(0, 1, 3, 2, 4).to(device=self.device, dtype=self.dtype)
             have = max(have, t1c)
-        if have < need:
-            self.pool.release(request)
-            raise RestoreFailed(f"{request}: the replica holds positions 0:{have} (acked step {acked}), "
-                                f"resuming needs 0:{need}")
-        self.pool.lengths[request] = need
+        self.pool.lengths[request] = have
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
-        self.restore_stats.append({"request": request, "positions": need, "fetch_s": t_fetch,
+        self.restore_stats.append({"request": request, "positions": have, "acked_step": acked, "fetch_s": t_fetch,
                                    "total_s": time.perf_counter() - t})
-        return "replica"
+        return have
 
     # --- compute ----------------------------------------------------------------------------
 
@@ -189,14 +192,21 @@ class StageEngine:
                 outs.append(o.permute(2, 0, 1, 3).reshape(n, c.heads * c.head_dim))
             return torch.cat(outs) if len(outs) > 1 else outs[0]
 
-        for i in range(len(self.model.blocks)):
+        if writer is not None and not decode:
+            for e, (r, p0, _, _) in zip(entries, segs):
+                if p0 == 0 and e.get("step", 0) > 0:
+                    writer.drop(r)  # a re-prefill replaces whatever replica the holder keeps
+        nb = len(self.model.blocks)
+        for i in range(nb):
             x = self.model.block_forward(i, x, cos, sin, attend)
             if writer is not None and not decode:
-                # The prompt's KV streams out layer by layer, as soon as the layer has it.
+                # The prompt's KV streams out layer by layer, as soon as the layer has it; the
+                # put of the last local layer completes the replica at the entry's step.
                 kf, vf = pool.layer(i)
                 for e, (r, p0, p1, r0) in zip(entries, segs):
                     writer.put_prompt(r, self.first + i, p0, p1, kf[slots_t[r0:r0 + p1 - p0]],
-                                      vf[slots_t[r0:r0 + p1 - p0]], step=e["step"])
+                                      vf[slots_t[r0:r0 + p1 - p0]], last=i == nb - 1,
+                                      layers=(self.first, self.end), step=e.get("step", 0))
         for r, _, p1, _ in segs:
             pool.lengths[r] = p1
         if writer is not None and decode:

@@ -1,11 +1,17 @@
 """TEST DOUBLE — an in-process Python stand-in for the KV-cache holder (the real one is Go, package
-kvcache, run by the node agent). It speaks the holder's side of docs/serving-protocol.md §3 well
-enough for the worker's tests and bench_failover.py: put / put_step / drop / get / list, acks once
-stored, `error full` over its byte budget. Not for production: everything is in Python memory.
+kvcache, run by the node agent as `schooner kvcache serve`). It answers exactly as the Go holder
+does (docs/serving-protocol.md §3, "Details both sides rely on"), so the worker's tests hold against
+either; tests/test_serve.py runs them against the Go holder too when SCHOONER_BIN names a built
+`schooner` binary. Not for production: everything is in Python memory.
 
-Keys: (deployment, stage, request). put_step acks each entry with the entry's own "step" when it
-has one (this worker sends it), else the frame's "step"; a prompt put acks with its "step" (0
-unless the prompt was recomputed after a resume). `end.acked_step` is the highest acked step.
+What it mirrors: replicas keyed by (deployment, stage, request); a request's puts carry each layer's
+tokens in order from 0 and the put marked "last" (with "layers" and optionally "step") completes it —
+until then its acked step is -1 and a get returns no chunk; every put gets one ack whose step is the
+acked step after it (with "layer" and "tokens"); a put_step entry (its own "step", else the frame's)
+is stored only as acked step + 1 at the next position, a step already held is acked again; `full`
+(byte budget, never evicting) and `conflict` refuse one request and keep the connection, every other
+error closes it; drop / drop_deployment answer `dropped`; get sends chunks of at most 100 tokens of
+every local layer, then `end` with the acked step; list answers `held`.
 """
 
 from __future__ import annotations
@@ -18,13 +24,32 @@ import torch
 from . import frame
 
 CHUNK_TOKENS = 100
+_ELEM = {"bf16": 2, "f16": 2, "f32": 4}
+
+
+class _Refused(Exception):
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
 
 
 class _Replica:
-    def __init__(self):
-        self.records = []  # (l0, l1, t0, t1, tensor [layers, 2, kvh, tokens, hd])
+    def __init__(self, layout):
+        self.layout = layout            # (dtype, kv_heads, head_dim)
+        self.prompt: dict[int, list] = {}  # layer -> [(t0, t1, tensor [2, kvh, T, hd])]
+        self.complete = False
+        self.lo = self.hi = 0
         self.acked = -1
+        self.prompt_tokens = 0
+        self.steps = []                 # tensors [layers, 2, kvh, hd], steps acked-len+1 .. acked
         self.bytes = 0
+
+    def layer_end(self, l):
+        ps = self.prompt.get(l)
+        return ps[-1][1] if ps else 0
+
+    def next_token(self):
+        return self.prompt_tokens + len(self.steps)
 
 
 class FakeHolder:
@@ -62,109 +87,229 @@ class FakeHolder:
                 s, _ = self.srv.accept()
             except OSError:
                 return
-            threading.Thread(target=self._serve, args=(frame.Conn(s),), daemon=True).start()
+            threading.Thread(target=self._serve, args=(frame.Conn(s, max_payload=256 << 20),), daemon=True).start()
 
     def _serve(self, conn: frame.Conn):
         try:
-            h, _ = conn.recv()
-            if h["op"] != "hello" or h.get("role") not in ("writer", "reader"):
-                raise frame.FrameError("expected hello as writer or reader")
+            h, p = conn.recv()
+            if h["op"] != "hello":
+                raise frame.FrameError(f"the first frame must be hello, got {h['op']!r}")
             if h.get("version") != frame.VERSION:
-                conn.send(frame.error("version", "unsupported version"))
+                conn.send(frame.error("version", f"this holder speaks version {frame.VERSION}"))
                 return
-            dep, stage = h.get("deployment", ""), int(h.get("stage", 0))
+            if h.get("role") not in ("writer", "reader"):
+                raise frame.FrameError(f"role {h.get('role')!r} is neither 'writer' nor 'reader'")
+            dep, stage = h.get("deployment"), h.get("stage")
+            if not isinstance(dep, str) or not dep or not isinstance(stage, int) or stage < 0:
+                raise frame.FrameError("hello needs a deployment and a stage >= 0")
             conn.send({"op": "hello_ok", "version": frame.VERSION})
             while True:
                 h, p = conn.recv()
                 self.frames += 1
-                op = h["op"]
-                if op == "put":
-                    kv = frame.tensor_from(p, h["dtype"], h["shape"])  # [2, kvh, T, hd]
-                    t0, t1 = h["tokens"]
-                    l = h["layer"]
-                    if self._store(conn, dep, stage, h["request"], (l, l + 1, t0, t1, kv[None]), len(p)):
-                        self._ack(conn, dep, stage, h["request"], int(h.get("step", 0)))
-                elif op == "put_step":
-                    kv = frame.tensor_from(p, h["dtype"], h["shape"])  # [n, L, 2, kvh, hd]
-                    l0, l1 = h["layers"]
-                    per = len(p) // max(1, len(h["entries"]))
-                    for i, e in enumerate(h["entries"]):
-                        rec = (l0, l1, e["token"], e["token"] + 1, kv[i][:, :, :, None, :])
-                        if self._store(conn, dep, stage, e["request"], rec, per):
-                            self._ack(conn, dep, stage, e["request"], int(e.get("step", h["step"])))
-                elif op == "drop":
-                    with self.lock:
-                        r = self.replicas.pop((dep, stage, h["request"]), None)
-                        if r:
-                            self.used -= r.bytes
-                elif op == "get":
-                    self.gets += 1
-                    self._get(conn, dep, stage, h["request"])
-                elif op == "list":
-                    with self.lock:
-                        held = [{"request": k[2], "acked_step": r.acked, "bytes": r.bytes}
-                                for k, r in self.replicas.items() if k[0] == dep and k[1] == stage]
-                    conn.send({"op": "held", "requests": held})
-                else:
-                    raise frame.FrameError(f"unknown op {op!r}")
+                self._handle(conn, dep, stage, h, p)
         except frame.FrameError as e:
             try:
-                conn.send(frame.error("bad_request", str(e)))
+                conn.send(frame.error(e.code, str(e)))
             except (OSError, frame.Closed):
                 pass
         except (OSError, frame.Closed):
             pass
         conn.close()
 
-    def _store(self, conn, dep, stage, rid, rec, nbytes) -> bool:
-        with self.lock:
-            if self.used + nbytes > self.budget:
-                full = True
-            else:
-                full = False
-                r = self.replicas.setdefault((dep, stage, rid), _Replica())
-                r.records.append(rec)
-                r.bytes += nbytes
-                self.used += nbytes
-        if full:
-            conn.send(frame.error("full", f"holder budget of {self.budget} bytes reached", request=rid))
-        return not full
+    # --- one frame ------------------------------------------------------------------------
 
-    def _ack(self, conn, dep, stage, rid, step):
+    def _handle(self, conn, dep, stage, h, p):
+        op = h["op"]
+        if op == "put":
+            self._put(conn, dep, stage, h, p)
+        elif op == "put_step":
+            self._put_step(conn, dep, stage, h, p)
+        elif op in ("drop", "get", "drop_deployment", "list"):
+            if p:
+                raise frame.FrameError(f"{op}: takes no payload")
+            rid = h.get("request")
+            if op in ("drop", "get") and not rid:
+                raise frame.FrameError(f"{op}: no request")
+            if op == "drop":
+                with self.lock:
+                    r = self.replicas.pop((dep, stage, rid), None)
+                    if r:
+                        self.used -= r.bytes
+                conn.send({"op": "dropped", "request": rid, "requests": 1 if r else 0, "bytes": r.bytes if r else 0})
+            elif op == "drop_deployment":
+                with self.lock:
+                    gone = [k for k in self.replicas if k[0] == dep]
+                    n, b = len(gone), 0
+                    for k in gone:
+                        b += self.replicas.pop(k).bytes
+                    self.used -= b
+                conn.send({"op": "dropped", "deployment": dep, "requests": n, "bytes": b})
+            elif op == "get":
+                self.gets += 1
+                self._get(conn, dep, stage, rid)
+            else:
+                with self.lock:
+                    held = sorted(({"request": k[2], "acked_step": r.acked, "bytes": r.bytes}
+                                   for k, r in self.replicas.items() if k[0] == dep and k[1] == stage),
+                                  key=lambda x: x["request"])
+                conn.send({"op": "held", "requests": held})
+        else:
+            raise frame.FrameError(f"{op}: unknown op (a holder speaks put, put_step, drop, drop_deployment, get and list)")
+
+    def _put(self, conn, dep, stage, h, p):
+        rid, layer, tokens, dtype, shape = h.get("request"), h.get("layer"), h.get("tokens"), h.get("dtype"), h.get("shape")
+        if not rid:
+            raise frame.FrameError("put: no request")
+        if h.get("kind") != "prompt":
+            raise frame.FrameError(f"put: kind {h.get('kind')!r} is not 'prompt'")
+        if not isinstance(layer, int) or layer < 0 or not isinstance(tokens, list) or len(tokens) != 2 or \
+                not 0 <= tokens[0] <= tokens[1]:
+            raise frame.FrameError(f"put: layer {layer}, tokens {tokens}: want layer >= 0 and tokens [t0,t1) with 0 <= t0 <= t1")
+        if dtype not in _ELEM:
+            raise frame.FrameError(f"put: dtype {dtype!r} is not bf16, f16 or f32")
+        t0, t1 = tokens
+        if not isinstance(shape, list) or len(shape) != 4 or shape[0] != 2 or shape[1] <= 0 or shape[2] != t1 - t0 or shape[3] <= 0:
+            raise frame.FrameError(f"put: shape {shape} is not [2, kv_heads, {t1 - t0}, head_dim]")
+        last = bool(h.get("last"))
+        layers, step = h.get("layers"), h.get("step")
+        if last and (not isinstance(layers, list) or len(layers) != 2 or not 0 <= layers[0] < layers[1]):
+            raise frame.FrameError("put: a last put needs layers [l0,l1) with 0 <= l0 < l1")
+        if last and step is not None and step < 0:
+            raise frame.FrameError(f"put: step {step} is negative")
+        kv = frame.tensor_from(p, dtype, shape)
+        layout = (dtype, shape[1], shape[3])
+        k = (dep, stage, rid)
+        try:
+            with self.lock:
+                r = self.replicas.get(k)
+                fresh = r is None
+                if fresh:
+                    r = _Replica(layout)
+                acked = r.acked
+                if r.layout != layout:
+                    raise _Refused("conflict", f"request {rid} holds {r.layout}, not {layout}")
+                if r.complete:
+                    raise _Refused("conflict", f"the cache of request {rid} is complete at step {r.acked}: "
+                                               "send put_step, or drop it first")
+                if r.layer_end(layer) != t0:
+                    raise _Refused("conflict", f"layer {layer} of request {rid} holds tokens [0,{r.layer_end(layer)}): "
+                                               f"tokens [{t0},{t1}) do not follow")
+                if last:
+                    lo, hi = layers
+                    if not lo <= layer < hi:
+                        raise _Refused("conflict", f"the last put of request {rid} is of layer {layer}, outside [{lo},{hi})")
+                    for l in range(lo, hi):
+                        if l != layer and r.layer_end(l) != t1:
+                            raise _Refused("conflict", f"request {rid} is not complete: layer {l} holds tokens "
+                                                       f"[0,{r.layer_end(l)}), want [0,{t1})")
+                    for l, ps in r.prompt.items():
+                        if not lo <= l < hi and ps:
+                            raise _Refused("conflict", f"request {rid} holds layer {l}, outside [{lo},{hi})")
+                if self.used + len(p) > self.budget:
+                    raise _Refused("full", f"storing {len(p)} bytes of request {rid} would pass the budget "
+                                           f"({self.used} of {self.budget} bytes held)")
+                if fresh:
+                    self.replicas[k] = r
+                if t1 > t0:
+                    r.prompt.setdefault(layer, []).append((t0, t1, kv))
+                r.bytes += len(p)
+                self.used += len(p)
+                if last:
+                    r.complete, r.lo, r.hi, r.acked, r.prompt_tokens = True, layers[0], layers[1], step or 0, t1
+                acked = r.acked
+        except _Refused as e:
+            conn.send(frame.error(e.code, str(e), request=rid))
+            return
+        self._delay()
+        conn.send({"op": "ack", "request": rid, "step": acked, "layer": layer, "tokens": [t0, t1]})
+
+    def _put_step(self, conn, dep, stage, h, p):
+        entries, layers, dtype, shape, fstep = h.get("entries"), h.get("layers"), h.get("dtype"), h.get("shape"), h.get("step")
+        if not isinstance(fstep, int) or fstep < 0:
+            raise frame.FrameError(f"put_step: step {fstep} is negative")
+        if not entries:
+            raise frame.FrameError("put_step: no entries")
+        if not isinstance(layers, list) or len(layers) != 2 or not 0 <= layers[0] < layers[1]:
+            raise frame.FrameError(f"put_step: layers {layers}: want [l0,l1) with 0 <= l0 < l1")
+        if dtype not in _ELEM:
+            raise frame.FrameError(f"put_step: dtype {dtype!r} is not bf16, f16 or f32")
+        nl = layers[1] - layers[0]
+        if not isinstance(shape, list) or len(shape) != 5 or shape[0] != len(entries) or shape[1] != nl or \
+                shape[2] != 2 or shape[3] <= 0 or shape[4] <= 0:
+            raise frame.FrameError(f"put_step: shape {shape} is not [{len(entries)} entries, {nl} layers, 2, kv_heads, head_dim]")
+        for e in entries:
+            if not e.get("request") or not isinstance(e.get("token"), int) or e["token"] < 0 or \
+                    (e.get("step") is not None and e["step"] < 0):
+                raise frame.FrameError(f"put_step: entry {e} needs a request, a token >= 0 and no negative step")
+        kv = frame.tensor_from(p, dtype, shape)
+        layout = (dtype, shape[3], shape[4])
+        per = len(p) // len(entries)
+        answers = []
+        with self.lock:
+            for i, e in enumerate(entries):
+                rid, step = e["request"], e["step"] if e.get("step") is not None else fstep
+                r = self.replicas.get((dep, stage, rid))
+                err = None
+                if r is None or not r.complete:
+                    err = ("conflict", f"request {rid} has no complete cache here: put its prompt (the last put "
+                                       f"marked last) before step {step}")
+                elif r.layout != layout:
+                    err = ("conflict", f"request {rid} holds {r.layout}, step {step} is {layout}")
+                elif [r.lo, r.hi] != list(layers):
+                    err = ("conflict", f"request {rid} holds layers [{r.lo},{r.hi}), step {step} carries {layers}")
+                elif step <= r.acked:
+                    pass  # a step sent again: held already
+                elif step != r.acked + 1:
+                    err = ("conflict", f"request {rid} is acked to step {r.acked}: step {step} does not follow")
+                elif e["token"] != r.next_token():
+                    err = ("conflict", f"request {rid} holds tokens [0,{r.next_token()}): step {step} is at token {e['token']}")
+                elif self.used + per > self.budget:
+                    err = ("full", f"storing step {step} of request {rid} ({per} bytes) would pass the budget "
+                                   f"({self.used} of {self.budget} bytes held)")
+                else:
+                    r.steps.append(kv[i].clone())
+                    r.acked = step
+                    r.bytes += per
+                    self.used += per
+                answers.append((rid, step, err))
+        for rid, step, err in answers:
+            if err:
+                conn.send(frame.error(err[0], err[1], request=rid, step=step))
+            else:
+                self._delay()
+                conn.send({"op": "ack", "request": rid, "step": step})
+
+    def _delay(self):
         if self.delay_s:
             import time
             time.sleep(self.delay_s)
-        with self.lock:
-            r = self.replicas.get((dep, stage, rid))
-            if r is not None:
-                r.acked = max(r.acked, step)
-        conn.send({"op": "ack", "request": rid, "step": step})
 
     def _get(self, conn, dep, stage, rid):
         with self.lock:
             r = self.replicas.get((dep, stage, rid))
-            recs = list(r.records) if r else []
-            acked = r.acked if r else -1
-        if not recs:
-            conn.send({"op": "end", "request": rid, "acked_step": acked})
+            if r is None or not r.complete:
+                snap = None
+            else:
+                snap = (r.lo, r.hi, r.acked, r.prompt_tokens, {l: list(ps) for l, ps in r.prompt.items()},
+                        list(r.steps), r.layout)
+        if snap is None:
+            conn.send({"op": "end", "request": rid, "acked_step": -1})
             return
-        l0 = min(x[0] for x in recs)
-        l1 = max(x[1] for x in recs)
-        tmax = max(x[3] for x in recs)
-        sample = recs[0][4]
-        _, _, kvh, _, hd = sample.shape
-        buf = torch.zeros(l1 - l0, 2, kvh, tmax, hd, dtype=sample.dtype)
-        have = torch.zeros(l1 - l0, tmax, dtype=torch.bool)
-        for a, b, t0, t1, kv in recs:  # later records win (a recomputed prompt overwrites)
-            buf[a - l0:b - l0, :, :, t0:t1] = kv
-            have[a - l0:b - l0, t0:t1] = True
-        full = have.all(0)
-        n = int(full.long().cumprod(0).sum())  # contiguous positions from 0 held for every layer
-        for t0 in range(0, n, CHUNK_TOKENS):
-            t1 = min(n, t0 + CHUNK_TOKENS)
-            part = buf[:, :, :, t0:t1].contiguous()
-            conn.send({"op": "chunk", "request": rid, "layers": [l0, l1], "tokens": [t0, t1],
-                       "dtype": frame.dtype_name(part.dtype), "shape": list(part.shape)}, frame.tensor_bytes(part))
+        lo, hi, acked, ptoks, prompt, steps, (dtype, kvh, hd) = snap
+        total = ptoks + len(steps)
+        tdtype = frame.torch_dtype(dtype)
+        for a in range(0, total, CHUNK_TOKENS):
+            b = min(a + CHUNK_TOKENS, total)
+            buf = torch.zeros(hi - lo, 2, kvh, b - a, hd, dtype=tdtype)
+            for li in range(hi - lo):
+                for t0, t1, kv in prompt.get(lo + li, []):
+                    f, t = max(a, t0), min(b, t1)
+                    if f < t:
+                        buf[li, :, :, f - a:t - a] = kv[:, :, f - t0:t - t0]
+                for pos in range(max(a, ptoks), b):
+                    buf[li, :, :, pos - a] = steps[pos - ptoks][li]
+            conn.send({"op": "chunk", "request": rid, "layers": [lo, hi], "tokens": [a, b], "dtype": dtype,
+                       "shape": list(buf.shape)}, frame.tensor_bytes(buf))
         conn.send({"op": "end", "request": rid, "acked_step": acked})
 
 

@@ -3,8 +3,10 @@
 HolderWriter streams puts from a sender thread fed by a bounded queue, so the compute thread only
 gathers (and on a GPU starts one non-blocking copy to pinned host memory on a side stream) and
 moves on; a second thread reads the holder's acks. When the queue is full the compute thread
-waits (back-pressure: a replica never gets gaps); `blocked_s` says how long it waited. After an
-`error full` the writer keeps serving, unreplicated, and says so on stderr.
+waits (back-pressure: a replica never gets gaps); `blocked_s` says how long it waited. The holder
+refuses one request of a frame with `error full` (its budget) or `error conflict` (the put does
+not continue the replica): the writer stops replicating that request (it serves on, unreplicated,
+and says so on stderr) until the request is dropped; any other error ends replication.
 
 fetch() is the reader side: get → chunks → end.
 """
@@ -58,7 +60,9 @@ class HolderWriter:
         self.acked: dict[str, int] = {}
         self.frames = self.bytes_sent = 0
         self.blocked_s = 0.0
-        self.full = False
+        self.full = False                 # the holder refused something as full
+        self.refused: set[str] = set()    # requests the holder refused: not replicated any more
+        self.dropped = 0
         self.dead: str | None = None
         self._cv = threading.Condition()
         self._sender = threading.Thread(target=self._send_loop, name="kv-sender", daemon=True)
@@ -68,7 +72,7 @@ class HolderWriter:
 
     @property
     def active(self) -> bool:
-        return not self.full and self.dead is None
+        return self.dead is None
 
     def _enqueue(self, item) -> None:
         if not self.active:
@@ -80,22 +84,38 @@ class HolderWriter:
             self.q.put(item)
             self.blocked_s += time.perf_counter() - t
 
-    def put_prompt(self, request: str, layer: int, t0: int, t1: int, k, v, step: int = 0) -> None:
-        """K, V [tokens, kv_heads, head_dim] of positions [t0, t1) of global layer `layer`."""
+    def put_prompt(self, request: str, layer: int, t0: int, t1: int, k, v, last: bool = False,
+                   layers: tuple[int, int] | None = None, step: int = 0) -> None:
+        """K, V [tokens, kv_heads, head_dim] of positions [t0, t1) of global layer `layer`. The put
+        that completes the request's cache (its last local layer) has last=True, the stage's
+        `layers` and the `step` the cache stands at (0 after a prefill, k after a re-prefill)."""
+        if request in self.refused:
+            return
         kv = torch.stack((k, v)).transpose(1, 2)  # [2, kv_heads, tokens, head_dim]
         h = {"op": "put", "request": request, "kind": "prompt", "layer": layer, "tokens": [t0, t1],
-             "step": step, "dtype": frame.dtype_name(kv.dtype), "shape": list(kv.shape)}
+             "dtype": frame.dtype_name(kv.dtype), "shape": list(kv.shape)}
+        if last:
+            h.update({"last": True, "layers": list(layers), "step": step})
         self._enqueue((h, _HostCopy(kv.contiguous())))
 
     def put_step(self, entries: list[dict], layers: tuple[int, int], kv) -> None:
         """One decode step of every batched sequence: kv [n_entries, layers, 2, kv_heads, head_dim];
-        entries [{"request","token":position,"step":k}]; the frame's step is the smallest k."""
+        entries [{"request","token":position,"step":k}] (each with its own step); the frame's
+        step is the smallest. Requests the holder refused are left out."""
+        if any(e["request"] in self.refused for e in entries):
+            keep = [i for i, e in enumerate(entries) if e["request"] not in self.refused]
+            if not keep:
+                return
+            entries = [entries[i] for i in keep]
+            kv = kv[torch.tensor(keep, device=kv.device)]
         h = {"op": "put_step", "step": min(e["step"] for e in entries), "entries": entries,
              "layers": list(layers), "dtype": frame.dtype_name(kv.dtype), "shape": list(kv.shape)}
         self._enqueue((h, _HostCopy(kv)))
 
     def drop(self, request: str) -> None:
+        """Free the request's replica (answered with `dropped`); it may be replicated anew."""
         self._enqueue(({"op": "drop", "request": request}, None))
+        self.refused.discard(request)
 
     def flush(self, timeout: float = 30.0) -> bool:
         """Wait until everything queued is sent and every sent frame's acks have come."""
@@ -131,20 +151,31 @@ class HolderWriter:
         try:
             while True:
                 h, _ = self.conn.recv()
-                if h["op"] == "ack":
+                op = h["op"]
+                if op == "ack":
                     with self._cv:
                         self.acks += 1
                         self._pending_acks -= 1
                         r = h.get("request")
-                        self.acked[r] = max(self.acked.get(r, -1), int(h.get("step", 0)))
+                        self.acked[r] = max(self.acked.get(r, -1), int(h.get("step", -1)))
                         self._cv.notify_all()
-                elif h["op"] == "error" and h.get("code") == "full":
-                    self.full = True
-                    print(f"schooner_serve: KV holder {self.addr} is full ({h.get('message')}): "
-                          "serving on, unreplicated", file=self.log, flush=True)
-                elif h["op"] == "error":
+                elif op == "error" and h.get("code") in ("full", "conflict") and h.get("request"):
+                    # One request refused; the connection and the other requests go on.
+                    r = h["request"]
+                    with self._cv:
+                        self._pending_acks -= 1
+                        self.full = self.full or h["code"] == "full"
+                        new = r not in self.refused
+                        self.refused.add(r)
+                        self._cv.notify_all()
+                    if new:
+                        print(f"schooner_serve: KV holder {self.addr} refused {r} ({h['code']}: {h.get('message')}): "
+                              "serving it on, unreplicated", file=self.log, flush=True)
+                elif op == "error":
                     self._die(f"holder error {h.get('code')}: {h.get('message')}")
                     return
+                elif op == "dropped":
+                    self.dropped += 1
         except (OSError, frame.Closed, frame.FrameError) as e:
             self._die(f"recv: {e}")
 
@@ -159,7 +190,8 @@ class HolderWriter:
 
     def stats(self) -> dict:
         return {"frames": self.frames, "bytes": self.bytes_sent, "acks": self.acks, "queued": self.q.qsize(),
-                "blocked_s": round(self.blocked_s, 6), "full": self.full, "dead": self.dead}
+                "blocked_s": round(self.blocked_s, 6), "full": self.full, "refused": len(self.refused),
+                "dead": self.dead}
 
     def close(self) -> None:
         try:

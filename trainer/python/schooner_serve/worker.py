@@ -32,12 +32,17 @@ from .kvpool import PoolFull
 ROLES = ("router", "stage", "sampler")
 
 
+_runs = iter(range(1, 1 << 62))
+
+
 class Request:
     def __init__(self, rid, prompt, max_tokens, temperature, seed, stop, conn):
         self.id, self.prompt, self.max_tokens = rid, prompt, max_tokens
         self.temperature, self.seed, self.stop, self.conn = temperature, seed, stop, conn
         self.generated: list[int] = []
         self.resume_mode = None  # "restore" | "reprefill" for a resubmit after a failover
+        self.replay: list[int] = []  # a restored request's `generated`: steps below len(replay) are known
+        self.run = next(_runs)  # tells this submit's frames from those of a replaced one
         self.started = False
 
     @property
@@ -74,6 +79,7 @@ class Worker:
         self.requests: dict[str, Request] = {}
         self.waiting: collections.deque = collections.deque()
         self.running: list[str] = []
+        self.restoring: set = set()  # resubmits whose KV restore is in flight through the stages
         self.inflight: set | None = None
         # last stage
         self.emitted: dict[str, int] = {}
@@ -180,6 +186,7 @@ class Worker:
                 print(f"schooner_serve: {self.a.next} says {h}", file=sys.stderr, flush=True)
         except (OSError, frame.Closed, frame.FrameError):
             c.close()
+        self.inbox.put(("next_closed", c, None, None))
 
     def to_router(self, h: dict, conn: frame.Conn | None = None) -> None:
         """token/done/error frames for the router: on the submitting connection when this process
@@ -220,8 +227,13 @@ class Worker:
         elif op == "closed":
             if conn in self.routers:
                 self.routers.remove(conn)
-            if conn.role == "sampler" and self.inflight is not None and self.a.depth > 1:
+            if conn.role == "sampler" and self.first and self.a.depth > 1:
                 self._pipeline_lost("the last stage's connection closed")
+        elif op == "next_closed":
+            if conn is self.next_conn:
+                self.next_conn = None
+                if self.first and self.a.depth > 1:
+                    self._pipeline_lost(f"the connection to {self.a.next} closed")
         elif op == "submit":
             self.on_submit(conn, h)
         elif op == "cancel":
@@ -267,9 +279,6 @@ class Worker:
             conn.send(frame.error("bad_request", str(e), request=rid))
             return
         old = self.requests.get(rid)
-        if old is not None and k == 0:
-            conn.send(frame.error("bad_request", f"request {rid} is already running", request=rid))
-            return
         r = Request(rid, prompt, n, temp, seed, stop, conn)
         if r.reserve > self.engine.pool.num_blocks * self.engine.pool.block:
             conn.send(frame.error("bad_request", f"prompt + max_tokens = {r.reserve} positions is more than the "
@@ -280,10 +289,11 @@ class Worker:
             return
         if k > 0:
             r.generated = list(gen)
+            r.replay = list(gen)
             if mode == "auto":
                 mode = "restore" if (self.a.holder or self.engine.pool.has(rid) or self.a.depth > 1) else "reprefill"
             r.resume_mode = mode
-        if old is not None:  # a resubmit after a failover replaces the old run
+        if old is not None or self.engine.pool.has(rid):  # a resubmit replaces the old run
             self._forget(rid, keep_kv=r.resume_mode == "restore")
         self.requests[rid] = r
         self.waiting.append(rid)
@@ -291,6 +301,7 @@ class Worker:
 
     def _forget(self, rid, keep_kv=False) -> None:
         self.requests.pop(rid, None)
+        self.restoring.discard(rid)
         if rid in self.waiting:
             self.waiting.remove(rid)
         if rid in self.running:
@@ -317,17 +328,30 @@ class Worker:
             self.emit_done(r.id, "cancelled", len(r.generated), r.conn)
 
     def step(self) -> None:
-        """Schedule one step: a prefill of newly admitted requests, else a decode of all running."""
-        pool = self.engine.pool
-        prefill, restored, budget = [], [], self.a.max_prefill_tokens
+        """Schedule one step: the restore of resubmitted requests (each stage makes its KV present
+        and says how much of it it has), else a prefill of newly admitted requests, else a decode
+        of all running."""
+        restore = []
+        for rid in list(self.waiting):
+            r = self.requests[rid]
+            if r.resume_mode == "restore" and len(self.running) + len(self.restoring) + len(restore) < self.a.max_batch:
+                self.waiting.remove(rid)
+                restore.append(r)
+        if restore:
+            entries = []
+            for r in restore:
+                k, p = len(r.replay), len(r.prompt)
+                self.restoring.add(r.id)
+                entries.append({"request": r.id, "step": k, "run": r.run, "positions": [p + k - 1, p + k - 1],
+                                "restore": True, "need": p + k - 1, "have": p + k - 1, "prompt_len": p,
+                                "params": r.params()})
+            self.run_step("restore", entries, [])
+            return
+        prefill, budget = [], self.a.max_prefill_tokens
         while self.waiting:
             r = self.requests[self.waiting[0]]
             if r.resume_mode == "restore":
-                if len(self.running) + len(restored) >= self.a.max_batch:
-                    break
-                self.waiting.popleft()
-                restored.append(r)
-                continue
+                break  # the batch is full of restores: wait
             n = len(r.prompt) + len(r.generated)
             if prefill and n > budget:
                 break
@@ -342,31 +366,38 @@ class Worker:
             entries, tokens = [], []
             for r in prefill:
                 seq = r.prompt + r.generated
-                entries.append({"request": r.id, "step": len(r.generated), "positions": [0, len(seq)],
+                entries.append({"request": r.id, "step": len(r.generated), "run": r.run, "positions": [0, len(seq)],
                                 "params": r.params()})
                 tokens.extend(seq)
             self.run_step("prefill", entries, tokens)
             return
         entries, tokens = [], []
-        for r in restored:
-            k, p = len(r.generated), len(r.prompt)
-            entries.append({"request": r.id, "step": k, "positions": [p + k - 1, p + k], "restore": True,
-                            "params": r.params()})
-            tokens.append(r.generated[-1])
-            r.started = True
-            self.running.append(r.id)
         for rid in self.running[: self.a.max_batch]:
             r = self.requests[rid]
-            if r in restored:
-                continue
             k, p = len(r.generated), len(r.prompt)
-            entries.append({"request": rid, "step": k, "positions": [p + k - 1, p + k]})
+            e = {"request": rid, "step": k, "run": r.run, "positions": [p + k - 1, p + k]}
+            if k < len(r.replay):
+                e["replay"] = True  # catching up after a restore: token k is known, not emitted again
+            entries.append(e)
             tokens.append(r.generated[-1])
         if entries:
             self.run_step("decode", entries, tokens)
 
     def run_step(self, kind, entries, tokens) -> None:
         entries, tokens, failed = self.prepare(entries, tokens)
+        if kind == "restore":
+            if self.a.depth == 1:
+                restored, failed = self.settle_restores(entries, failed)
+                self.emit([], [], failed)
+                self.after_step([], [], failed, restored)
+                return
+            self.inflight = {e["request"] for e in entries}
+            try:
+                self.send_next({"op": "forward", "kind": "restore", "batch": entries, "failed": failed,
+                                "dtype": frame.dtype_name(self.engine.dtype), "shape": [0, self.cfg.hidden]})
+            except (OSError, frame.Closed) as e:
+                self._pipeline_lost(str(e))
+            return
         if not entries and self.a.depth == 1:
             self.emit([], [], failed)
             self.after_step([], [], failed)
@@ -397,19 +428,52 @@ class Worker:
         print(f"schooner_serve: pipeline broken ({why}); {len(self.running)} requests wait for resubmits",
               file=sys.stderr, flush=True)
         self.inflight = None
-        for rid in list(self.running):
-            self.running.remove(rid)  # not scheduled again until resubmitted (KV kept for a restore)
-            self.requests.pop(rid, None)
+        if self.next_conn is not None:
+            self.next_conn.close()
+            self.next_conn = None
+        for rid in list(self.running) + list(self.restoring) + list(self.waiting):
+            self._forget(rid, keep_kv=True)  # not scheduled again until resubmitted (KV kept for a restore)
 
     def on_sampled(self, h) -> None:
         batch = h.get("batch", [])
         self.inflight = None
-        self.after_step([{"request": b["request"], "step": b["step"]} for b in batch],
-                        [b["token"] for b in batch], h.get("failed", []))
+        self.after_step([{"request": b["request"], "step": b["step"], "run": b.get("run")} for b in batch],
+                        [b["token"] for b in batch], h.get("failed", []), h.get("restored", []))
 
-    def after_step(self, entries, toks, failed) -> None:
+    def settle_restores(self, entries, failed):
+        """The last stage: a restore entry's `have` is now the fewest positions any stage holds.
+        With less than the prompt the request cannot resume from a replica (restore_failed: the
+        router resubmits it with resume_mode reprefill); else it resumes at step have - P."""
+        restored, failed = [], list(failed)
+        for e in entries:
+            if e["have"] < e["prompt_len"]:
+                failed.append({"request": e["request"], "run": e.get("run"), "code": "restore_failed",
+                               "message": f"{e['request']}: the stages hold positions 0:{e['have']} of its KV cache, "
+                                          f"less than its prompt of {e['prompt_len']}: resubmit with resume_mode reprefill"})
+                self.engine.release(e["request"])
+            else:
+                restored.append({"request": e["request"], "run": e.get("run"), "have": e["have"]})
+        return restored, failed
+
+    def _current(self, item):
+        """The request an entry, failure or restore of the first stage's frames is about, unless
+        it was replaced (resubmitted) or forgotten meanwhile."""
+        r = self.requests.get(item["request"])
+        if r is None or (item.get("run") is not None and item["run"] != r.run):
+            return None
+        return r
+
+    def after_step(self, entries, toks, failed, restored=()) -> None:
+        for x in restored:
+            r = self._current(x)
+            if r is None or r.id not in self.restoring:
+                continue
+            self.restoring.discard(r.id)
+            a = x["have"] - len(r.prompt)  # the KV of positions [0, P+a) is everywhere: token a is next fed
+            r.generated = r.replay[:a + 1]
+            self.running.append(r.id)
         for f in failed:
-            r = self.requests.get(f["request"])
+            r = self._current(f)
             if r is not None:
                 self._forget(r.id)
                 if self.a.depth > 1:
@@ -418,9 +482,11 @@ class Worker:
                     except (OSError, frame.Closed):
                         pass
         for e, t in zip(entries, toks):
-            r = self.requests.get(e["request"])
+            r = self._current(e)
             if r is None or e["step"] != len(r.generated):
                 continue  # cancelled or superseded meanwhile
+            if e["step"] < len(r.replay):
+                t = r.replay[e["step"]]  # a catch-up step after a restore: the token is known
             r.generated.append(t)
             if t in r.stop or len(r.generated) >= r.max_tokens:
                 self._forget(r.id)
@@ -439,7 +505,7 @@ class Worker:
             r = e["request"]
             try:
                 if e.get("restore"):
-                    self.engine.restore(r, e["positions"][0], e["params"]["reserve"], e["params"])
+                    e["have"] = min(e["have"], self.engine.restore(r, e["need"], e["params"]["reserve"], e["params"]))
                 elif "params" in e:
                     self.engine.begin(r, e["params"]["reserve"], e["params"])
                 elif not self.engine.pool.has(r):
@@ -447,7 +513,7 @@ class Worker:
                 keep.append(i)
             except (RestoreFailed, PoolFull) as ex:
                 code = "restore_failed" if isinstance(ex, RestoreFailed) else "overloaded"
-                failed.append({"request": r, "code": code, "message": str(ex)})
+                failed.append({"request": r, "run": e.get("run"), "code": code, "message": str(ex)})
                 self.engine.release(r)
         if len(keep) == len(entries):
             return entries, rows, failed
@@ -466,10 +532,19 @@ class Worker:
         try:
             x = frame.tensor_from(payload, h["dtype"], h["shape"])
             entries, x, failed = self.prepare(h["batch"], x, h.get("failed"))
-            if entries:
+            if entries and h["kind"] != "restore":
                 x = self.engine.forward(h["kind"], entries, x)
         except (KeyError, ValueError, frame.FrameError) as e:
             print(f"schooner_serve: bad forward: {e}", file=sys.stderr, flush=True)
+            return
+        if h["kind"] == "restore":
+            if not self.last:
+                self.send_next({"op": "forward", "kind": "restore", "batch": entries, "failed": failed,
+                                "dtype": h["dtype"], "shape": [0, self.cfg.hidden]})
+                return
+            restored, failed = self.settle_restores(entries, failed)
+            self.emit([], [], failed)
+            self.send_next({"op": "sampled", "batch": [], "failed": failed, "restored": restored})
             return
         if not self.last:
             self.send_next({"op": "forward", "kind": h["kind"], "batch": entries, "failed": failed,
@@ -478,8 +553,8 @@ class Worker:
             return
         toks = self.engine.sample(entries, x) if entries else []
         self.emit(entries, toks, failed)
-        self.send_next({"op": "sampled", "batch": [{"request": e["request"], "step": e["step"], "token": t}
-                                                   for e, t in zip(entries, toks)], "failed": failed})
+        self.send_next({"op": "sampled", "batch": [{"request": e["request"], "step": e["step"], "run": e.get("run"),
+                                                    "token": t} for e, t in zip(entries, toks)], "failed": failed})
 
     def on_release(self, h) -> None:
         rid = h.get("request")
@@ -499,6 +574,8 @@ class Worker:
             r = self.requests.get(f["request"]) if self.first else None
             self.to_router(frame.error(f["code"], f["message"], request=f["request"]), r.conn if r else None)
         for e, t in zip(entries, toks):
+            if e.get("replay"):
+                continue  # a catch-up step: the router has this token already
             rid, k = e["request"], e["step"]
             conn = self.requests[rid].conn if self.first and rid in self.requests else None
             p = self.engine.params.get(rid, {})

@@ -1,6 +1,8 @@
 """schooner_serve on CPU with the tiny model: framing, the paged pool, one stage, two stages as
-two processes, failover with restore from a replica (FakeHolder — a Python test double of the Go
-holder) and restore against re-prefill. Run: /usr/bin/python3 -m pytest tests/test_serve.py"""
+two processes, failover with restore from a replica and restore against re-prefill. The holder is
+FakeHolder (a Python test double of the Go holder) and, when SCHOONER_BIN names a built `schooner`
+binary (go build -o bin/schooner ./cmd/schooner), also the real Go holder (`schooner kvcache
+serve`). Run: /usr/bin/python3 -m pytest tests/test_serve.py"""
 
 import io
 import json
@@ -11,6 +13,9 @@ import subprocess
 import sys
 import threading
 import time
+
+import re
+import urllib.request
 
 import pytest
 
@@ -45,6 +50,71 @@ def free_port():
 def reference():
     e = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=64)
     return {rid: generate(e, rid, p, n, t, s) for rid, p, n, t, s in REQS}
+
+
+class GoHolder:
+    """The real KV-cache holder, `schooner kvcache serve`, in a subprocess; the same test surface
+    as FakeHolder (addr, acked_step, gets, close)."""
+
+    def __init__(self, binary, budget="1GiB"):
+        mport = free_port()
+        self.metrics = f"127.0.0.1:{mport}"
+        self.p = subprocess.Popen([binary, "kvcache", "serve", "--listen", "127.0.0.1:0", "--socket", "",
+                                   "--budget", budget, "--metrics", self.metrics],
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        line = self.p.stdout.readline()
+        m = re.search(r"listening on tcp (\S+)", line)
+        if not m:
+            self.close()
+            raise RuntimeError(f"schooner kvcache serve said {line!r}")
+        self.addr = m.group(1)
+        threading.Thread(target=self.p.stdout.read, daemon=True).start()
+
+    def acked_step(self, request, stage=0, deployment="default"):
+        c = frame.Conn.connect(self.addr)
+        try:
+            c.handshake("reader", deployment, stage)
+            c.send({"op": "list"})
+            h, _ = c.recv()
+            return next((x["acked_step"] for x in h["requests"] if x["request"] == request), -1)
+        finally:
+            c.close()
+
+    @property
+    def gets(self):
+        deadline = time.time() + 10
+        while True:
+            try:
+                text = urllib.request.urlopen(f"http://{self.metrics}/metrics", timeout=5).read().decode()
+                break
+            except OSError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.05)
+        m = re.search(r"^schooner_kvcache_gets_total (\S+)$", text, re.M)
+        return int(float(m.group(1))) if m else 0
+
+    def close(self):
+        if self.p.poll() is None:
+            self.p.kill()
+        self.p.wait()
+
+
+HOLDERS = ["fake", "go"]
+
+
+def make_holder(kind, **kw):
+    if kind == "fake":
+        return FakeHolder(**kw)
+    binary = os.environ.get("SCHOONER_BIN") or os.path.join(os.path.dirname(os.path.dirname(HERE)), "bin", "schooner")
+    if not os.access(binary, os.X_OK):
+        pytest.skip("the Go holder is not built: set SCHOONER_BIN to a schooner binary (go build ./cmd/schooner)")
+    return GoHolder(binary, **({"budget": str(kw["budget"])} if "budget" in kw else {}))
+
+
+@pytest.fixture(params=HOLDERS)
+def holder_kind(request):
+    return request.param
 
 
 def spawn(*args):
@@ -203,9 +273,9 @@ def test_one_stage_greedy_and_seeded_cancel_and_errors(reference):
 
 # --- processes: two stages; failover ----------------------------------------------------------
 
-def test_two_stages_and_failover_restore_and_reprefill(reference):
+def test_two_stages_and_failover_restore_and_reprefill(reference, holder_kind):
     p0, p1 = free_port(), free_port()
-    holder = FakeHolder()
+    holder = make_holder(holder_kind)
     s0 = spawn("--stage", "0", "--depth", "2", "--layers", "0:2", "--listen", f"127.0.0.1:{p0}",
                "--next", f"127.0.0.1:{p1}")
     s1 = spawn("--stage", "1", "--depth", "2", "--layers", "2:4", "--listen", f"127.0.0.1:{p1}",
@@ -271,15 +341,91 @@ def test_two_stages_and_failover_restore_and_reprefill(reference):
         assert not w3.engine.restore_stats
         c4.close()
         # restoring from a holder that lacks the request fails cleanly with restore_failed
-        w4, addr4 = inproc("--holder", FakeHolder().addr)
+        empty = make_holder(holder_kind)
+        procs_h = [empty]
+        w4, addr4 = inproc("--holder", empty.addr)
         c5 = RouterClient(addr4)
         c5.submit("g1", REQS[0][1], 24, stop=[], resume_from=3, generated=reference["g1"][:3])
         c5.wait(["g1"])
         assert c5.done["g1"]["code"] == "restore_failed"
         c5.close()
+        # the router's answer to restore_failed: the same resubmit with resume_mode reprefill
+        c5b = RouterClient(addr4)
+        c5b.submit("g1", REQS[0][1], 24, stop=[], resume_from=3, generated=reference["g1"][:3],
+                   resume_mode="reprefill")
+        assert c5b.wait(["g1"])["g1"] == reference["g1"][3:]
+        c5b.close()
+        for h in procs_h:
+            h.close()
     finally:
         for p in procs:
             if p.poll() is None:
                 p.kill()
             p.wait()
         holder.close()
+
+
+# --- the holder's side of section 3, against the test double and the Go holder --------------------
+
+def test_holder_protocol(holder_kind):
+    """The bytes the worker relies on, answered identically by FakeHolder and the Go holder."""
+    per_tok = 2 * 2 * 4 * 4  # [2, kv_heads 2, head_dim 4] f32
+    h = make_holder(holder_kind, budget=per_tok * 2 * 3 + per_tok * 2 * 2)  # 2 layers: a 3-token prompt + 2 steps
+    try:
+        c = frame.Conn.connect(h.addr)
+        c.handshake("writer", "dep", 1)
+
+        def put(rid, layer, t0, t1, **extra):
+            kv = torch.full((2, 2, t1 - t0, 4), float(layer), dtype=torch.float32)
+            c.send({"op": "put", "request": rid, "kind": "prompt", "layer": layer, "tokens": [t0, t1],
+                    "dtype": "f32", "shape": list(kv.shape), **extra}, frame.tensor_bytes(kv))
+            return c.recv()[0]
+
+        def put_step(step, entries):
+            kv = torch.arange(len(entries) * 2 * 2 * 2 * 4, dtype=torch.float32).view(len(entries), 2, 2, 2, 4)
+            c.send({"op": "put_step", "step": step, "entries": entries, "layers": [2, 4], "dtype": "f32",
+                    "shape": list(kv.shape)}, frame.tensor_bytes(kv))
+            return [c.recv()[0] for _ in entries]
+
+        assert put("a", 2, 0, 3) == {"op": "ack", "request": "a", "step": -1, "layer": 2, "tokens": [0, 3]}
+        # a step before the cache is complete: conflict for that request, the connection stays
+        (e,) = put_step(1, [{"request": "a", "token": 3, "step": 1}])
+        assert (e["op"], e["code"], e["request"], e["step"]) == ("error", "conflict", "a", 1)
+        assert put("a", 3, 0, 3, last=True, layers=[2, 4], step=0)["step"] == 0
+        assert put("a", 3, 3, 4)["code"] == "conflict"  # a put after the last
+        # per-entry steps; a step already held is acked again; a gap is a conflict
+        acks = put_step(0, [{"request": "a", "token": 3, "step": 1}])
+        assert acks == [{"op": "ack", "request": "a", "step": 1}]
+        acks = put_step(1, [{"request": "a", "token": 3, "step": 1}, {"request": "a", "token": 4, "step": 2}])
+        assert [x["step"] for x in acks] == [1, 2] and all(x["op"] == "ack" for x in acks)
+        (e,) = put_step(4, [{"request": "a", "token": 6}])
+        assert (e["code"], e["step"]) == ("conflict", 4)
+        # the budget: a put beyond it is refused as full, nothing of it held
+        assert put("b", 2, 0, 1)["code"] == "full"
+        # a reader sees positions [0, P+acked) in chunks, then end
+        r = frame.Conn.connect(h.addr)
+        r.handshake("reader", "dep", 1)
+        r.send({"op": "get", "request": "a"})
+        ch, p = r.recv()
+        assert (ch["op"], ch["layers"], ch["tokens"], ch["shape"]) == ("chunk", [2, 4], [0, 5], [2, 2, 2, 5, 4])
+        t = frame.tensor_from(p, "f32", ch["shape"])
+        assert torch.equal(t[1, :, :, :3], torch.full((2, 2, 3, 4), 3.0))
+        assert r.recv()[0] == {"op": "end", "request": "a", "acked_step": 2}
+        r.send({"op": "get", "request": "nope"})
+        assert r.recv()[0] == {"op": "end", "request": "nope", "acked_step": -1}
+        r.send({"op": "list"})
+        assert r.recv()[0] == {"op": "held", "requests": [{"request": "a", "acked_step": 2, "bytes": 5 * 2 * per_tok}]}
+        # another stage's key holds nothing of it
+        assert h.acked_step("a", stage=0, deployment="dep") == -1 and h.acked_step("a", stage=1, deployment="dep") == 2
+        c.send({"op": "drop", "request": "a"})
+        assert c.recv()[0] == {"op": "dropped", "request": "a", "requests": 1, "bytes": 5 * 2 * per_tok}
+        c.send({"op": "drop_deployment"})
+        assert c.recv()[0] == {"op": "dropped", "deployment": "dep", "requests": 0, "bytes": 0}
+        # an unknown op: bad_request, then the connection closes
+        c.send({"op": "frobnicate"})
+        assert c.recv()[0]["code"] == "bad_request"
+        with pytest.raises(frame.Closed):
+            c.recv()
+        r.close()
+    finally:
+        h.close()
