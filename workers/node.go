@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/schooner-ml/schooner/activities/nodesact"
+	"github.com/schooner-ml/schooner/activities/servingact"
 	"github.com/schooner-ml/schooner/activities/trainingact"
 	"github.com/schooner-ml/schooner/gpu/nvml"
 	"github.com/schooner-ml/schooner/nodes"
@@ -26,8 +27,17 @@ type NodeAgent struct {
 	Logger   zerolog.Logger
 	// Trainer, when set, runs the training jobs' RunTrainer activities on this machine.
 	Trainer *trainingact.Trainer
+	// Holder configures the node's KV-cache holder, which runs from Start to Stop (on
+	// 127.0.0.1:0 with DefaultHolderBudget when zero: set Listen/Advertise to an address the
+	// other nodes reach).
+	Holder HolderOptions
+	// Serving, when set, runs the serving deployments' RunStage activities; Start makes one
+	// (the Python inference worker, signals through Client) when nil. Its HolderAddr is the
+	// holder's address when empty.
+	Serving *servingact.Node
 
 	worker  worker.Worker
+	holder  *NodeHolder
 	started time.Time
 }
 
@@ -47,12 +57,17 @@ func (a *NodeAgent) Start(ctx context.Context) error {
 	}
 	ev.Msg("node agent discovered GPUs")
 
+	if err := a.startHolder(); err != nil {
+		return err
+	}
 	a.worker = worker.New(a.Client, taskqueue.Node(a.ID), worker.Options{})
 	nodesact.RegisterNode(a.worker, node)
 	if a.Trainer != nil {
 		trainingact.RegisterNode(a.worker, a.Trainer)
 	}
+	servingact.RegisterNode(a.worker, a.Serving)
 	if err := a.worker.Start(); err != nil {
+		a.stopServing()
 		return fmt.Errorf("starting node worker %s: %w", a.ID, err)
 	}
 	a.started = time.Now().UTC()
@@ -67,9 +82,47 @@ func (a *NodeAgent) Stop(deregister bool) {
 	if a.worker != nil {
 		a.worker.Stop()
 	}
+	a.stopServing()
 	if deregister {
 		if err := DeregisterNode(a.Client, a.ID); err != nil {
 			a.Logger.Warn().Err(err).Msg("node agent could not deregister")
 		}
 	}
+}
+
+// startHolder starts the node's KV-cache holder and, unless given, its serving side.
+func (a *NodeAgent) startHolder() error {
+	o := a.Holder
+	o.Logger = a.Logger.With().Str("node", a.ID).Str("component", "kv-cache-holder").Logger()
+	h, err := StartHolder(o)
+	if err != nil {
+		return fmt.Errorf("node agent %s: %w", a.ID, err)
+	}
+	a.holder = h
+	if a.Serving == nil {
+		a.Serving = newServingNode(a.ID, h, &ServingReporter{Client: a.Client}, a.Logger.With().Str("node", a.ID).Logger())
+	} else if a.Serving.HolderAddr == "" {
+		a.Serving.HolderAddr = h.Addr()
+	}
+	return nil
+}
+
+// stopServing kills the node's inference workers still running and stops its holder.
+func (a *NodeAgent) stopServing() {
+	if a.Serving != nil && a.Serving.Supervisor != nil {
+		a.Serving.Kill()
+	}
+	if a.holder != nil {
+		if err := a.holder.Close(); err != nil {
+			a.Logger.Warn().Err(err).Msg("stopping the kv-cache holder")
+		}
+	}
+}
+
+// HolderAddr is the address of the node's KV-cache holder ("" before Start).
+func (a *NodeAgent) HolderAddr() string {
+	if a.holder == nil {
+		return ""
+	}
+	return a.holder.Addr()
 }

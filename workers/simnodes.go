@@ -13,9 +13,11 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/schooner-ml/schooner/activities/servingact"
 	"github.com/schooner-ml/schooner/activities/trainingact"
 	"github.com/schooner-ml/schooner/checkpoint/store"
 	"github.com/schooner-ml/schooner/cloud"
+	"github.com/schooner-ml/schooner/serving/stage"
 	"github.com/schooner-ml/schooner/taskqueue"
 	"github.com/schooner-ml/schooner/trainer/node"
 	"github.com/schooner-ml/schooner/training"
@@ -52,6 +54,15 @@ type SimNodesOptions struct {
 	// StartNode starts a node's worker (NodeWorkerStarter(client) when nil); tests pass their
 	// own to run SimNodes without a Temporal server.
 	StartNode NodeStarter
+	// StartServingNode starts a node's worker with the serving activities registered too
+	// (NodeWorkerStarterWithServing(client) when neither it nor StartNode is set); with only
+	// StartNode set, the nodes run their KV-cache holders but serve no RunStage.
+	StartServingNode ServingNodeStarter
+	// HolderBudget is each node's KV-cache holder budget (SimHolderBudget when 0).
+	HolderBudget int64
+	// Deployments is what the nodes' RunStage reports to (a ServingReporter over the client
+	// when nil).
+	Deployments stage.Deployment
 	// PollInterval is how often the market's event log is read (50 ms when 0), which bounds
 	// how late a node boots, hears a notice or dies.
 	PollInterval time.Duration
@@ -86,6 +97,8 @@ type SimNodes struct {
 type simNode struct {
 	inst    cloud.Instance
 	trainer *trainingact.Trainer
+	serving *servingact.Node
+	holder  *NodeHolder
 	stop    func()
 	dir     string
 }
@@ -102,11 +115,17 @@ func NewSimNodes(c client.Client, o SimNodesOptions) (*SimNodes, error) {
 		}
 		o.Reporter = NewReporter(c)
 	}
-	if o.StartNode == nil {
+	if o.StartNode == nil && o.StartServingNode == nil {
 		if c == nil {
 			return nil, fmt.Errorf("simulated nodes need a Temporal client or a node starter")
 		}
-		o.StartNode = NodeWorkerStarter(c, worker.Options{})
+		o.StartServingNode = NodeWorkerStarterWithServing(c, worker.Options{})
+	}
+	if o.Deployments == nil && c != nil {
+		o.Deployments = &ServingReporter{Client: c}
+	}
+	if o.HolderBudget <= 0 {
+		o.HolderBudget = SimHolderBudget
 	}
 	if o.PollInterval <= 0 {
 		o.PollInterval = 50 * time.Millisecond
@@ -233,13 +252,26 @@ func (s *SimNodes) boot(inst cloud.Instance) {
 	t := &trainingact.Trainer{Supervisor: &node.Supervisor{NodeID: inst.ID, DataDir: dir, Reporter: s.o.Reporter,
 		OpenStore: s.o.OpenStore, StoreRoots: s.o.StoreRoots, HeartbeatEvery: s.o.HeartbeatEvery, ProgressEvery: s.o.ProgressEvery,
 		Logger: s.o.Logger.With().Str("node", inst.ID).Logger()}}
-	stop, err := s.o.StartNode(inst.ID, t)
+	log := s.o.Logger.With().Str("node", inst.ID).Logger()
+	holder, err := StartHolder(HolderOptions{Budget: s.o.HolderBudget, Logger: log.With().Str("component", "kv-cache-holder").Logger()})
 	if err != nil {
+		s.log.Error().Err(err).Str("instance", inst.ID).Msg("starting a simulated node's kv-cache holder")
+		return
+	}
+	sv := newServingNode(inst.ID, holder, s.o.Deployments, log)
+	var stop func()
+	if s.o.StartServingNode != nil {
+		stop, err = s.o.StartServingNode(inst.ID, t, sv)
+	} else {
+		stop, err = s.o.StartNode(inst.ID, t)
+	}
+	if err != nil {
+		_ = holder.Close()
 		s.log.Error().Err(err).Str("instance", inst.ID).Msg("starting a simulated node agent")
 		return
 	}
 	s.mu.Lock()
-	s.nodes[inst.ID] = &simNode{inst: inst, trainer: t, stop: stop, dir: dir}
+	s.nodes[inst.ID] = &simNode{inst: inst, trainer: t, serving: sv, holder: holder, stop: stop, dir: dir}
 	s.mu.Unlock()
 	s.log.Info().Str("instance", inst.ID).Str("zone", inst.Zone).Str("type", inst.InstanceType).Str("job", inst.JobID).
 		Msg("simulated node agent up")
@@ -306,14 +338,27 @@ func (s *SimNodes) kill(id, why string) error {
 		return fmt.Errorf("killing node %s: no simulated node agent runs there", id)
 	}
 	n.trainer.Kill()
+	n.serving.Kill()
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
 		n.stop()
+		_ = n.holder.Close()
 		if err := os.RemoveAll(n.dir); err != nil {
 			s.log.Warn().Err(err).Str("instance", id).Msg("removing a dead node's files")
 		}
 	}()
 	s.log.Info().Str("instance", id).Str("why", why).Msg("simulated node agent gone")
 	return nil
+}
+
+// HolderAddr is the address of the KV-cache holder of instance id's node ("" when no node
+// agent runs there).
+func (s *SimNodes) HolderAddr(id string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := s.nodes[id]; n != nil {
+		return n.holder.Addr()
+	}
+	return ""
 }

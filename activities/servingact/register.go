@@ -10,7 +10,10 @@ import (
 	"github.com/schooner-ml/schooner/serving"
 )
 
-var _ serving.ControlActivities = (*Control)(nil)
+var (
+	_ serving.ControlActivities = (*Control)(nil)
+	_ serving.NodeActivities    = (*Node)(nil)
+)
 
 // RegisterControl registers the deployment's control-queue activities under their contract
 // names. Tests pass a stand-in of the same interface, so signatures cannot drift.
