@@ -63,11 +63,13 @@ const (
 	ReplicationOff    = "off"
 )
 
-// BuiltinModels are the inference worker's named configurations.
+// BuiltinModels are the inference worker's named configurations (schooner_serve/config.py:
+// the same dimensions; the node side passes the name): tiny runs on a CPU (byte-level
+// vocabulary of 256 bytes and 4 specials), llama-1b and llama-8b have Llama 3's shapes.
 var BuiltinModels = map[string]Model{
-	"tiny":     {Layers: 4, Hidden: 64, Heads: 4, KVHeads: 2, FFN: 128, Vocab: 256},
-	"llama-1b": {Layers: 16, Hidden: 2048, Heads: 32, KVHeads: 8, FFN: 8192, Vocab: 32000},
-	"llama-8b": {Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 8, FFN: 14336, Vocab: 32000},
+	"tiny":     {Layers: 4, Hidden: 64, Heads: 4, KVHeads: 2, FFN: 176, Vocab: 260},
+	"llama-1b": {Layers: 16, Hidden: 2048, Heads: 32, KVHeads: 8, FFN: 8192, Vocab: 128256},
+	"llama-8b": {Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 8, FFN: 14336, Vocab: 128256},
 }
 
 // WithDefaults returns the spec with the documented defaults filled in.

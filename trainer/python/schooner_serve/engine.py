@@ -42,7 +42,32 @@ class StageEngine:
         self.params: dict[str, dict] = {}
         self.holder, self.deployment, self.stage = holder, deployment, stage
         self.writer = HolderWriter(holder, deployment, stage, queue_size) if holder and replicate else None
+        self._replicate, self._queue_size = replicate, queue_size
         self.restore_stats: list[dict] = []
+
+    def set_holder(self, addr: str) -> None:
+        """Replicate to the holder at addr from now on (the successor's node changed): the old
+        writer is closed and every request's cache held here is sent to the new holder in full,
+        ahead of its next put_step, so the new replica has no gap."""
+        old, self.holder = self.writer, addr
+        replicate = old is not None or self._replicate
+        if old is not None:
+            old.close()
+        self.writer = HolderWriter(addr, self.deployment, self.stage, self._queue_size) if replicate else None
+        if self.writer is None:
+            return
+        for request in list(self.pool.tables):
+            n = self.pool.lengths.get(request, 0)
+            p = self.params.get(request)
+            if n <= 0 or p is None:
+                continue
+            prompt = p["reserve"] - p["max_tokens"]
+            slots = torch.tensor(self.pool.slots(request, 0, n), device=self.device)
+            for i, layer in enumerate(range(self.first, self.end)):
+                k, v = self.pool.kv[i, 0, slots], self.pool.kv[i, 1, slots]
+                last = layer == self.end - 1
+                self.writer.put_prompt(request, layer, 0, n, k, v, last=last,
+                                       layers=(self.first, self.end), step=max(n - prompt, 0))
 
     @property
     def is_first(self):

@@ -29,7 +29,7 @@ from .config import add_model_args, config_from_args
 from .engine import RestoreFailed, StageEngine
 from .kvpool import PoolFull
 
-ROLES = ("router", "stage", "sampler")
+ROLES = ("router", "stage", "sampler", "node")
 
 
 _runs = iter(range(1, 1 << 62))
@@ -69,8 +69,6 @@ class Worker:
         if (a.stage == 0) != self.first or (a.stage == a.depth - 1) != self.last:
             raise SystemExit(f"stage {a.stage} of {a.depth} with layers {first}:{end} of {self.cfg.layers}: "
                              "the first stage must hold layer 0 and the last the final layer")
-        if a.depth > 1 and not a.next:
-            raise SystemExit("--next is required with --depth > 1")
         self.inbox: queue.Queue = queue.Queue()
         self.routers: list[frame.Conn] = []  # router connections, latest last
         self.pending_out: list[dict] = []    # token/done frames waiting for a router connection
@@ -124,13 +122,16 @@ class Worker:
             if conn.role == "router":
                 self.inbox.put(("router", conn, None, None))
             allowed = {"router": ("submit", "cancel", "ping"), "stage": ("forward", "release"),
-                       "sampler": ("sampled", "release")}[conn.role]
+                       "sampler": ("sampled", "release"), "node": ("ping", "peers")}[conn.role]
             while True:
                 h, p = conn.recv()
                 if h["op"] not in allowed:
                     raise frame.FrameError(f"unknown op {h['op']!r} on a {conn.role} connection")
                 if h["op"] == "ping":
                     conn.send({"op": "pong", "load": self.load()})
+                    continue
+                if h["op"] == "peers":
+                    self.on_peers(conn, h)
                     continue
                 self.inbox.put((h["op"], conn, h, p))
         except frame.FrameError as e:
@@ -142,6 +143,24 @@ class Worker:
             pass
         conn.close()
         self.inbox.put(("closed", conn, None, None))
+
+    def on_peers(self, conn: frame.Conn, h: dict) -> None:
+        """The node agent's news of this stage's successor (docs/serving-protocol.md, section
+        2): a new next stage applies at once (the old connection is closed, later frames dial the
+        new one); a new holder is taken over by the engine thread, which re-sends every local
+        cache there before the next step's replica. Answered with peers_ok once applied."""
+        nxt = h.get("next")
+        if nxt and nxt != self.a.next:
+            with self.lock:
+                self.a.next = nxt
+                old, self.next_conn = self.next_conn, None
+            if old is not None:
+                old.close()
+        holder = h.get("holder")
+        if holder and holder != self.engine.holder:
+            self.inbox.put(("peers_holder", conn, h, None))
+            return
+        conn.send({"op": "peers_ok"})
 
     def load(self) -> dict:
         if self.first:
@@ -165,6 +184,10 @@ class Worker:
 
     def _connect_next(self) -> frame.Conn:
         end = time.monotonic() + self.a.connect_timeout
+        while not self.a.next:  # a stage started before its successor: the node sends peers
+            if time.monotonic() > end:
+                raise frame.Closed("no next stage yet: the node agent has not sent peers")
+            time.sleep(0.05)
         while True:
             try:
                 c = frame.Conn.connect(self.a.next, max_payload=self.a.max_payload)
@@ -234,6 +257,12 @@ class Worker:
                 self.next_conn = None
                 if self.first and self.a.depth > 1:
                     self._pipeline_lost(f"the connection to {self.a.next} closed")
+        elif op == "peers_holder":
+            self.engine.set_holder(h["holder"])
+            try:
+                conn.send({"op": "peers_ok"})
+            except (OSError, frame.Closed):
+                pass
         elif op == "submit":
             self.on_submit(conn, h)
         elif op == "cancel":

@@ -429,3 +429,50 @@ def test_holder_protocol(holder_kind):
         r.close()
     finally:
         h.close()
+
+
+def test_peers_tell_a_stage_its_successor_late(reference):
+    """The last stage starts before the first exists (no --next): the node agent's peers frame
+    gives it the first stage's address later, and the pipeline then serves exactly as one
+    started with every address; a new holder gets the whole cache re-sent."""
+    p0, p1 = free_port(), free_port()
+    s1 = spawn("--stage", "1", "--depth", "2", "--layers", "2:4", "--listen", f"127.0.0.1:{p1}")
+    s0 = spawn("--stage", "0", "--depth", "2", "--layers", "0:2", "--listen", f"127.0.0.1:{p0}",
+               "--next", f"127.0.0.1:{p1}")
+    holder = FakeHolder()
+    try:
+        deadline = time.time() + 60
+        while True:  # the process imports torch first
+            try:
+                node = frame.Conn.connect(f"127.0.0.1:{p1}", timeout=30)
+                break
+            except OSError:
+                assert time.time() < deadline, "the last stage never listened"
+                time.sleep(0.05)
+        node.handshake("node", "default", 1)
+        node.send({"op": "peers", "next": f"127.0.0.1:{p0}"})
+        h, _ = node.recv()
+        assert h["op"] == "peers_ok"
+        node.send({"op": "peers", "next": f"127.0.0.1:{p0}"})  # the same again is harmless
+        assert node.recv()[0]["op"] == "peers_ok"
+        c = RouterClient(f"127.0.0.1:{p0}", f"127.0.0.1:{p1}")
+        submit_all(c)
+        assert c.wait([r[0] for r in REQS], 60) == reference
+        # a request in flight when the holder arrives is replicated in full to it
+        c.submit("late", encode("hello"), 400, stop=[])
+        c.wait_tokens("late", 3)
+        node.send({"op": "peers", "holder": holder.addr})
+        assert node.recv()[0]["op"] == "peers_ok"
+        deadline = time.time() + 30
+        while holder.acked_step("late", stage=1) < 1 and time.time() < deadline:
+            time.sleep(0.02)
+        assert holder.acked_step("late", stage=1) >= 1, "the cache held when the holder came was re-sent, then kept up"
+        c.submit_conn.send({"op": "cancel", "request": "late"})
+        c.wait(["late"])
+        node.close()
+        c.close()
+    finally:
+        for p in (s0, s1):
+            p.kill()
+            p.wait()
+        holder.close()
