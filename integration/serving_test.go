@@ -145,7 +145,7 @@ func TestServingSurvivesALostStage(t *testing.T) {
 		counters := e.router.Status().Counters
 		assert.Zero(t, counters.Reprefills, "restored from the replica, not recomputed")
 		assert.Zero(t, counters.GapTokens)
-		assert.GreaterOrEqual(t, counters.Resumes, uint64(i+1), "the request was paused and resumed on the replacement")
+		assert.GreaterOrEqual(t, counters.Resumes, uint64(1), "the request lost with its stage was paused and resumed on the replacement")
 		eventually(t, 60*time.Second, func() bool {
 			st, err := e.sc.Status(ctx, e.id)
 			return err == nil && st.Failovers >= i+1 && st.Phase == serving.PhaseServing
