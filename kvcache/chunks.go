@@ -7,35 +7,53 @@ const DefaultChunkTokens = 100
 // tokens is how many positions the snapshot covers.
 func (s snapshot) tokens() int { return s.promptTokens + len(s.steps) }
 
-// chunks gathers the snapshot into chunks of at most n tokens of every local layer, in token
-// order, each laid out [layers, 2, kv_heads, tokens, head_dim], and hands them to emit.
-func (s snapshot) chunks(n int, emit func(tokens [2]int, data []byte) error) error {
+// chunkRanges is the token ranges of the chunks of at most n tokens a get sends, in order.
+func (s snapshot) chunkRanges(n int) [][2]int {
 	if s.acked < 0 {
 		return nil
 	}
-	total, layers := s.tokens(), s.hi-s.lo
-	row, tb := s.layout.rowBytes(), s.layout.tokenBytes()
+	total := s.tokens()
+	out := make([][2]int, 0, (total+n-1)/n)
 	for a := 0; a < total; a += n {
-		b := min(a+n, total)
-		m := b - a
-		buf := make([]byte, layers*tb*m)
-		for li := range layers {
-			dst := buf[li*tb*m : (li+1)*tb*m]
-			for _, p := range s.prompt[s.lo+li] {
-				if from, to := max(a, p.t0), min(b, p.t1); from < to {
-					copyTokens(dst, m, a, p.data, p.t1-p.t0, p.t0, from, to, s.layout.KVHeads, row)
-				}
-			}
-			for pos := max(a, s.promptTokens); pos < b; pos++ {
-				src := s.steps[pos-s.promptTokens].data[li*tb : (li+1)*tb]
-				copyTokens(dst, m, a, src, 1, pos, pos, pos+1, s.layout.KVHeads, row)
-			}
-		}
-		if err := emit([2]int{a, b}, buf); err != nil {
+		out = append(out, [2]int{a, min(a+n, total)})
+	}
+	return out
+}
+
+// chunkBytes is the bytes of a chunk of tokens [a,b) of every local layer.
+func (s snapshot) chunkBytes(a, b int) int { return (s.hi - s.lo) * s.layout.tokenBytes() * (b - a) }
+
+// chunks gathers the snapshot into chunks of at most n tokens of every local layer, in token
+// order, each laid out [layers, 2, kv_heads, tokens, head_dim], and hands them to emit.
+func (s snapshot) chunks(n int, emit func(tokens [2]int, data []byte) error) error {
+	for _, r := range s.chunkRanges(n) {
+		buf := make([]byte, s.chunkBytes(r[0], r[1]))
+		s.fill(buf, r[0], r[1])
+		if err := emit(r, buf); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// fill writes tokens [a,b) of every local layer into dst (chunkBytes(a,b) bytes), laid out
+// [layers, 2, kv_heads, b-a, head_dim]: the payload of the chunk of those tokens.
+func (s snapshot) fill(dst []byte, a, b int) {
+	layers := s.hi - s.lo
+	row, tb := s.layout.rowBytes(), s.layout.tokenBytes()
+	m := b - a
+	for li := range layers {
+		d := dst[li*tb*m : (li+1)*tb*m]
+		for _, p := range s.prompt[s.lo+li] {
+			if from, to := max(a, p.t0), min(b, p.t1); from < to {
+				copyTokens(d, m, a, p.data, p.t1-p.t0, p.t0, from, to, s.layout.KVHeads, row)
+			}
+		}
+		for pos := max(a, s.promptTokens); pos < b; pos++ {
+			src := s.steps[pos-s.promptTokens].data[li*tb : (li+1)*tb]
+			copyTokens(d, m, a, src, 1, pos, pos, pos+1, s.layout.KVHeads, row)
+		}
+	}
 }
 
 // copyTokens copies tokens [from,to) of one layer between two [2, heads, tokens, head_dim]

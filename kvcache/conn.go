@@ -221,6 +221,9 @@ func (cn *conn) handle(it Item) {
 			cn.write(droppedMsg{Op: opDropped, Deployment: cn.deployment, Requests: n, Bytes: b}, nil)
 		case opGet:
 			h.m.gets.Add(1)
+			if uc, ok := cn.c.(*net.UnixConn); ok && m.Shm && cn.getShm(uc, m.Request) {
+				return
+			}
 			cn.get(m.Request)
 		case opList:
 			cn.write(heldMsg{Op: opHeld, Requests: h.store.list(cn.deployment, cn.stage)}, nil)

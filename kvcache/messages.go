@@ -21,6 +21,7 @@ const (
 	opEnd            = "end"
 	opList           = "list"
 	opHeld           = "held"
+	opShm            = "shm"
 )
 
 // Roles a peer names in its hello. The holder accepts every op on either; the role says what
@@ -92,6 +93,9 @@ type errorMsg struct {
 type requestMsg struct {
 	Op      string `json:"op"`
 	Request string `json:"request"`
+	// Shm asks a get over a unix socket for one shm answer (the replica in a memory file
+	// passed with the frame) instead of chunks.
+	Shm bool `json:"shm,omitempty"`
 }
 
 type droppedMsg struct {

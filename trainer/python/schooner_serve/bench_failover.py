@@ -11,6 +11,9 @@ and the steady-state decode step time with replication on and off. Prints a tabl
 
   python3 -m schooner_serve.bench_failover --model tiny --contexts 64,256 --batches 1,4
   python3 -m schooner_serve.bench_failover --model 8b --contexts 512,2048 --batches 1,8 --out f.json
+  python3 -m schooner_serve.bench_failover --fetch-only --holder unix:/path/kv.sock --fetch-mib 512
+times only the fetch of one replica (8B layout: 32 layers, 8 KV heads, head_dim 128, bf16) by the
+chunk path and, over a unix socket, the shm path (plus its host→device copy on CUDA).
 Without --holder it starts the Python FakeHolder test double in process (TCP on 127.0.0.1), whose
 speed bounds the restore time; pass the Go holder's address to measure the real path.
 """
@@ -143,6 +146,74 @@ def run_case(a, cfg, model, holder_addr, context, batch, case):
     return res
 
 
+def fetch_only(a, dev):
+    """Put one replica of --fetch-mib MiB, then time fetching it by chunks and by shm."""
+    from . import frame
+    from .replicate import fetch_replica
+    layers, kvh, hd = 32, 8, 128
+    per_tok = layers * 2 * kvh * hd * 2
+    T = max(1, (a.fetch_mib << 20) // per_tok)
+    dep, rid = "bench-fetch", "fetch-r0"
+    c = frame.Conn.connect(a.holder)
+    c.handshake("writer", dep, 0)
+    c.send({"op": "drop", "request": rid})
+    c.recv()
+    g = torch.Generator().manual_seed(1)
+    for l in range(layers):
+        kv = torch.randint(-2**15, 2**15, (2, kvh, T, hd), dtype=torch.int16, generator=g).view(torch.bfloat16)
+        h = {"op": "put", "request": rid, "kind": "prompt", "layer": l, "tokens": [0, T], "dtype": "bf16",
+             "shape": list(kv.shape)}
+        if l == layers - 1:
+            h.update({"last": True, "layers": [0, layers], "step": 0})
+        c.send(h, frame.tensor_bytes(kv))
+        ack, _ = c.recv()
+        if ack["op"] != "ack":
+            raise SystemExit(f"holder refused the replica: {ack}")
+    nbytes = T * per_tok
+    res = {"bytes": nbytes, "tokens": T, "holder": a.holder, "device": str(dev)}
+    staging: list = []
+    modes = [("chunks", False)] + ([("shm", True)] if a.holder.startswith("unix:") else [])
+    for name, shm in modes:
+        best = {}
+        for _ in range(a.repeats):
+            t = time.perf_counter()
+            r = fetch_replica(a.holder, dep, 0, rid, shm=shm)
+            t_fetch = time.perf_counter() - t
+            assert r.shm == shm and r.acked == 0
+            # the bytes in memory the restore copies from: touch them all (a sum of a strided view)
+            t2 = time.perf_counter()
+            if dev.type == "cuda":
+                if shm:
+                    from .engine import host_to_device
+                    out = host_to_device(r.buffer, dev, staging)
+                else:
+                    out = [x.to(dev, non_blocking=False) for _, _, x in r.chunks]
+                sync(dev)
+            else:
+                dst = torch.empty(nbytes, dtype=torch.uint8)
+                o = 0
+                for _, _, x in r.chunks:
+                    n = x.numel() * x.element_size()
+                    dst[o:o + n].copy_(x.reshape(-1).view(torch.uint8))
+                    o += n
+                out = dst
+            t_copy = time.perf_counter() - t2
+            del out
+            r.close()
+            for k, v in (("fetch_s", t_fetch), ("copy_s", t_copy), ("total_s", t_fetch + t_copy)):
+                best[k] = min(best.get(k, v), v)
+        res[name] = {**{k: round(v, 4) for k, v in best.items()},
+                     "fetch_GBps": round(nbytes / best["fetch_s"] / 1e9, 2),
+                     "total_GBps": round(nbytes / best["total_s"] / 1e9, 2)}
+        print(f"{name:6s} fetch {best['fetch_s'] * 1e3:8.1f} ms ({res[name]['fetch_GBps']:6.2f} GB/s)   "
+              f"+ copy to {'device' if dev.type == 'cuda' else 'memory'} {best['copy_s'] * 1e3:8.1f} ms   "
+              f"total {res[name]['total_GBps']:6.2f} GB/s", flush=True)
+    c.send({"op": "drop", "request": rid})
+    c.recv()
+    c.close()
+    return res
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default="tiny", choices=sorted(CONFIGS))
@@ -156,8 +227,18 @@ def main(argv=None):
     p.add_argument("--dtype", default="", help="float32 | bfloat16 (default bf16 on GPU, f32 on CPU)")
     p.add_argument("--holder", default="", help="a KV-cache holder's address; default: the in-process FakeHolder")
     p.add_argument("--out", default="bench_failover.json")
+    p.add_argument("--fetch-only", action="store_true", help="time only fetching one replica (needs --holder)")
+    p.add_argument("--fetch-mib", type=int, default=512, help="--fetch-only: the replica's size in MiB")
+    p.add_argument("--repeats", type=int, default=3, help="--fetch-only: best of this many fetches")
     a = p.parse_args(argv)
     dev = torch.device(a.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    if a.fetch_only:
+        if not a.holder:
+            raise SystemExit("--fetch-only needs --holder (a Go holder; unix:PATH for the shm path)")
+        res = fetch_only(a, dev)
+        with open(a.out, "w") as f:
+            json.dump(res, f, indent=1)
+        return
     dtype = getattr(torch, a.dtype) if a.dtype else (torch.bfloat16 if dev.type == "cuda" else torch.float32)
     cfg = CONFIGS[a.model]
     holder = a.holder

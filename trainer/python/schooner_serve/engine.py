@@ -8,6 +8,7 @@ prefill entry covers many positions (and may start after a cached prefix); a dec
 
 from __future__ import annotations
 
+import os
 import time
 
 import torch
@@ -15,7 +16,7 @@ import torch
 from .config import ModelConfig
 from .kvpool import KVPool, PoolFull
 from .model import StageModel, rope_tables
-from .replicate import HolderWriter, fetch
+from .replicate import HolderWriter, fetch_replica
 from .sampling import choose
 
 
@@ -118,32 +119,51 @@ class StageEngine:
             return 0
         t = time.perf_counter()
         try:
-            chunks, acked = fetch(self.holder, self.deployment, self.stage, request)
+            rep = fetch_replica(self.holder, self.deployment, self.stage, request)
         except Exception as e:  # noqa: BLE001 — a holder that cannot answer has nothing to restore
             print(f"schooner_serve: restoring {request} from {self.holder}: {e}", flush=True)
             return 0
         t_fetch = time.perf_counter() - t
-        have = 0  # contiguous positions from 0 written so far
-        kv = self.pool.kv
-        for (l0, l1), (t0, t1), data in chunks:
-            if l0 > self.first or l1 < self.end:
-                raise RestoreFailed(f"{request}: replica holds layers {l0}:{l1}, this stage needs "
-                                    f"{self.first}:{self.end}")
-            if t0 > have:
-                break
-            t1c = min(t1, need)
-            if t1c <= t0:
-                continue
-            part = data[self.first - l0:self.end - l0, :, :, : t1c - t0]  # [L, 2, kvh, T, hd]
-            slots = torch.tensor(self.pool.slots(request, t0, t1c), device=self.device)
-            kv[:, :, slots] = part.permute(0, 1, 3, 2, 4).to(device=self.device, dtype=self.dtype)
-            have = max(have, t1c)
-        self.pool.lengths[request] = have
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
-        self.restore_stats.append({"request": request, "positions": have, "acked_step": acked, "fetch_s": t_fetch,
+        shm, nbytes = rep.shm, rep.nbytes
+        try:
+            chunks, t_h2d = rep.chunks, 0.0
+            if rep.shm and self.device.type == "cuda" and rep.buffer is not None and rep.buffer.numel():
+                # One host→device copy of the whole mapped file, then the chunks are device views.
+                t2 = time.perf_counter()
+                dev = self._h2d(rep.buffer)
+                t_h2d = time.perf_counter() - t2
+                chunks = [(ls, ts, dev[o:o + n].view(c.dtype).view(c.shape))
+                          for (ls, ts, c), (o, n) in zip(rep.chunks, rep.spans)]
+            have = 0  # contiguous positions from 0 written so far
+            kv = self.pool.kv
+            for (l0, l1), (t0, t1), data in chunks:
+                if l0 > self.first or l1 < self.end:
+                    raise RestoreFailed(f"{request}: replica holds layers {l0}:{l1}, this stage needs "
+                                        f"{self.first}:{self.end}")
+                if t0 > have:
+                    break
+                t1c = min(t1, need)
+                if t1c <= t0:
+                    continue
+                part = data[self.first - l0:self.end - l0, :, :, : t1c - t0]  # [L, 2, kvh, T, hd]
+                slots = torch.tensor(self.pool.slots(request, t0, t1c), device=self.device)
+                kv[:, :, slots] = part.permute(0, 1, 3, 2, 4).to(device=self.device, dtype=self.dtype)
+                have = max(have, t1c)
+            self.pool.lengths[request] = have
+            if self.device.type == "cuda":
+                torch.cuda.synchronize(self.device)
+        finally:
+            chunks = data = part = None  # no view of the mapping outlives it
+            rep.close()
+        self.restore_stats.append({"request": request, "positions": have, "acked_step": rep.acked, "fetch_s": t_fetch,
+                                   "h2d_s": t_h2d, "shm": shm, "bytes": nbytes,
                                    "total_s": time.perf_counter() - t})
         return have
+
+    def _h2d(self, host):
+        if getattr(self, "_staging", None) is None:
+            self._staging = []
+        return host_to_device(host, self.device, self._staging)
 
     # --- compute ----------------------------------------------------------------------------
 
@@ -255,6 +275,48 @@ class StageEngine:
             p = self.params.get(e["request"], {})
             out.append(choose(logits[i], float(p.get("temperature", 0.0)), int(p.get("seed", 0)), int(e["step"])))
         return out
+
+
+STAGE_PIECE = 64 << 20
+
+
+def host_to_device(host, device, staging: list | None = None):
+    """A uint8 CPU tensor (a mapped file) copied to a CUDA device. SCHOONER_KV_H2D=register
+    (default) page-locks the mapping itself (cudaHostRegister) for one DMA at full speed; =staging,
+    or when registering fails, it goes through two pinned buffers (kept in `staging`) in 64 MiB
+    pieces."""
+    n = host.numel()
+    dev = torch.empty(n, dtype=torch.uint8, device=device)
+    stream = torch.cuda.current_stream(device)
+    if os.environ.get("SCHOONER_KV_H2D", "register") == "register":
+        try:
+            cudart = torch.cuda.cudart()
+            ptr = host.data_ptr()
+            ok = int(cudart.cudaHostRegister(ptr, n, 0)) == 0
+        except Exception:  # noqa: BLE001 — no binding: stage instead
+            ok = False
+        if ok:
+            try:
+                dev.copy_(host, non_blocking=True)
+                stream.synchronize()
+            finally:
+                cudart.cudaHostUnregister(ptr)
+            return dev
+    bufs = staging if staging is not None else []
+    if not bufs:
+        bufs.extend(torch.empty(STAGE_PIECE, dtype=torch.uint8, pin_memory=True) for _ in range(2))
+    events = [None, None]
+    for i, off in enumerate(range(0, n, STAGE_PIECE)):
+        m = min(STAGE_PIECE, n - off)
+        b = bufs[i % 2]
+        if events[i % 2] is not None:
+            events[i % 2].synchronize()
+        b[:m].copy_(host[off:off + m])
+        dev[off:off + m].copy_(b[:m], non_blocking=True)
+        events[i % 2] = torch.cuda.Event()
+        events[i % 2].record(stream)
+    stream.synchronize()
+    return dev
 
 
 def generate(engine: StageEngine, request: str, prompt: list[int], max_tokens: int, temperature: float = 0.0,

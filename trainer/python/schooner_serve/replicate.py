@@ -8,12 +8,19 @@ refuses one request of a frame with `error full` (its budget) or `error conflict
 not continue the replica): the writer stops replicating that request (it serves on, unreplicated,
 and says so on stderr) until the request is dropped; any other error ends replication.
 
-fetch() is the reader side: get → chunks → end.
+fetch() is the reader side: get → chunks → end; over a unix socket get with shm → one shm frame
+whose memory file (passed as SCM_RIGHTS) is mapped, not copied.
 """
 
 from __future__ import annotations
 
+import array
+import json
+import mmap
+import os
 import queue
+import socket
+import struct
 import sys
 import threading
 import time
@@ -201,23 +208,122 @@ class HolderWriter:
         self.conn.close()
 
 
-def fetch(addr: str, deployment: str, stage: int, request: str):
-    """A request's replica from a holder: ([(layers (l0, l1), tokens (t0, t1), tensor
-    [layers, 2, kv_heads, t1-t0, head_dim])...], acked_step)."""
+class Replica:
+    """A fetched replica. `chunks` is [(layers (l0, l1), tokens (t0, t1), tensor [layers, 2, kv_heads,
+    t1-t0, head_dim])...] in token order; `acked` the step they stand at (-1: nothing complete).
+    Over shm (`shm` True) the tensors view one mapped memory file, whole in `buffer` (uint8), with
+    each chunk's byte range in `spans`; close() unmaps it (the tensors must not be used after)."""
+
+    def __init__(self, chunks, acked, buffer=None, spans=None, mm=None):
+        self.chunks, self.acked, self.buffer, self.spans, self._mm = chunks, acked, buffer, spans, mm
+
+    @property
+    def shm(self) -> bool:
+        return self._mm is not None
+
+    @property
+    def nbytes(self) -> int:
+        if self.buffer is not None:
+            return self.buffer.numel()
+        return sum(t.numel() * t.element_size() for _, _, t in self.chunks)
+
+    def close(self) -> None:
+        self.chunks, self.buffer = [], None
+        if self._mm is not None:
+            try:
+                self._mm.close()
+            except BufferError:  # a view outlives us: the mapping goes with the last of them
+                pass
+            self._mm = None
+
+
+def _recv_exact(sock, n: int, fds: list) -> bytes:
+    """n bytes from a unix socket, collecting any descriptors passed with them."""
+    buf = bytearray()
+    while len(buf) < n:
+        msg, anc, _flags, _addr = sock.recvmsg(n - len(buf), socket.CMSG_SPACE(16 * 4))
+        if not msg:
+            raise frame.Closed(f"connection closed inside a frame ({len(buf)} of {n} bytes)")
+        for level, typ, data in anc:
+            if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
+                fds.extend(array.array("i", data[: len(data) - len(data) % 4]))
+        buf += msg
+    return bytes(buf)
+
+
+def _shm_replica(h: dict, fds: list) -> Replica:
+    acked = int(h.get("acked_step", -1))
+    meta = h.get("chunks") or []
+    if not meta:
+        return Replica([], acked)
+    if not fds:
+        raise frame.FrameError("holder answered shm without a memory file")
+    fd = fds.pop(0)
+    try:
+        size = os.fstat(fd).st_size
+        flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+        mm = mmap.mmap(fd, size, flags=flags, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    finally:
+        os.close(fd)
+    buf = torch.frombuffer(mm, dtype=torch.uint8) if size else torch.empty(0, dtype=torch.uint8)
+    chunks, spans = [], []
+    for c in meta:
+        off, n = int(c["offset"]), int(c["length"])
+        if off < 0 or off + n > size:
+            mm.close()
+            raise frame.FrameError(f"shm chunk [{off}, {off + n}) is outside the {size}-byte file")
+        dt = frame.torch_dtype(c["dtype"])
+        t = buf[off:off + n].view(dt).view(*c["shape"])
+        chunks.append((tuple(c["layers"]), tuple(c["tokens"]), t))
+        spans.append((off, n))
+    return Replica(chunks, acked, buf, spans, mm)
+
+
+def fetch_replica(addr: str, deployment: str, stage: int, request: str, shm: bool | None = None) -> Replica:
+    """A request's replica from a holder. Over a unix socket (`unix:` address) it asks for the shm
+    answer (one memory file passed with the frame, mapped here: no copy); over TCP, or from a
+    holder that answers by chunks, it reads the chunks. shm=False forces chunks."""
+    if shm is None:
+        shm = addr.startswith("unix:") and os.environ.get("SCHOONER_KV_SHM", "1") != "0"
     conn = frame.Conn.connect(addr)
+    fds: list[int] = []
     try:
         conn.handshake("reader", deployment, stage)
-        conn.send({"op": "get", "request": request})
+        conn.send({"op": "get", "request": request, **({"shm": True} if shm else {})})
+        if shm:
+            # The descriptor rides on the frame's first bytes: read them with recvmsg, not through
+            # the connection's buffered reader (which has nothing buffered after hello_ok).
+            (n,) = struct.unpack(">I", _recv_exact(conn.sock, 4, fds))
+            if n > frame.MAX_HEADER:
+                raise frame.FrameError(f"header of {n} bytes is over {frame.MAX_HEADER}")
+            h = json.loads(_recv_exact(conn.sock, n, fds).decode())
+            (p,) = struct.unpack(">Q", _recv_exact(conn.sock, 8, fds))
+            if h.get("op") == "shm" and p == 0:
+                return _shm_replica(h, fds)
+            first = (h, _recv_exact(conn.sock, p, fds) if p else b"")
+        else:
+            first = None
         chunks = []
         while True:
-            h, p = conn.recv()
+            h, p = first if first is not None else conn.recv()
+            first = None
             if h["op"] == "chunk":
                 chunks.append((tuple(h["layers"]), tuple(h["tokens"]), frame.tensor_from(p, h["dtype"], h["shape"])))
             elif h["op"] == "end":
-                return chunks, int(h.get("acked_step", -1))
+                return Replica(chunks, int(h.get("acked_step", -1)))
             elif h["op"] == "error":
                 raise frame.FrameError(f"holder: {h.get('code')}: {h.get('message')}", h.get("code", "bad_request"))
             else:
                 raise frame.FrameError(f"holder answered get with {h['op']!r}")
     finally:
+        for fd in fds:
+            os.close(fd)
         conn.close()
+
+
+def fetch(addr: str, deployment: str, stage: int, request: str, shm: bool | None = None):
+    """A request's replica from a holder: ([(layers (l0, l1), tokens (t0, t1), tensor
+    [layers, 2, kv_heads, t1-t0, head_dim])...], acked_step). Over shm the tensors view a mapping
+    that lives as long as they do."""
+    r = fetch_replica(addr, deployment, stage, request, shm)
+    return r.chunks, r.acked

@@ -56,10 +56,10 @@ class GoHolder:
     """The real KV-cache holder, `schooner kvcache serve`, in a subprocess; the same test surface
     as FakeHolder (addr, acked_step, gets, close)."""
 
-    def __init__(self, binary, budget="1GiB"):
+    def __init__(self, binary, budget="1GiB", socket_path=""):
         mport = free_port()
         self.metrics = f"127.0.0.1:{mport}"
-        self.p = subprocess.Popen([binary, "kvcache", "serve", "--listen", "127.0.0.1:0", "--socket", "",
+        self.p = subprocess.Popen([binary, "kvcache", "serve", "--listen", "127.0.0.1:0", "--socket", socket_path,
                                    "--budget", budget, "--metrics", self.metrics],
                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         line = self.p.stdout.readline()
@@ -68,6 +68,13 @@ class GoHolder:
             self.close()
             raise RuntimeError(f"schooner kvcache serve said {line!r}")
         self.addr = m.group(1)
+        self.unix = ""
+        if socket_path:
+            line = self.p.stdout.readline()
+            if "listening on unix" not in line:
+                self.close()
+                raise RuntimeError(f"schooner kvcache serve said {line!r}")
+            self.unix = "unix:" + socket_path
         threading.Thread(target=self.p.stdout.read, daemon=True).start()
 
     def acked_step(self, request, stage=0, deployment="default"):
@@ -109,7 +116,8 @@ def make_holder(kind, **kw):
     binary = os.environ.get("SCHOONER_BIN") or os.path.join(os.path.dirname(os.path.dirname(HERE)), "bin", "schooner")
     if not os.access(binary, os.X_OK):
         pytest.skip("the Go holder is not built: set SCHOONER_BIN to a schooner binary (go build ./cmd/schooner)")
-    return GoHolder(binary, **({"budget": str(kw["budget"])} if "budget" in kw else {}))
+    return GoHolder(binary, **({"budget": str(kw["budget"])} if "budget" in kw else {}),
+                    **({"socket_path": kw["socket_path"]} if "socket_path" in kw else {}))
 
 
 @pytest.fixture(params=HOLDERS)
@@ -427,6 +435,58 @@ def test_holder_protocol(holder_kind):
         with pytest.raises(frame.Closed):
             c.recv()
         r.close()
+    finally:
+        h.close()
+
+
+def test_shm_restore_matches_reprefill_and_chunks(tmp_path):
+    """Restore over the Go holder's unix socket (the shm answer: one memory file passed with the
+    frame, mapped) gives the bytes of the chunk path and the next token of a re-prefill."""
+    from schooner_serve.replicate import fetch_replica
+    h = make_holder("go", socket_path=str(tmp_path / "kv.sock"))
+    try:
+        rids, plen, K = ["s0", "s1", "s2"], 150, 12  # > 100 tokens: several chunks
+        g = torch.Generator().manual_seed(3)
+        ps = [torch.randint(0, 200, (plen,), generator=g).tolist() for _ in rids]
+
+        def prefill(e, seqs, step):
+            ents = [{"request": r, "step": step, "positions": [0, len(x)]} for r, x in zip(rids, seqs)]
+            return e.sample(ents, e.forward("prefill", ents, [t for x in seqs for t in x]))
+
+        def decode(e, k, last):
+            ents = [{"request": r, "step": k, "positions": [plen + k - 1, plen + k]} for r in rids]
+            return e.sample(ents, e.forward("decode", ents, last))
+
+        w = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=64, holder=h.unix, deployment="shm")
+        for r in rids:
+            w.begin(r, plen + K + 4)
+        toks = [prefill(w, ps, 0)]
+        for k in range(1, K):
+            toks.append(decode(w, k, toks[-1]))
+        assert w.writer.flush(30)
+        w.writer.close()
+        gen = [[t[i] for t in toks] for i in range(len(rids))]
+
+        # the shm answer holds the chunk path's bytes
+        a = fetch_replica(h.unix, "shm", 0, "s1")
+        b = fetch_replica(h.addr, "shm", 0, "s1")
+        assert a.shm and not b.shm and a.acked == b.acked == K - 1
+        assert [(l, t) for l, t, _ in a.chunks] == [(l, t) for l, t, _ in b.chunks] and len(a.chunks) > 1
+        assert all(torch.equal(x, y) for (_, _, x), (_, _, y) in zip(a.chunks, b.chunks))
+        a.close()
+
+        e = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=64, holder=h.unix, deployment="shm")
+        for r in rids:
+            assert e.restore(r, plen + K - 1, plen + K + 4) == plen + K - 1
+        assert all(s["shm"] for s in e.restore_stats)
+        restored = decode(e, K, [x[-1] for x in gen])
+        e.writer.close()
+
+        f = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=64)
+        for r in rids:
+            f.begin(r, plen + K + 4)
+        assert restored == prefill(f, [p + x for p, x in zip(ps, gen)], K)
+        assert restored == decode(w, K, toks[-1])  # and the stage that never failed
     finally:
         h.close()
 

@@ -1,0 +1,134 @@
+package kvcache
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/schooner-ml/schooner/internal/frame"
+)
+
+// shmChunk is one chunk of an shm answer: what a chunk frame's header would say, and where its
+// payload lies in the shared memory.
+type shmChunk struct {
+	Layers [2]int `json:"layers"`
+	Tokens [2]int `json:"tokens"`
+	DType  string `json:"dtype"`
+	Shape  []int  `json:"shape"`
+	Offset int64  `json:"offset"`
+	Length int64  `json:"length"`
+}
+
+type shmMsg struct {
+	Op        string     `json:"op"`
+	Request   string     `json:"request"`
+	Chunks    []shmChunk `json:"chunks"`
+	AckedStep int        `json:"acked_step"`
+}
+
+// maxShmHeader keeps an shm answer's header under the 64 KiB frame limit; a replica with more
+// chunks than fit is answered by the chunk path.
+const maxShmHeader = 60 << 10
+
+// getShm answers a get over a unix socket with one shm frame that passes a memory file holding
+// every chunk's payload, back to back; false when it could not (the caller answers by chunks).
+func (cn *conn) getShm(uc *net.UnixConn, request string) bool {
+	s := cn.h.store.snapshot(cn.key(request))
+	ranges := s.chunkRanges(cn.h.opts.ChunkTokens)
+	msg := shmMsg{Op: opShm, Request: request, Chunks: make([]shmChunk, len(ranges)), AckedStep: s.acked}
+	var total int64
+	for i, r := range ranges {
+		n := int64(s.chunkBytes(r[0], r[1]))
+		msg.Chunks[i] = shmChunk{Layers: [2]int{s.lo, s.hi}, Tokens: r, DType: s.layout.DType,
+			Shape: []int{s.hi - s.lo, 2, s.layout.KVHeads, r[1] - r[0], s.layout.HeadDim}, Offset: total, Length: n}
+		total += n
+	}
+	var hdr bytes.Buffer
+	if err := frame.Write(&hdr, msg, nil); err != nil || hdr.Len() > maxShmHeader {
+		return false
+	}
+	fd := -1
+	if total > 0 {
+		var err error
+		if fd, err = shmFile(s, ranges, msg.Chunks, total); err != nil {
+			cn.h.opts.Logger.Warn().Err(err).Str("request", request).Msg("kv-cache get: no shared memory, answering by chunks")
+			return false
+		}
+		defer unix.Close(fd)
+	}
+	// Frames answered before this one are still in the buffer: they go first.
+	cn.flush()
+	if cn.werr != nil {
+		return true
+	}
+	cn.h.m.sent.Add(total)
+	_ = cn.c.SetWriteDeadline(time.Now().Add(cn.h.opts.WriteTimeout))
+	b := hdr.Bytes()
+	var oob []byte
+	if fd >= 0 {
+		oob = unix.UnixRights(fd)
+	}
+	n, _, err := uc.WriteMsgUnix(b, oob, nil)
+	if err == nil && n < len(b) {
+		_, err = uc.Write(b[n:])
+	}
+	if err != nil {
+		cn.werr = err
+		_ = cn.c.Close()
+	}
+	return true
+}
+
+// shmFile makes a memory file of total bytes holding the chunks of ranges at their offsets and
+// returns its descriptor. Several goroutines fill it, each its own chunks.
+func shmFile(s snapshot, ranges [][2]int, chunks []shmChunk, total int64) (int, error) {
+	fd, err := unix.MemfdCreate("schooner-kv", unix.MFD_CLOEXEC)
+	if err != nil {
+		// No memfd (an old kernel, a sandbox): a file in /dev/shm, unlinked at once.
+		f, ferr := os.CreateTemp("/dev/shm", "schooner-kv-*")
+		if ferr != nil {
+			return -1, fmt.Errorf("memfd_create: %v; /dev/shm: %w", err, ferr)
+		}
+		_ = os.Remove(f.Name())
+		fd, err = unix.Dup(int(f.Fd()))
+		_ = f.Close()
+		if err != nil {
+			return -1, fmt.Errorf("dup: %w", err)
+		}
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = unix.Close(fd)
+		}
+	}()
+	if err := unix.Ftruncate(fd, total); err != nil {
+		return -1, fmt.Errorf("sizing the memory file to %d bytes: %w", total, err)
+	}
+	mem, err := unix.Mmap(fd, 0, int(total), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return -1, fmt.Errorf("mapping the memory file: %w", err)
+	}
+	workers := min(len(ranges), runtime.GOMAXPROCS(0), 16)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < len(ranges); i += workers {
+				c := chunks[i]
+				s.fill(mem[c.Offset:c.Offset+c.Length], ranges[i][0], ranges[i][1])
+			}
+		})
+	}
+	wg.Wait()
+	if err := unix.Munmap(mem); err != nil {
+		return -1, fmt.Errorf("unmapping the memory file: %w", err)
+	}
+	ok = true
+	return fd, nil
+}
