@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 )
 
 // directIOSupported says whether this platform has O_DIRECT at all; the file system may still
@@ -102,6 +103,9 @@ func alignedAlloc(n int) ([]byte, func() error, error) {
 	return b, func() error { return syscall.Munmap(b) }, nil
 }
 
+// lockWait is how long a held lock is retried before the directory counts as in use.
+const lockWait = 500 * time.Millisecond
+
 // lockDir takes an exclusive advisory lock on dir/lock so two engines (a restarted agent and
 // its not-yet-dead predecessor) never write the same slots. The kernel drops the lock when the
 // process dies, so a crash never leaves the directory locked.
@@ -116,9 +120,17 @@ func lockDir(dir string) (func() error, error) {
 		f.Close()
 		return nil, fmt.Errorf("locking %s: %w", path, err)
 	}
+	// A lock held by a live engine stays held; one that shows as held for a moment only is an
+	// inherited copy of the lock's descriptor in a process between fork and exec (any fork of
+	// this process while the lock was open), which the exec drops: wait that out briefly.
 	var lerr error
-	if cerr := sc.Control(func(fd uintptr) { lerr = syscall.Flock(int(fd), syscall.LOCK_EX|syscall.LOCK_NB) }); cerr != nil {
-		lerr = cerr
+	for deadline := time.Now().Add(lockWait); ; time.Sleep(10 * time.Millisecond) {
+		if cerr := sc.Control(func(fd uintptr) { lerr = syscall.Flock(int(fd), syscall.LOCK_EX|syscall.LOCK_NB) }); cerr != nil {
+			lerr = cerr
+		}
+		if !errors.Is(lerr, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+			break
+		}
 	}
 	if lerr != nil {
 		f.Close()

@@ -47,11 +47,14 @@ func TestWatcherRejectsBadEndpoint(t *testing.T) {
 func TestWatcherReportsUnreachableService(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	// An instance the face does not know: every path is 404 except that the token works, so
-	// instance-action reads as "no notice"; a closed port is an error, never a silent nil.
+	// An instance the face does not know has no metadata service (its token is refused): an
+	// error, not a "no notice" the node would trust; a closed port is an error too, never a
+	// silent nil.
 	w, _ := NewWatcher(WatcherOptions{Endpoint: e.face.IMDSEndpoint("i-none")})
-	if got, err := w.Poll(ctxT(t)); got != nil || err != nil {
-		t.Errorf("unknown instance: %+v %v", got, err)
+	shortCtx, stop := context.WithTimeout(t.Context(), 2*time.Second)
+	defer stop()
+	if got, err := w.Poll(shortCtx); got != nil || err == nil {
+		t.Errorf("unknown instance: %+v %v, want an error", got, err)
 	}
 	addr := e.face.Addr()
 	_ = e.face.Close()
