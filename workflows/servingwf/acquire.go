@@ -10,7 +10,7 @@ import (
 	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/fleet"
 	"github.com/schooner-ml/schooner/serving"
-	"github.com/schooner-ml/schooner/taskqueue"
+	"github.com/schooner-ml/schooner/workflows/internal/jobwf"
 )
 
 // need is a machine a slot lacks: its own (none assigned) or a standby (its machine got a
@@ -102,7 +102,7 @@ func (d *dep) ensure(ctx workflow.Context) error {
 // offerings asks what the deployment may buy now (fresh capacity hints every round).
 func (d *dep) offerings(ctx workflow.Context) ([]cloud.Offering, error) {
 	var offers []cloud.Offering
-	err := workflow.ExecuteActivity(d.controlCtx(ctx, "list offerings for "+d.spec.Name, time.Minute),
+	err := workflow.ExecuteActivity(jobwf.ControlCtx(ctx, "list offerings for "+d.spec.Name, time.Minute),
 		serving.ActivityOfferings, serving.OfferingsRequest{Resources: d.spec.Resources}).Get(ctx, &offers)
 	if err != nil {
 		return nil, fmt.Errorf("listing offerings: %w", err)
@@ -112,24 +112,10 @@ func (d *dep) offerings(ctx workflow.Context) ([]cloud.Offering, error) {
 
 // fleet runs the Fleet child workflow for the groups.
 func (d *dep) fleet(ctx workflow.Context, groups []fleet.Group) (fleet.Result, error) {
-	n := 0
-	for _, g := range groups {
-		n += g.Count
-	}
 	d.fleets++
-	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		WorkflowID:    fmt.Sprintf("%s-fleet-%d", d.id, d.fleets),
-		TaskQueue:     taskqueue.Control,
-		StaticSummary: fmt.Sprintf("acquire %d instances in %d offerings for %s", n, len(groups), d.id),
-	})
 	token := fmt.Sprintf("%s-%s-%d", d.id, workflow.GetInfo(ctx).WorkflowExecution.RunID, d.fleets)
-	var res fleet.Result
-	err := workflow.ExecuteChildWorkflow(cctx, fleet.WorkflowFleet, fleet.Input{JobID: d.id, Groups: groups, Token: token,
-		Tags: map[string]string{"schooner-kind": "serving"}}).Get(ctx, &res)
-	if err != nil {
-		return res, fmt.Errorf("acquiring %d instances: %w", n, err)
-	}
-	return res, nil
+	return jobwf.Fleet(ctx, fmt.Sprintf("%s-fleet-%d", d.id, d.fleets), fleet.Input{JobID: d.id, Groups: groups, Token: token,
+		Tags: map[string]string{"schooner-kind": "serving"}})
 }
 
 // take assigns what the fleet got to the needs it was bought for (by offering key, in
@@ -191,10 +177,8 @@ func (d *dep) release(ctx workflow.Context, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	err := workflow.ExecuteActivity(d.controlCtx(ctx, fmt.Sprintf("release %d instances of %s", len(ids), d.id), 2*time.Minute),
-		fleet.ActivityReleaseInstances, ids).Get(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("releasing %v: %w", ids, err)
+	if err := jobwf.Release(ctx, d.id, ids); err != nil {
+		return err
 	}
 	d.accrue(workflow.Now(ctx))
 	d.drop(ids...)

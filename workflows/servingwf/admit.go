@@ -10,7 +10,7 @@ import (
 	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/fleet"
 	"github.com/schooner-ml/schooner/serving"
-	"github.com/schooner-ml/schooner/taskqueue"
+	"github.com/schooner-ml/schooner/workflows/internal/jobwf"
 )
 
 // admit is the deployment's door, the same for every entry point (schooner serve deploy, the
@@ -34,7 +34,7 @@ func (d *dep) admit(ctx workflow.Context) error {
 	d.layers = serving.SplitLayers(d.spec.Model.Dims().Layers, d.spec.Stages)
 	if d.scale <= 0 {
 		var scale cloud.TimeScale
-		err := workflow.ExecuteActivity(d.controlCtx(ctx, "ask the provider for its time scale", time.Minute),
+		err := workflow.ExecuteActivity(jobwf.ControlCtx(ctx, "ask the provider for its time scale", time.Minute),
 			fleet.ActivityTimeScale).Get(ctx, &scale)
 		if err != nil {
 			return fmt.Errorf("asking the provider for its time scale: %w", err)
@@ -47,14 +47,4 @@ func (d *dep) admit(ctx workflow.Context) error {
 // invalidSpec is the final error of a deployment refused at the door.
 func invalidSpec(msg string, problems []serving.FieldError) error {
 	return temporal.NewNonRetryableApplicationError(msg, serving.ErrTypeInvalidSpec, nil, problems)
-}
-
-// controlCtx is the options of a control activity: on the control queue, retried with
-// backoff, with a readable summary for the UI.
-func (d *dep) controlCtx(ctx workflow.Context, summary string, timeout time.Duration) workflow.Context {
-	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue: taskqueue.Control, StartToCloseTimeout: timeout, Summary: summary,
-		RetryPolicy: &temporal.RetryPolicy{InitialInterval: 500 * time.Millisecond, BackoffCoefficient: 2,
-			MaximumInterval: 10 * time.Second, MaximumAttempts: 10},
-	})
 }

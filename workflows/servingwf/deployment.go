@@ -1,16 +1,13 @@
 package servingwf
 
 import (
-	"errors"
 	"fmt"
-	"time"
 
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/schooner-ml/schooner/cloud"
-	"github.com/schooner-ml/schooner/fleet"
 	"github.com/schooner-ml/schooner/serving"
+	"github.com/schooner-ml/schooner/workflows/internal/jobwf"
 )
 
 // ServingDeployment serves one model on spot machines until it is stopped: place every
@@ -39,38 +36,22 @@ func ServingDeployment(ctx workflow.Context, in serving.DeployInput) (serving.St
 	return d.finish(ctx, err)
 }
 
-// finish turns the loop's end into the workflow's result; on cancel or failure it releases
-// every instance in a disconnected context, so cleanup runs even though ctx is cancelled.
+// finish turns the loop's end into the workflow's result (jobwf.Finish); on cancel or
+// failure every RunStage is retired and every instance released in a disconnected context.
 func (d *dep) finish(ctx workflow.Context, err error) (serving.Status, error) {
-	var can *workflow.ContinueAsNewError
-	if errors.As(err, &can) {
-		return d.snapshot(), err
-	}
-	if err == nil {
-		d.finished = true
-		_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
-		return d.snapshot(), nil
-	}
-	dctx, cancel := workflow.NewDisconnectedContext(ctx)
-	defer cancel()
-	cancelled := temporal.IsCanceledError(err) || errors.Is(ctx.Err(), workflow.ErrCanceled)
-	for _, r := range d.runs {
-		d.retire(r)
-	}
-	d.status.Error = err.Error()
-	d.setPhase(dctx, serving.PhaseStopping)
-	if cerr := d.cleanup(dctx); cerr != nil {
-		err = errors.Join(err, cerr)
-		d.status.Error = err.Error()
-	}
-	d.finished, d.stopped = true, true
-	if cancelled {
-		d.status.Error = ""
-		d.setPhase(dctx, serving.PhaseStopped)
-		return d.snapshot(), err
-	}
-	d.setPhase(dctx, serving.PhaseFailed)
-	return d.snapshot(), err
+	return jobwf.Finish(ctx, err, jobwf.End[serving.Status]{
+		Snapshot: d.snapshot,
+		Error:    &d.status.Error,
+		Interrupt: func() {
+			for _, r := range d.runs {
+				d.retire(r)
+			}
+		},
+		SetPhase:  d.setPhase,
+		Cleanup:   d.cleanup,
+		Done:      func() { d.finished, d.stopped = true, true },
+		Releasing: serving.PhaseStopping, Cancelled: serving.PhaseStopped, Failed: serving.PhaseFailed,
+	})
 }
 
 // stop is the graceful end: every RunStage is cancelled, which tells its worker to drain
@@ -116,9 +97,8 @@ func (d *dep) stop(ctx workflow.Context) error {
 	return nil
 }
 
-// cleanup releases every held instance, then lists the deployment's tag for stragglers (a
-// fleet interrupted mid-create) and releases those too; what is still listed after that
-// leaked.
+// cleanup releases every held instance, then the stragglers still tagged with the
+// deployment's id (a fleet interrupted mid-create); what is still listed after that leaked.
 func (d *dep) cleanup(ctx workflow.Context) error {
 	ids := make([]string, len(d.held))
 	for i, in := range d.held {
@@ -130,23 +110,13 @@ func (d *dep) cleanup(ctx workflow.Context) error {
 	for _, s := range d.slots {
 		s.inst, s.standby = cloud.Instance{}, nil
 	}
-	var left []cloud.Instance
-	lctx := d.controlCtx(ctx, "list instances still tagged "+cloud.JobTag+"="+d.id, time.Minute)
-	if err := workflow.ExecuteActivity(lctx, fleet.ActivityListJobInstances, d.id).Get(ctx, &left); err != nil {
-		return fmt.Errorf("listing leftover instances: %w", err)
+	stragglers, leaked, err := jobwf.ReleaseStragglers(ctx, d.id, d.release)
+	if err != nil {
+		return err
 	}
-	if len(left) > 0 {
-		ids = ids[:0]
-		for _, in := range left {
-			ids = append(ids, in.ID)
-		}
-		if err := d.release(ctx, ids); err != nil {
-			return err
-		}
-		if err := workflow.ExecuteActivity(lctx, fleet.ActivityListJobInstances, d.id).Get(ctx, &left); err != nil {
-			return fmt.Errorf("listing leftover instances: %w", err)
-		}
-		d.status.LeakedInstances = len(left)
+	if len(stragglers) > 0 {
+		ids = stragglers
+		d.status.LeakedInstances = leaked
 	}
 	d.event(ctx, fmt.Sprintf("released %d instances", len(ids)))
 	return nil

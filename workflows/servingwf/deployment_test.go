@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,18 +16,17 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/schooner-ml/schooner/activities/fleetact"
 	"github.com/schooner-ml/schooner/activities/servingact"
 	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/fleet"
 	"github.com/schooner-ml/schooner/serving"
-	"github.com/schooner-ml/schooner/workflows/fleetwf"
+	"github.com/schooner-ml/schooner/workflows/internal/wftest"
 )
 
 // standIn has every activity of a deployment with the contract's signatures (the compiler
 // checks them against the interfaces); registered through the production Register
 // functions, each is mocked by the tests.
-type standIn struct{}
+type standIn struct{ wftest.FleetStandIn }
 
 var (
 	_ serving.ControlActivities = standIn{}
@@ -42,44 +40,26 @@ func (standIn) Offerings(context.Context, serving.OfferingsRequest) ([]cloud.Off
 func (standIn) RunStage(context.Context, serving.StageAssignment) (serving.StageResult, error) {
 	return serving.StageResult{}, nil
 }
-func (standIn) AcquireInstances(context.Context, cloud.CreateRequest) (fleet.AcquireResult, error) {
-	return fleet.AcquireResult{}, nil
-}
-func (standIn) DescribeInstances(context.Context, []string) ([]cloud.Instance, error) {
-	return nil, nil
-}
-func (standIn) ReleaseInstances(context.Context, []string) error                   { return nil }
-func (standIn) ListJobInstances(context.Context, string) ([]cloud.Instance, error) { return nil, nil }
-func (standIn) TimeScale(context.Context) (cloud.TimeScale, error)                 { return 1, nil }
 
-// world is a tiny scripted cloud and node side behind the stand-ins.
+// world is a tiny scripted cloud (wftest.Cloud) and node side behind the stand-ins; its Log
+// orders what happened: "ready <instance>", "released <instance>".
 type world struct {
-	mu          sync.Mutex
-	next        int
-	instances   map[string]*cloud.Instance
-	released    []string
-	acquires    []cloud.CreateRequest
+	*wftest.Cloud
 	assignments []serving.StageAssignment
-	// log orders what happened: "ready <instance>", "released <instance>".
-	log []string
 	// boot is how long a stage takes to report ready (negative: never).
 	boot func(a serving.StageAssignment) time.Duration
 }
 
 func newWorld() *world {
-	return &world{instances: map[string]*cloud.Instance{}, boot: func(serving.StageAssignment) time.Duration { return 5 * time.Second }}
-}
-
-func (w *world) state(id string, s cloud.State) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.instances[id].State = s
+	c := wftest.NewCloud("V100-16")
+	c.Price = func(zone string) float64 { return map[string]float64{"z-a": 1, "z-b": 1.2, "z-c": 1.5}[zone] }
+	return &world{Cloud: c, boot: func(serving.StageAssignment) time.Duration { return 5 * time.Second }}
 }
 
 // current is the instance the latest assignment of (replica, stage) runs on.
 func (w *world) current(replica, stage int) serving.StageAssignment {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	w.Lock()
+	defer w.Unlock()
 	for i := len(w.assignments) - 1; i >= 0; i-- {
 		if a := w.assignments[i]; a.Replica == replica && a.Stage == stage {
 			return a
@@ -88,23 +68,10 @@ func (w *world) current(replica, stage int) serving.StageAssignment {
 	return serving.StageAssignment{}
 }
 
-func (w *world) leaked() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var out []string
-	for id, in := range w.instances {
-		if !in.State.Gone() {
-			out = append(out, id)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
 func (w *world) logged() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Clone(w.log)
+	w.Lock()
+	defer w.Unlock()
+	return slices.Clone(w.Log)
 }
 
 func deployInput() serving.DeployInput {
@@ -116,63 +83,15 @@ func newEnv(t *testing.T, w *world) *testsuite.TestWorkflowEnvironment {
 	env := s.NewTestWorkflowEnvironment()
 	env.SetTestTimeout(30 * time.Second)
 	Register(env)
-	fleetwf.Register(env)
-	fleetact.Register(env, standIn{})
+	wftest.RegisterFleet(env, standIn{})
 	servingact.RegisterControl(env, standIn{})
 	servingact.RegisterNode(env, standIn{})
-	env.OnActivity(fleet.ActivityTimeScale, mock.Anything).Return(cloud.TimeScale(60), nil)
+	w.Mock(env)
 	env.OnActivity(serving.ActivityOfferings, mock.Anything, mock.Anything).Return([]cloud.Offering{
 		{Provider: "sim", Zone: "z-a", InstanceType: "v1", GPUType: "V100-16", GPUsPerInstance: 1, SpotPrice: 1, OnDemandPrice: 3, SpotCapacity: 8},
 		{Provider: "sim", Zone: "z-b", InstanceType: "v1", GPUType: "V100-16", GPUsPerInstance: 1, SpotPrice: 1.2, OnDemandPrice: 3, SpotCapacity: 8},
 		{Provider: "sim", Zone: "z-c", InstanceType: "v1", GPUType: "V100-16", GPUsPerInstance: 1, SpotPrice: 1.5, OnDemandPrice: 3, SpotCapacity: 8},
 	}, nil)
-	env.OnActivity(fleet.ActivityAcquireInstances, mock.Anything, mock.Anything).Return(func(_ context.Context, req cloud.CreateRequest) (fleet.AcquireResult, error) {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		w.acquires = append(w.acquires, req)
-		res := fleet.AcquireResult{}
-		for range req.Count {
-			w.next++
-			price := map[string]float64{"z-a": 1, "z-b": 1.2, "z-c": 1.5}[req.Zone]
-			in := cloud.Instance{ID: fmt.Sprintf("i-%d", w.next), Provider: "sim", Zone: req.Zone, InstanceType: req.InstanceType,
-				GPUType: "V100-16", GPUs: 1, Capacity: req.Capacity, State: cloud.StateRunning, JobID: req.JobID, PricePerHour: price}
-			w.instances[in.ID] = &in
-			res.Instances = append(res.Instances, in)
-		}
-		return res, nil
-	})
-	env.OnActivity(fleet.ActivityDescribeInstances, mock.Anything, mock.Anything).Return(func(_ context.Context, ids []string) ([]cloud.Instance, error) {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		var out []cloud.Instance
-		for _, id := range ids {
-			out = append(out, *w.instances[id])
-		}
-		return out, nil
-	})
-	env.OnActivity(fleet.ActivityReleaseInstances, mock.Anything, mock.Anything).Return(func(_ context.Context, ids []string) error {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		for _, id := range ids {
-			if w.instances[id].State != cloud.StatePreempted {
-				w.instances[id].State = cloud.StateTerminated
-			}
-			w.released = append(w.released, id)
-			w.log = append(w.log, "released "+id)
-		}
-		return nil
-	})
-	env.OnActivity(fleet.ActivityListJobInstances, mock.Anything, mock.Anything).Return(func(context.Context, string) ([]cloud.Instance, error) {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		var out []cloud.Instance
-		for i := 1; i <= w.next; i++ {
-			if in := w.instances[fmt.Sprintf("i-%d", i)]; !in.State.Gone() {
-				out = append(out, *in)
-			}
-		}
-		return out, nil
-	})
 	// A stage serves until it is cancelled (a day of test clock); the node side reports it
 	// ready after its boot time.
 	env.OnActivity(serving.ActivityRunStage, mock.Anything, mock.Anything).After(24 * time.Hour).Return(
@@ -185,20 +104,20 @@ func newEnv(t *testing.T, w *world) *testsuite.TestWorkflowEnvironment {
 		}
 		var a serving.StageAssignment
 		require.NoError(t, args.Get(&a))
-		w.mu.Lock()
+		w.Lock()
 		w.assignments = append(w.assignments, a)
-		w.mu.Unlock()
+		w.Unlock()
 		boot := w.boot(a)
 		if boot < 0 {
 			return
 		}
 		env.RegisterDelayedCallback(func() {
-			w.mu.Lock()
-			alive := !w.instances[a.InstanceID].State.Gone()
+			w.Lock()
+			alive := !w.Instances[a.InstanceID].State.Gone()
 			if alive {
-				w.log = append(w.log, "ready "+a.InstanceID)
+				w.Log = append(w.Log, "ready "+a.InstanceID)
 			}
-			w.mu.Unlock()
+			w.Unlock()
 			if alive {
 				env.SignalWorkflow(serving.SignalStageReady, serving.StageReady{Replica: a.Replica, Stage: a.Stage, InstanceID: a.InstanceID,
 					Epoch: a.Epoch, WorkerAddr: a.InstanceID + ":9000", HolderAddr: a.InstanceID + ":9100"})
@@ -289,7 +208,7 @@ func TestTwoStageDeploymentBecomesServing(t *testing.T) {
 
 	assert.Equal(t, serving.PhaseStopped, st.Phase)
 	assert.Equal(t, serving.PhaseStopped, stopped.Phase, "the stop update answers with the final status")
-	assert.Empty(t, w.leaked())
+	assert.Empty(t, w.Leaked())
 	assert.Zero(t, st.LeakedInstances)
 }
 
@@ -299,7 +218,7 @@ func TestStageLostWithoutNoticeIsReplacedAndTheFailoverRecorded(t *testing.T) {
 	var lost serving.StageAssignment
 	env.RegisterDelayedCallback(func() {
 		lost = w.current(0, 0)
-		w.state(lost.InstanceID, cloud.StatePreempted) // no notice: the poll finds it
+		w.State(lost.InstanceID, cloud.StatePreempted) // no notice: the poll finds it
 	}, time.Minute)
 	var mid serving.Status
 	env.RegisterDelayedCallback(func() { mid = query[serving.Status](t, env, serving.QueryStatus) }, 2*time.Minute)
@@ -325,8 +244,8 @@ func TestStageLostWithoutNoticeIsReplacedAndTheFailoverRecorded(t *testing.T) {
 	assert.Greater(t, repl.Epoch, lost.Epoch)
 	other := w.current(0, 1)
 	assert.Equal(t, other.InstanceID+":9100", repl.NextHolderAddr, "it restores from its successor's holder")
-	assert.NotEqual(t, w.instances[lost.InstanceID].Zone, w.instances[repl.InstanceID].Zone, "the zone that preempted is avoided")
-	assert.Empty(t, w.leaked())
+	assert.NotEqual(t, w.Instances[lost.InstanceID].Zone, w.Instances[repl.InstanceID].Zone, "the zone that preempted is avoided")
+	assert.Empty(t, w.Leaked())
 }
 
 func TestNoticeMigratesTheStageBeforeTheMachineIsReleased(t *testing.T) {
@@ -363,8 +282,8 @@ func TestNoticeMigratesTheStageBeforeTheMachineIsReleased(t *testing.T) {
 	require.GreaterOrEqual(t, readyAt, 0)
 	require.GreaterOrEqual(t, releasedAt, 0)
 	assert.Less(t, readyAt, releasedAt, "the replacement is ready before the noticed machine is released: %v", log)
-	assert.NotEqual(t, w.instances[noticed.InstanceID].Zone, w.instances[repl.InstanceID].Zone)
-	assert.Empty(t, w.leaked())
+	assert.NotEqual(t, w.Instances[noticed.InstanceID].Zone, w.Instances[repl.InstanceID].Zone)
+	assert.Empty(t, w.Leaked())
 }
 
 func TestStopReleasesEverythingAndEndsStopped(t *testing.T) {
@@ -378,8 +297,8 @@ func TestStopReleasesEverythingAndEndsStopped(t *testing.T) {
 	st := finalStatus(t, env)
 	assert.Equal(t, serving.PhaseStopped, st.Phase)
 	assert.Equal(t, serving.PhaseStopped, stopped.Phase)
-	assert.Len(t, w.released, 4)
-	assert.Empty(t, w.leaked())
+	assert.Len(t, w.Released, 4)
+	assert.Empty(t, w.Leaked())
 	assert.Zero(t, st.GPUs)
 	assert.Empty(t, st.Instances)
 }
@@ -391,8 +310,8 @@ func TestCancelReleasesEverything(t *testing.T) {
 	env.ExecuteWorkflow(ServingDeployment, deployInput())
 	require.True(t, env.IsWorkflowCompleted())
 	require.Error(t, env.GetWorkflowError())
-	assert.Empty(t, w.leaked())
-	assert.Len(t, w.released, 2)
+	assert.Empty(t, w.Leaked())
+	assert.Len(t, w.Released, 2)
 }
 
 func TestBadSpecFailsAtOnceNamingTheFields(t *testing.T) {
@@ -418,7 +337,7 @@ func TestBadSpecFailsAtOnceNamingTheFields(t *testing.T) {
 	}
 	assert.Contains(t, fields, "name")
 	assert.Contains(t, fields, "stages")
-	assert.Empty(t, w.acquires, "nothing is bought for a bad spec")
+	assert.Empty(t, w.Acquires, "nothing is bought for a bad spec")
 }
 
 func TestScaleUpdateValidatesAndAddsAReplica(t *testing.T) {
@@ -457,7 +376,7 @@ func TestScaleUpdateValidatesAndAddsAReplica(t *testing.T) {
 	require.Len(t, pipe.Replicas, 2)
 	assert.True(t, pipe.Replicas[1].Ready)
 	assert.Equal(t, serving.PhaseStopped, st.Phase)
-	assert.Empty(t, w.leaked())
+	assert.Empty(t, w.Leaked())
 }
 
 func TestContinuesAsNewAndReattachesWithoutBuying(t *testing.T) {
@@ -479,24 +398,24 @@ func TestContinuesAsNewAndReattachesWithoutBuying(t *testing.T) {
 	}
 	assert.Len(t, next.Carried.Instances, 2)
 	assert.Equal(t, cloud.TimeScale(60), next.Carried.TimeScale)
-	bought := len(w.acquires)
+	bought := len(w.Acquires)
 
 	env2 := newEnv(t, w)
 	next.Options.ContinueAsNewAfter = 0
 	var mid serving.Status
 	env2.RegisterDelayedCallback(func() { mid = query[serving.Status](t, env2, serving.QueryStatus) }, time.Minute)
 	stopAt(t, env2, 2*time.Minute, nil)
-	w.mu.Lock()
+	w.Lock()
 	w.assignments = nil
-	w.mu.Unlock()
+	w.Unlock()
 	env2.ExecuteWorkflow(ServingDeployment, next)
 	st := finalStatus(t, env2)
 	assert.Equal(t, serving.PhaseServing, mid.Phase)
-	assert.Equal(t, bought, len(w.acquires), "the next run buys nothing")
+	assert.Equal(t, bought, len(w.Acquires), "the next run buys nothing")
 	require.Len(t, w.assignments, 2)
 	for _, a := range w.assignments {
 		assert.True(t, a.Adopt, "the next run re-attaches to the running workers")
 	}
 	assert.Equal(t, serving.PhaseStopped, st.Phase)
-	assert.Empty(t, w.leaked())
+	assert.Empty(t, w.Leaked())
 }

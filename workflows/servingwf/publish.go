@@ -2,45 +2,22 @@ package servingwf
 
 import (
 	"fmt"
-	"math"
 	"strings"
 
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/schooner-ml/schooner/serving"
+	"github.com/schooner-ml/schooner/workflows/internal/jobwf"
 )
 
-// The search attributes a deployment keeps current (registered by
-// workers.EnsureSearchAttributes, the same as a TrainingJob's), so the UI and
-// `temporal workflow list --query` filter deployments.
-var (
-	saPhase = temporal.NewSearchAttributeKeyKeyword("SchoonerPhase")
-	saCost  = temporal.NewSearchAttributeKeyFloat64("SchoonerCostUSD")
-	saGPUs  = temporal.NewSearchAttributeKeyInt64("SchoonerGPUs")
-	saZones = temporal.NewSearchAttributeKeyKeywordList("SchoonerZones")
-)
-
-// publish updates the story in the UI, and the search attributes and the status memo when
-// something visible changed (phase, GPUs, zones, membership, failovers): cost alone moves
-// with every event and goes along with the next upsert, so the history does not grow with
-// every poll.
+// publish updates the story in the UI, and the search attributes (jobwf.Publisher) and the
+// status memo when something visible changed (phase, GPUs, zones, membership, failovers):
+// cost alone moves with every event and goes along with the next upsert, so the history
+// does not grow with every poll.
 func (d *dep) publish(ctx workflow.Context) {
-	workflow.SetCurrentDetails(ctx, d.story())
-	zones := append([]string{}, d.status.Zones...)
-	sig := fmt.Sprintf("%s|%d|%s|%d|%d", d.status.Phase, d.status.GPUs, strings.Join(zones, ","), d.version, d.status.Failovers)
-	if sig == d.lastSA {
-		return
-	}
-	d.lastSA = sig
-	cost := math.Round(d.status.CostUSD*100) / 100
-	if err := workflow.UpsertTypedSearchAttributes(ctx, saPhase.ValueSet(d.status.Phase), saCost.ValueSet(cost),
-		saGPUs.ValueSet(int64(d.status.GPUs)), saZones.ValueSet(zones)); err != nil {
-		workflow.GetLogger(ctx).Warn("upserting search attributes", "error", err)
-	}
-	if err := workflow.UpsertMemo(ctx, map[string]any{serving.MemoStatus: d.snapshot().Published()}); err != nil {
-		workflow.GetLogger(ctx).Warn("upserting the status memo", "error", err)
-	}
+	d.pub.Publish(ctx, d.story(), jobwf.Visible{Phase: d.status.Phase, CostUSD: d.status.CostUSD, GPUs: d.status.GPUs,
+		Zones: d.status.Zones, More: fmt.Sprintf("%d|%d", d.version, d.status.Failovers)},
+		func() map[string]any { return map[string]any{serving.MemoStatus: d.snapshot().Published()} })
 }
 
 // story is the workflow's current details in the UI.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/serving"
+	"github.com/schooner-ml/schooner/workflows/internal/jobwf"
 )
 
 // dep is one ServingDeployment run's state. Everything a decision reads is here and changes
@@ -49,9 +50,9 @@ type dep struct {
 	stopped       bool
 	finished      bool
 
-	lastAccrue time.Time
-	events     int
-	lastSA     string
+	meter  jobwf.Meter
+	events int
+	pub    jobwf.Publisher
 }
 
 // slot is one (replica, stage): the machine it runs on, its RunStage, and the failover in
@@ -106,7 +107,7 @@ type stageRun struct {
 func newDep(ctx workflow.Context, in serving.DeployInput) *dep {
 	now := workflow.Now(ctx)
 	d := &dep{in: in, opts: in.Options.WithDefaults(), spec: in.Spec, id: workflow.GetInfo(ctx).WorkflowExecution.ID,
-		odPrice: map[string]float64{}, wake: workflow.NewBufferedChannel(ctx, 64), lastAccrue: now}
+		odPrice: map[string]float64{}, wake: workflow.NewBufferedChannel(ctx, 64), meter: jobwf.Meter{Last: now}}
 	d.status = serving.Status{DeploymentID: d.id, Name: in.Spec.Name, Model: in.Spec.ModelID(), Phase: serving.PhasePlanning,
 		StartedAt: now, UpdatedAt: now}
 	if c := in.Carried; c != nil {
@@ -189,20 +190,7 @@ func (d *dep) drop(ids ...string) {
 // accrue adds the cost of holding the instances since the last event: price × the
 // provider's hours, and the same holding at on-demand prices for the comparison.
 func (d *dep) accrue(now time.Time) {
-	dt := now.Sub(d.lastAccrue)
-	d.lastAccrue = now
-	if dt <= 0 {
-		return
-	}
-	hours := d.scale.SimHours(dt)
-	for _, in := range d.held {
-		d.status.CostUSD += in.PricePerHour * hours
-		od, ok := d.odPrice[in.ID]
-		if !ok || od == 0 {
-			od = in.PricePerHour
-		}
-		d.status.OnDemandCostUSD += od * hours
-	}
+	d.meter.Accrue(now, d.scale, d.held, d.odPrice, &d.status.CostUSD, &d.status.OnDemandCostUSD)
 }
 
 // refresh recomputes the derived fields of the status.

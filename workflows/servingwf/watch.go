@@ -10,8 +10,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/schooner-ml/schooner/cloud"
-	"github.com/schooner-ml/schooner/fleet"
 	"github.com/schooner-ml/schooner/serving"
+	"github.com/schooner-ml/schooner/workflows/internal/jobwf"
 )
 
 // loop keeps the deployment serving until it is stopped: each turn it applies a scale
@@ -428,16 +428,7 @@ func (d *dep) verdict(ctx workflow.Context, id string) (cloud.Verdict, error) {
 
 // describe runs DescribeInstances (an id the provider no longer knows comes back terminated).
 func (d *dep) describe(ctx workflow.Context, ids []string) ([]cloud.Instance, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	var got []cloud.Instance
-	err := workflow.ExecuteActivity(d.controlCtx(ctx, fmt.Sprintf("describe %d instances of %s", len(ids), d.id), time.Minute),
-		fleet.ActivityDescribeInstances, ids).Get(ctx, &got)
-	if err != nil {
-		return nil, fmt.Errorf("describing instances: %w", err)
-	}
-	return got, nil
+	return jobwf.Describe(ctx, d.id, ids)
 }
 
 // applyScale lays out or removes replicas to match the scale update: new replicas are

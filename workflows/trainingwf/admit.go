@@ -10,6 +10,7 @@ import (
 	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/fleet"
 	"github.com/schooner-ml/schooner/training"
+	"github.com/schooner-ml/schooner/workflows/internal/jobwf"
 )
 
 // versionAdmission marks runs that ask the control plane for its limits and the provider for
@@ -102,7 +103,7 @@ func (j *job) askTimeScale(ctx workflow.Context) (cloud.TimeScale, error) {
 		return c.TimeScale, nil
 	}
 	var scale cloud.TimeScale
-	err := workflow.ExecuteActivity(j.controlCtx(ctx, "ask the provider for its time scale", time.Minute),
+	err := workflow.ExecuteActivity(jobwf.ControlCtx(ctx, "ask the provider for its time scale", time.Minute),
 		fleet.ActivityTimeScale).Get(ctx, &scale)
 	return scale, err
 }

@@ -9,8 +9,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/schooner-ml/schooner/cloud"
-	"github.com/schooner-ml/schooner/fleet"
 	"github.com/schooner-ml/schooner/training"
+	"github.com/schooner-ml/schooner/workflows/internal/jobwf"
 )
 
 // TrainingJob trains one model to its last iteration on spot GPUs: plan on what can be had,
@@ -183,7 +183,7 @@ func (j *job) complete(ctx workflow.Context, step int64) error {
 	j.status.Iteration = j.spec.Iterations
 	if kind := j.spec.Trainer.Kind; kind == "" || kind == "sim" {
 		req := training.VerifyStateRequest{Store: j.status.CheckpointStore, Step: step, Seed: j.spec.Trainer.Seed, ModelLayers: j.modelLayers}
-		err := workflow.ExecuteActivity(j.controlCtx(ctx, fmt.Sprintf("verify step %d against an uninterrupted run", step), 10*time.Minute),
+		err := workflow.ExecuteActivity(jobwf.ControlCtx(ctx, fmt.Sprintf("verify step %d against an uninterrupted run", step), 10*time.Minute),
 			training.ActivityVerifyTrainedState, req).Get(ctx, nil)
 		j.status.StateVerified = err == nil
 		if err != nil {
@@ -201,67 +201,37 @@ func (j *job) complete(ctx workflow.Context, step int64) error {
 	return nil
 }
 
-// cleanup releases every held instance, then lists the job's tag for stragglers (a fleet
-// interrupted mid-create) and releases those too; what is still listed after that leaked.
+// cleanup releases every held instance, then the stragglers still tagged with the job's id
+// (a fleet interrupted mid-create); what is still listed after that leaked.
 func (j *job) cleanup(ctx workflow.Context) error {
 	if err := j.releaseAll(ctx); err != nil {
 		return err
 	}
-	var left []cloud.Instance
-	lctx := j.controlCtx(ctx, "list instances still tagged "+cloud.JobTag+"="+j.id, time.Minute)
-	if err := workflow.ExecuteActivity(lctx, fleet.ActivityListJobInstances, j.id).Get(ctx, &left); err != nil {
-		return fmt.Errorf("listing leftover instances: %w", err)
-	}
-	if len(left) == 0 {
-		return nil
-	}
-	ids := make([]string, len(left))
-	for i, in := range left {
-		ids[i] = in.ID
-	}
-	if err := j.release(ctx, ids); err != nil {
+	ids, leaked, err := jobwf.ReleaseStragglers(ctx, j.id, j.release)
+	if err != nil || len(ids) == 0 {
 		return err
 	}
-	if err := workflow.ExecuteActivity(lctx, fleet.ActivityListJobInstances, j.id).Get(ctx, &left); err != nil {
-		return fmt.Errorf("listing leftover instances: %w", err)
-	}
-	j.status.LeakedInstances = len(left)
+	j.status.LeakedInstances = leaked
 	j.event(ctx, fmt.Sprintf("released %d stragglers", len(ids)))
 	return nil
 }
 
-// finish turns the run's end into the workflow's result; on cancel or failure it releases
-// every instance in a disconnected context, so cleanup runs even though ctx is cancelled.
+// finish turns the run's end into the workflow's result (jobwf.Finish); on cancel or
+// failure the epoch is cancelled and every instance released in a disconnected context.
 func (j *job) finish(ctx workflow.Context, err error) (training.JobStatus, error) {
-	var can *workflow.ContinueAsNewError
-	if errors.As(err, &can) {
-		return j.snapshot(), err
-	}
-	if err == nil {
-		j.finished = true
-		_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
-		return j.snapshot(), nil
-	}
-	dctx, cancel := workflow.NewDisconnectedContext(ctx)
-	defer cancel()
-	cancelled := temporal.IsCanceledError(err) || errors.Is(ctx.Err(), workflow.ErrCanceled)
-	if j.cancelEpoch != nil {
-		j.cancelEpoch()
-	}
-	j.status.Error = err.Error()
-	j.setPhase(dctx, training.PhaseReleasing)
-	if cerr := j.cleanup(dctx); cerr != nil {
-		err = errors.Join(err, cerr)
-		j.status.Error = err.Error()
-	}
-	j.finished = true
-	if cancelled {
-		j.status.Error = ""
-		j.setPhase(dctx, training.PhaseCancelled)
-		return j.snapshot(), err
-	}
-	j.setPhase(dctx, training.PhaseFailed)
-	return j.snapshot(), err
+	return jobwf.Finish(ctx, err, jobwf.End[training.JobStatus]{
+		Snapshot: j.snapshot,
+		Error:    &j.status.Error,
+		Interrupt: func() {
+			if j.cancelEpoch != nil {
+				j.cancelEpoch()
+			}
+		},
+		SetPhase:  j.setPhase,
+		Cleanup:   j.cleanup,
+		Done:      func() { j.finished = true },
+		Releasing: training.PhaseReleasing, Cancelled: training.PhaseCancelled, Failed: training.PhaseFailed,
+	})
 }
 
 // continueAsNew hands the job's state to a new run; the trainers were stopped and the new

@@ -3,11 +3,6 @@ package trainingwf
 import (
 	"context"
 	"errors"
-	"fmt"
-	"github.com/schooner-ml/schooner/activities/fleetact"
-	"github.com/schooner-ml/schooner/activities/trainingact"
-	"github.com/schooner-ml/schooner/workflows/fleetwf"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,36 +16,28 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/schooner-ml/schooner/activities/trainingact"
 	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/fleet"
 	"github.com/schooner-ml/schooner/planner"
 	"github.com/schooner-ml/schooner/training"
+	"github.com/schooner-ml/schooner/workflows/internal/wftest"
 )
 
-// jobWorld is a tiny scripted cloud and store behind the mocked control activities.
+// jobWorld is a tiny scripted cloud (wftest.Cloud) and store behind the mocked control
+// activities.
 type jobWorld struct {
-	mu          sync.Mutex
-	next        int
-	instances   map[string]*cloud.Instance
-	released    []string
+	*wftest.Cloud
 	durable     int64
 	assignments []training.Assignment
-	acquires    []cloud.CreateRequest
 	plans       []training.PlanJobRequest
-	shortOnce   map[string]bool // zone → the first acquire there is short
 	trainerRun  func(a training.Assignment) (time.Duration, error)
 	verifyErr   error
 	verified    []training.VerifyStateRequest
 }
 
 func newJobWorld() *jobWorld {
-	return &jobWorld{instances: map[string]*cloud.Instance{}, durable: -1, shortOnce: map[string]bool{}}
-}
-
-func (w *jobWorld) state(id string, s cloud.State) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.instances[id].State = s
+	return &jobWorld{Cloud: wftest.NewCloud("A100-40"), durable: -1}
 }
 
 // twoStagePlan is a plan of two stages, one replica each, in zone.
@@ -76,7 +63,7 @@ func jobInput() training.JobInput {
 // standIn has every activity of the job with the contract's signatures (the compiler checks
 // them against the interfaces); registered through the production Register functions, each is
 // mocked by the tests.
-type standIn struct{}
+type standIn struct{ wftest.FleetStandIn }
 
 var (
 	_ training.ControlActivities = standIn{}
@@ -90,20 +77,11 @@ func (standIn) JobOfferings(context.Context, training.JobOfferingsRequest) ([]cl
 func (standIn) PlanJob(context.Context, training.PlanJobRequest) (training.PlanJobResult, error) {
 	return training.PlanJobResult{}, nil
 }
-func (standIn) AcquireInstances(context.Context, cloud.CreateRequest) (fleet.AcquireResult, error) {
-	return fleet.AcquireResult{}, nil
-}
-func (standIn) DescribeInstances(context.Context, []string) ([]cloud.Instance, error) {
-	return nil, nil
-}
-func (standIn) ReleaseInstances(context.Context, []string) error                      { return nil }
-func (standIn) ListJobInstances(context.Context, string) ([]cloud.Instance, error)    { return nil, nil }
 func (standIn) LatestDurableCheckpoint(context.Context, string) (int64, error)        { return 0, nil }
 func (standIn) VerifyTrainedState(context.Context, training.VerifyStateRequest) error { return nil }
 func (standIn) RunTrainer(context.Context, training.Assignment) (training.TrainerResult, error) {
 	return training.TrainerResult{}, nil
 }
-func (standIn) TimeScale(context.Context) (cloud.TimeScale, error) { return 1, nil }
 func (standIn) AdmissionLimits(context.Context) (training.Limits, error) {
 	return training.DefaultLimits, nil
 }
@@ -113,79 +91,28 @@ func (standIn) StopTrainers(context.Context, training.StopRequest) (int, error) 
 func newJobEnv(t *testing.T, w *jobWorld, planFor func(req training.PlanJobRequest) (training.PlanJobResult, error)) *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	fleetwf.Register(env)
-	fleetact.Register(env, standIn{})
+	wftest.RegisterFleet(env, standIn{})
 	trainingact.RegisterControl(env, standIn{})
 	trainingact.RegisterNode(env, standIn{})
-	env.OnActivity(fleet.ActivityTimeScale, mock.Anything).Return(cloud.TimeScale(60), nil)
+	w.Mock(env)
 	env.OnActivity(training.ActivityJobOfferings, mock.Anything, mock.Anything).Return([]cloud.Offering{
 		{Provider: "sim", Zone: "z-a", InstanceType: "a1", GPUType: "A100-40", GPUsPerInstance: 1, SpotPrice: 1, OnDemandPrice: 3, SpotCapacity: 8},
 		{Provider: "sim", Zone: "z-b", InstanceType: "a1", GPUType: "A100-40", GPUsPerInstance: 1, SpotPrice: 1.2, OnDemandPrice: 3, SpotCapacity: 8},
 	}, nil)
 	env.OnActivity(training.ActivityPlanJob, mock.Anything, mock.Anything).Return(func(_ context.Context, req training.PlanJobRequest) (training.PlanJobResult, error) {
-		w.mu.Lock()
+		w.Lock()
 		w.plans = append(w.plans, req)
-		w.mu.Unlock()
+		w.Unlock()
 		return planFor(req)
 	})
-	env.OnActivity(fleet.ActivityAcquireInstances, mock.Anything, mock.Anything).Return(func(_ context.Context, req cloud.CreateRequest) (fleet.AcquireResult, error) {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		w.acquires = append(w.acquires, req)
-		n := req.Count
-		res := fleet.AcquireResult{}
-		if w.shortOnce[req.Zone] {
-			w.shortOnce[req.Zone] = false
-			n = req.Count / 2
-			k := cloud.OfferingKey{Capacity: req.Capacity, InstanceType: req.InstanceType, Zone: req.Zone}
-			res.CapacityShort, res.Unavailable, res.Reason = req.Count-n, []cloud.OfferingKey{k}, "insufficient capacity"
-		}
-		for i := 0; i < n; i++ {
-			w.next++
-			in := cloud.Instance{ID: fmt.Sprintf("i-%d", w.next), Provider: "sim", Zone: req.Zone, InstanceType: req.InstanceType,
-				GPUType: "A100-40", GPUs: 1, Capacity: req.Capacity, State: cloud.StateRunning, JobID: req.JobID, PricePerHour: 1}
-			w.instances[in.ID] = &in
-			res.Instances = append(res.Instances, in)
-		}
-		return res, nil
-	})
-	env.OnActivity(fleet.ActivityDescribeInstances, mock.Anything, mock.Anything).Return(func(_ context.Context, ids []string) ([]cloud.Instance, error) {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		var out []cloud.Instance
-		for _, id := range ids {
-			out = append(out, *w.instances[id])
-		}
-		return out, nil
-	})
-	env.OnActivity(fleet.ActivityReleaseInstances, mock.Anything, mock.Anything).Return(func(_ context.Context, ids []string) error {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		for _, id := range ids {
-			w.instances[id].State = cloud.StateTerminated
-			w.released = append(w.released, id)
-		}
-		return nil
-	})
-	env.OnActivity(fleet.ActivityListJobInstances, mock.Anything, mock.Anything).Return(func(context.Context, string) ([]cloud.Instance, error) {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		var out []cloud.Instance
-		for i := 1; i <= w.next; i++ {
-			if in := w.instances[fmt.Sprintf("i-%d", i)]; !in.State.Gone() {
-				out = append(out, *in)
-			}
-		}
-		return out, nil
-	})
 	env.OnActivity(training.ActivityLatestCheckpoint, mock.Anything, mock.Anything).Return(func(context.Context, string) (int64, error) {
-		w.mu.Lock()
-		defer w.mu.Unlock()
+		w.Lock()
+		defer w.Unlock()
 		return w.durable, nil
 	})
 	env.OnActivity(training.ActivityVerifyTrainedState, mock.Anything, mock.Anything).Return(func(_ context.Context, req training.VerifyStateRequest) error {
-		w.mu.Lock()
-		defer w.mu.Unlock()
+		w.Lock()
+		defer w.Unlock()
 		w.verified = append(w.verified, req)
 		return w.verifyErr
 	})
@@ -195,9 +122,9 @@ func newJobEnv(t *testing.T, w *jobWorld, planFor func(req training.PlanJobReque
 		}
 		var a training.Assignment
 		require.NoError(t, args.Get(&a))
-		w.mu.Lock()
+		w.Lock()
 		w.assignments = append(w.assignments, a)
-		w.mu.Unlock()
+		w.Unlock()
 	})
 	// The trainer mocks take test-clock time: one per delay class the scripts use.
 	for _, d := range []time.Duration{0, time.Second, 10 * time.Second, time.Hour} {
@@ -210,25 +137,13 @@ func newJobEnv(t *testing.T, w *jobWorld, planFor func(req training.PlanJobReque
 			if err != nil {
 				return training.NoResult(a.Rank), err
 			}
-			w.mu.Lock()
+			w.Lock()
 			w.durable = a.Iterations
-			w.mu.Unlock()
+			w.Unlock()
 			return training.TrainerResult{Rank: a.Rank, FinalIteration: a.Iterations, LastCheckpoint: a.Iterations}, nil
 		})
 	}
 	return env
-}
-
-func (w *jobWorld) leaked() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var out []string
-	for id, in := range w.instances {
-		if !in.State.Gone() {
-			out = append(out, id)
-		}
-	}
-	return out
 }
 
 func jobResult(t *testing.T, env *testsuite.TestWorkflowEnvironment) training.JobStatus {
@@ -252,7 +167,7 @@ func TestTrainingJobCompletes(t *testing.T) {
 	require.True(t, st.StateVerified)
 	require.Equal(t, int64(100), st.LastCheckpoint)
 	require.Len(t, st.Plans, 1)
-	require.Empty(t, w.leaked())
+	require.Empty(t, w.Leaked())
 	require.Len(t, w.assignments, 2)
 	a := w.assignments[0]
 	require.Equal(t, -1, int(a.RestoreStep))
@@ -279,12 +194,12 @@ func TestTrainingJobWhoseFinalStateDoesNotVerifyFails(t *testing.T) {
 	var app *temporal.ApplicationError
 	require.ErrorAs(t, err, &app)
 	assert.Equal(t, training.ErrTypeStateMismatch, app.Type())
-	assert.Empty(t, w.leaked(), "and it still releases everything")
+	assert.Empty(t, w.Leaked(), "and it still releases everything")
 }
 
 func TestTrainingJobReplansWithWhatICEleft(t *testing.T) {
 	w := newJobWorld()
-	w.shortOnce["z-a"] = true
+	w.ShortOnce["z-a"] = true
 	w.trainerRun = func(training.Assignment) (time.Duration, error) { return 0, nil }
 	env := newJobEnv(t, w, func(req training.PlanJobRequest) (training.PlanJobResult, error) {
 		for _, o := range req.Offers {
@@ -306,7 +221,7 @@ func TestTrainingJobReplansWithWhatICEleft(t *testing.T) {
 	for _, o := range w.plans[1].Offers {
 		require.NotEqual(t, "z-a", o.Zone, "the short offering is left out of the replan")
 	}
-	require.Empty(t, w.leaked())
+	require.Empty(t, w.Leaked())
 }
 
 func TestTrainingJobSurvivesPreemption(t *testing.T) {
@@ -329,14 +244,14 @@ func TestTrainingJobSurvivesPreemption(t *testing.T) {
 		return p, nil
 	})
 	env.RegisterDelayedCallback(func() {
-		w.mu.Lock()
+		w.Lock()
 		w.durable = 40
-		w.mu.Unlock()
+		w.Unlock()
 		env.SignalWorkflow(training.SignalCheckpointCommitted, training.CheckpointCommitted{Epoch: 1, Rank: 0, Step: 40})
 		env.SignalWorkflow(training.SignalPreemptionNotice, training.PreemptionNotice{InstanceID: "i-2", Kind: cloud.Notice})
 	}, 20*time.Second)
 	env.RegisterDelayedCallback(func() {
-		w.state("i-2", cloud.StatePreempted)
+		w.State("i-2", cloud.StatePreempted)
 		preempted = true
 		env.SignalWorkflow(training.SignalPreemptionNotice, training.PreemptionNotice{InstanceID: "i-2", Kind: cloud.Preempted})
 	}, 22*time.Second)
@@ -353,7 +268,7 @@ func TestTrainingJobSurvivesPreemption(t *testing.T) {
 	require.Equal(t, 2, last.Epoch)
 	require.Equal(t, int64(40), last.RestoreStep)
 	require.Equal(t, 1, last.Plan.World)
-	require.Empty(t, w.leaked())
+	require.Empty(t, w.Leaked())
 	for _, o := range w.plans[len(w.plans)-1].Offers {
 		require.NotEqual(t, "z-a", o.Zone, "the zone that preempted is avoided")
 	}
@@ -375,7 +290,7 @@ func TestTrainingJobLostWithoutNoticeAndFalseAlarm(t *testing.T) {
 		return twoStagePlan("z-a", cloud.Spot, 1), nil
 	})
 	// Epoch 2's machine i-1 is reclaimed with no notice; the poll finds it.
-	env.RegisterDelayedCallback(func() { w.state("i-1", cloud.StatePreempted) }, 60*time.Second)
+	env.RegisterDelayedCallback(func() { w.State("i-1", cloud.StatePreempted) }, 60*time.Second)
 	env.ExecuteWorkflow(TrainingJob, jobInput())
 	st := jobResult(t, env)
 	require.Equal(t, training.PhaseCompleted, st.Phase)
@@ -387,7 +302,7 @@ func TestTrainingJobLostWithoutNoticeAndFalseAlarm(t *testing.T) {
 	}
 	require.ElementsMatch(t, epochs[1], epochs[2], "a false alarm relaunches on the same instances")
 	require.NotContains(t, epochs[3], "i-1")
-	require.Empty(t, w.leaked())
+	require.Empty(t, w.Leaked())
 }
 
 func TestTrainingJobCancelReleases(t *testing.T) {
@@ -400,8 +315,8 @@ func TestTrainingJobCancelReleases(t *testing.T) {
 	env.ExecuteWorkflow(TrainingJob, jobInput())
 	require.True(t, env.IsWorkflowCompleted())
 	require.Error(t, env.GetWorkflowError())
-	require.Empty(t, w.leaked())
-	require.Len(t, w.released, 2)
+	require.Empty(t, w.Leaked())
+	require.Len(t, w.Released, 2)
 }
 
 func TestTrainingJobSetBudgetValidator(t *testing.T) {
@@ -450,9 +365,9 @@ func TestTrainingJobDeadlineAddsOnDemand(t *testing.T) {
 	require.Equal(t, training.PhaseCompleted, st.Phase)
 	require.Len(t, st.Plans, 2)
 	require.Equal(t, "deadline", st.Plans[1].Reason)
-	last := w.acquires[len(w.acquires)-1]
+	last := w.Acquires[len(w.Acquires)-1]
 	require.Equal(t, cloud.OnDemand, last.Capacity)
-	require.Empty(t, w.leaked())
+	require.Empty(t, w.Leaked())
 }
 
 func TestTrainingJobPauseResume(t *testing.T) {
@@ -473,14 +388,14 @@ func TestTrainingJobPauseResume(t *testing.T) {
 			OnComplete: func(r any, err error) { require.NoError(t, err); paused = r.(training.JobStatus) }})
 	}, 10*time.Second)
 	env.RegisterDelayedCallback(func() {
-		w.mu.Lock()
+		w.Lock()
 		w.durable = 30
-		w.mu.Unlock()
+		w.Unlock()
 		env.SignalWorkflow(training.SignalCheckpointCommitted, training.CheckpointCommitted{Epoch: 1, Rank: 0, Step: 30})
 	}, 15*time.Second)
 	var leakedWhilePaused []string
 	env.RegisterDelayedCallback(func() {
-		leakedWhilePaused = w.leaked()
+		leakedWhilePaused = w.Leaked()
 		env.UpdateWorkflow(training.UpdateResume, "r", &testsuite.TestUpdateCallback{OnReject: func(err error) { t.Error(err) }, OnAccept: noop,
 			OnComplete: func(any, error) {}})
 	}, 5*time.Minute)
@@ -516,11 +431,11 @@ func TestTrainingJobContinuesAsNew(t *testing.T) {
 	require.Len(t, next.Carried.Placement, 2)
 	require.Equal(t, 1, next.Carried.Status.CheckpointsCommitted)
 	require.Equal(t, int64(20), next.Carried.Status.LastCheckpoint)
-	require.Empty(t, w.released, "instances are carried, not released")
+	require.Empty(t, w.Released, "instances are carried, not released")
 
 	// The next run relaunches the carried plan without planning again.
 	w2 := newJobWorld()
-	w2.instances, w2.next, w2.durable = w.instances, w.next, 20
+	w2.Instances, w2.Next, w2.durable = w.Instances, w.Next, 20
 	w2.trainerRun = func(training.Assignment) (time.Duration, error) { return 0, nil }
 	env2 := newJobEnv(t, w2, func(training.PlanJobRequest) (training.PlanJobResult, error) {
 		return twoStagePlan("z-a", cloud.Spot, 1), nil
@@ -532,7 +447,7 @@ func TestTrainingJobContinuesAsNew(t *testing.T) {
 	require.Empty(t, w2.plans, "the carried plan is relaunched as is")
 	require.Equal(t, 2, st.Epoch)
 	require.Equal(t, int64(20), w2.assignments[0].RestoreStep)
-	require.Empty(t, w2.leaked())
+	require.Empty(t, w2.Leaked())
 }
 
 func TestTrainingJobHeartbeatTimeoutConfirmedLost(t *testing.T) {
@@ -541,7 +456,7 @@ func TestTrainingJobHeartbeatTimeoutConfirmedLost(t *testing.T) {
 		switch {
 		case a.Epoch == 1 && a.Rank == 0:
 			// The node died without a notice: the provider says terminated.
-			w.state(a.InstanceID, cloud.StateTerminated)
+			w.State(a.InstanceID, cloud.StateTerminated)
 			return 10 * time.Second, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil)
 		case a.Epoch == 1:
 			return time.Hour, nil
@@ -559,7 +474,7 @@ func TestTrainingJobHeartbeatTimeoutConfirmedLost(t *testing.T) {
 	require.Equal(t, 0, st.Preemptions, "terminated, not reclaimed: a lost machine is not a preemption")
 	require.Equal(t, 1, st.LostInstances)
 	require.Equal(t, "lost", st.Plans[len(st.Plans)-1].Reason)
-	require.Empty(t, w.leaked())
+	require.Empty(t, w.Leaked())
 }
 
 func TestTrainingJobReplacesStuckInstance(t *testing.T) {
@@ -581,13 +496,13 @@ func TestTrainingJobReplacesStuckInstance(t *testing.T) {
 	st := jobResult(t, env)
 	require.Equal(t, training.PhaseCompleted, st.Phase)
 	require.Equal(t, 0, st.Preemptions, "a stuck machine is replaced, not counted as a preemption")
-	require.Contains(t, w.released, "i-1")
+	require.Contains(t, w.Released, "i-1")
 	for _, a := range w.assignments {
 		if a.Epoch == 2 {
 			require.NotEqual(t, "i-1", a.InstanceID)
 		}
 	}
-	require.Empty(t, w.leaked())
+	require.Empty(t, w.Leaked())
 }
 
 func TestTrainingJobBudgetExhaustedFailsAndReleases(t *testing.T) {
@@ -603,7 +518,7 @@ func TestTrainingJobBudgetExhaustedFailsAndReleases(t *testing.T) {
 	err := env.GetWorkflowError()
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "budget")
-	require.Empty(t, w.leaked())
+	require.Empty(t, w.Leaked())
 }
 
 func TestTrainingJobRefusesABadSpecAtOnceNamingTheField(t *testing.T) {
@@ -628,7 +543,7 @@ func TestTrainingJobRefusesABadSpecAtOnceNamingTheField(t *testing.T) {
 	var problems []training.FieldError
 	require.NoError(t, app.Details(&problems))
 	assert.GreaterOrEqual(t, len(problems), 2)
-	assert.Empty(t, w.acquires, "nothing is bought for a bad spec")
+	assert.Empty(t, w.Acquires, "nothing is bought for a bad spec")
 	assert.Empty(t, w.plans)
 }
 
@@ -673,7 +588,7 @@ func TestTrainingJobRefusesAPastDeadlineAndJobsOverTheLimits(t *testing.T) {
 			require.ErrorAs(t, err, &app)
 			assert.Equal(t, training.ErrTypeInvalidSpec, app.Type())
 			assert.Contains(t, err.Error(), c.field)
-			assert.Empty(t, w.acquires)
+			assert.Empty(t, w.Acquires)
 		})
 	}
 }
@@ -689,7 +604,7 @@ func TestTrainingJobBuysNothingWithABudgetTooSmallForAMinute(t *testing.T) {
 	err := env.GetWorkflowError()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "nothing bought")
-	assert.Empty(t, w.acquires)
+	assert.Empty(t, w.Acquires)
 }
 
 func TestTrainingJobFailsAtOnceWhenTheBudgetRulesOutEveryPlan(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"github.com/schooner-ml/schooner/checkpoint"
 	"github.com/schooner-ml/schooner/taskqueue"
 	"github.com/schooner-ml/schooner/training"
+	"github.com/schooner-ml/schooner/workflows/internal/jobwf"
 )
 
 // trainerRun is one RunTrainer activity of the running epoch.
@@ -27,7 +28,7 @@ type trainerRun struct {
 // latestCheckpoint asks the store for the newest durable step (-1: none).
 func (j *job) latestCheckpoint(ctx workflow.Context) (int64, error) {
 	var step int64
-	err := workflow.ExecuteActivity(j.controlCtx(ctx, "read the latest durable checkpoint of "+j.id, time.Minute),
+	err := workflow.ExecuteActivity(jobwf.ControlCtx(ctx, "read the latest durable checkpoint of "+j.id, time.Minute),
 		training.ActivityLatestCheckpoint, j.status.CheckpointStore).Get(ctx, &step)
 	if err != nil {
 		return 0, fmt.Errorf("reading the latest durable checkpoint: %w", err)

@@ -10,8 +10,8 @@ import (
 
 	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/fleet"
-	"github.com/schooner-ml/schooner/taskqueue"
 	"github.com/schooner-ml/schooner/training"
+	"github.com/schooner-ml/schooner/workflows/internal/jobwf"
 )
 
 // errNoPlan wraps a planning round that found nothing to run on; the loop waits and tries
@@ -24,7 +24,7 @@ var errNoPlan = errors.New("no plan")
 func (j *job) planAndAcquire(ctx workflow.Context, reason string) error {
 	j.setPhase(ctx, training.PhasePlanning)
 	var offers []cloud.Offering
-	if err := workflow.ExecuteActivity(j.controlCtx(ctx, "list offerings for "+j.spec.Name, time.Minute),
+	if err := workflow.ExecuteActivity(jobwf.ControlCtx(ctx, "list offerings for "+j.spec.Name, time.Minute),
 		training.ActivityJobOfferings, training.JobOfferingsRequest{Resources: j.spec.Resources, Spot: j.spec.Spot}).Get(ctx, &offers); err != nil {
 		return fmt.Errorf("listing offerings: %w", err)
 	}
@@ -96,22 +96,9 @@ func (j *job) planOnce(ctx workflow.Context, offers []cloud.Offering) (training.
 
 // fleet runs the Fleet child workflow for the groups the plan lacks.
 func (j *job) fleet(ctx workflow.Context, groups []fleet.Group, round int) (fleet.Result, error) {
-	n := 0
-	for _, g := range groups {
-		n += g.Count
-	}
-	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		WorkflowID:    fmt.Sprintf("%s-fleet-%d-%d-%d", j.id, workflow.GetInfo(ctx).Attempt, len(j.status.Plans), round),
-		TaskQueue:     taskqueue.Control,
-		StaticSummary: fmt.Sprintf("acquire %d instances in %d offerings for %s", n, len(groups), j.id),
-	})
-	var res fleet.Result
-	token := fmt.Sprintf("%s-%s-%d-%d", j.id, workflow.GetInfo(ctx).WorkflowExecution.RunID, len(j.status.Plans), round)
-	err := workflow.ExecuteChildWorkflow(cctx, fleet.WorkflowFleet, fleet.Input{JobID: j.id, Groups: groups, Token: token}).Get(ctx, &res)
-	if err != nil {
-		return res, fmt.Errorf("acquiring %d instances: %w", n, err)
-	}
-	return res, nil
+	info := workflow.GetInfo(ctx)
+	return jobwf.Fleet(ctx, fmt.Sprintf("%s-fleet-%d-%d-%d", j.id, info.Attempt, len(j.status.Plans), round),
+		fleet.Input{JobID: j.id, Groups: groups, Token: fmt.Sprintf("%s-%s-%d-%d", j.id, info.WorkflowExecution.RunID, len(j.status.Plans), round)})
 }
 
 // remember adds what the fleet got to the held instances and marks the short offerings
@@ -179,15 +166,7 @@ func (j *job) releaseUnused(ctx workflow.Context) error {
 
 // release runs ReleaseInstances (idempotent, retried).
 func (j *job) release(ctx workflow.Context, ids []string) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	err := workflow.ExecuteActivity(j.controlCtx(ctx, fmt.Sprintf("release %d instances of %s", len(ids), j.id), 2*time.Minute),
-		fleet.ActivityReleaseInstances, ids).Get(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("releasing %v: %w", ids, err)
-	}
-	return nil
+	return jobwf.Release(ctx, j.id, ids)
 }
 
 // usesOnDemand reports whether any held instance is on demand.
@@ -198,16 +177,6 @@ func (j *job) usesOnDemand() bool {
 		}
 	}
 	return false
-}
-
-// controlCtx is the options of a control activity: on the control queue, retried with
-// backoff, with a readable summary for the UI.
-func (j *job) controlCtx(ctx workflow.Context, summary string, timeout time.Duration) workflow.Context {
-	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue: taskqueue.Control, StartToCloseTimeout: timeout, Summary: summary,
-		RetryPolicy: &temporal.RetryPolicy{InitialInterval: 500 * time.Millisecond, BackoffCoefficient: 2,
-			MaximumInterval: 10 * time.Second, MaximumAttempts: 10},
-	})
 }
 
 // maxGPUs is the job's cap on GPUs held at once: the spec's, or the control plane's limit

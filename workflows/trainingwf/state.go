@@ -11,6 +11,7 @@ import (
 
 	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/training"
+	"github.com/schooner-ml/schooner/workflows/internal/jobwf"
 )
 
 // maxTimeline bounds the timeline kept in the job's state (and so in its query answers and
@@ -60,10 +61,10 @@ type job struct {
 	resumeRequested bool
 	finished        bool
 
-	lastAccrue   time.Time
+	meter        jobwf.Meter
 	events       int
 	trainerFails int
-	lastSA       string
+	pub          jobwf.Publisher
 }
 
 // newJob builds the state of a fresh start or of a run continued as new.
@@ -72,7 +73,7 @@ func newJob(ctx workflow.Context, in training.JobInput) *job {
 		odPrice: map[string]float64{}, warm: map[string]bool{}, wake: workflow.NewBufferedChannel(ctx, 64)}
 	j.strategy = training.SpotStrategy{Policy: in.Spec.Spot, UnavailableTTL: j.opts.UnavailableTTL, AvoidZoneTTL: j.opts.AvoidZoneTTL}
 	now := workflow.Now(ctx)
-	j.lastAccrue = now
+	j.meter.Last = now
 	j.status = training.JobStatus{JobID: j.id, Name: in.Spec.Name, Phase: training.PhasePlanning, Iterations: in.Spec.Iterations,
 		LastCheckpoint: -1, Budget: in.Spec.Budget, StartedAt: now, UpdatedAt: now, GPUs: map[string]int{}}
 	j.lastCounted = -1
@@ -97,20 +98,7 @@ func newJob(ctx workflow.Context, in training.JobInput) *job {
 // accrue adds the cost of holding the instances since the last event: price × simulated
 // hours, and the same holding at on-demand prices for the comparison.
 func (j *job) accrue(now time.Time) {
-	dt := now.Sub(j.lastAccrue)
-	j.lastAccrue = now
-	if dt <= 0 {
-		return
-	}
-	hours := j.scale.SimHours(dt)
-	for _, in := range j.held {
-		j.status.CostUSD += in.PricePerHour * hours
-		od := j.odPrice[in.ID]
-		if od == 0 {
-			od = in.PricePerHour
-		}
-		j.status.OnDemandCostUSD += od * hours
-	}
+	j.meter.Accrue(now, j.scale, j.held, j.odPrice, &j.status.CostUSD, &j.status.OnDemandCostUSD)
 }
 
 // refresh recomputes the derived fields of the status from the held instances.

@@ -3,15 +3,14 @@ package trainingwf
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/schooner-ml/schooner/cloud"
-	"github.com/schooner-ml/schooner/fleet"
 	"github.com/schooner-ml/schooner/training"
+	"github.com/schooner-ml/schooner/workflows/internal/jobwf"
 )
 
 // outcomeKind is what ends a watch of the running epoch.
@@ -188,11 +187,9 @@ func (j *job) confirm(ctx workflow.Context, ids []string) (outcome, bool, error)
 	if len(ids) == 0 {
 		return outcome{}, false, nil
 	}
-	var got []cloud.Instance
-	err := workflow.ExecuteActivity(j.controlCtx(ctx, fmt.Sprintf("describe %d instances of %s", len(ids), j.id), time.Minute),
-		fleet.ActivityDescribeInstances, ids).Get(ctx, &got)
+	got, err := jobwf.Describe(ctx, j.id, ids)
 	if err != nil {
-		return outcome{}, false, fmt.Errorf("describing instances: %w", err)
+		return outcome{}, false, err
 	}
 	out := outcome{kind: outLost, preempted: map[string]bool{}}
 	for _, in := range got {
