@@ -434,3 +434,21 @@ func TestCloseFailsOpenRequests(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, apiErr.StatusCode)
 	assert.Equal(t, "shutting_down", apiErr.Code)
 }
+
+// A stream that waits longer than KeepAlive (a paused request, a slow first token) gets
+// keep-alive comments in between; the official client must read through them.
+func TestKeepAlivesDoNotBreakTheOfficialClient(t *testing.T) {
+	t.Parallel()
+	w := startFake(t, "first+last")
+	w.set(func(f *fakeWorker) { f.hold, f.release = 2, make(chan struct{}) })
+	h := newHarness(t, router.Options{KeepAlive: 20 * time.Millisecond}, w)
+	s := h.client.Completions.NewStreaming(context.Background(), params("wait", 6, 1))
+	first, _, _ := readStream(t, s, 2)
+	require.Len(t, first, 2)
+	time.Sleep(150 * time.Millisecond) // several keep-alive intervals with nothing to send
+	w.set(func(f *fakeWorker) { close(f.release) })
+	rest, finish, _ := readStream(t, s, -1)
+	require.NoError(t, s.Err(), "keep-alive comments are not events")
+	assert.Equal(t, expectedText("wait", 1, 6), strings.Join(append(first, rest...), ""))
+	assert.Equal(t, "length", finish)
+}

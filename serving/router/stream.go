@@ -48,7 +48,9 @@ func (r *Router) streamCompletion(w http.ResponseWriter, hr *http.Request, q *re
 			r.cancelRequest(q)
 			return
 		case <-keepAlive.C:
-			if _, err := w.Write([]byte(": keep-alive\n\n")); err != nil {
+			// A comment line alone, not followed by a blank line: a blank line ends an event,
+			// and clients such as openai-go read an empty event as broken JSON.
+			if _, err := w.Write([]byte(": keep-alive\n")); err != nil {
 				r.cancelRequest(q)
 				return
 			}
