@@ -150,6 +150,10 @@ func TestServingSurvivesALostStage(t *testing.T) {
 			st, err := e.sc.Status(ctx, e.id)
 			return err == nil && st.Failovers >= i+1 && st.Phase == serving.PhaseServing
 		}, "the failover recorded and the deployment serving again")
+		// New requests after the failover are served by the new pipeline.
+		after, cancelAfter := context.WithTimeout(ctx, 30*time.Second)
+		assert.Equal(t, ref, e.streamThrough(after, prompt, n, -1, nil), "case %d: a request sent after the failover", i)
+		cancelAfter()
 	}
 	st, err := e.sc.Stop(ctx, e.id, "test done")
 	require.NoError(t, err)

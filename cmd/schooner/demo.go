@@ -230,4 +230,6 @@ func portFree(ip string, port int) bool {
 
 // addDemoCommand adds `schooner demo`, which links the embedded server (left out of
 // agentonly builds, see demo_agentonly.go).
-func addDemoCommand(root *cobra.Command, g *globals) { root.AddCommand(newDemoCommand(g)) }
+func addDemoCommand(root *cobra.Command, g *globals) {
+	root.AddCommand(withDemoServe(newDemoCommand(g), g))
+}
