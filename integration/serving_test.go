@@ -159,6 +159,7 @@ func TestServingSurvivesALostStage(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, serving.PhaseStopped, st.Phase)
 	assert.Zero(t, st.LeakedInstances)
+	recordHistory(t, e.Client, e.id, "serving_deployment.json")
 }
 
 // pythonWithTorch skips the test where no python3 can import torch (the inference worker's
