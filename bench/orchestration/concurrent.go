@@ -3,11 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"syscall"
 	"time"
 
 	"go.temporal.io/sdk/converter"
 
+	"github.com/schooner-ml/schooner/bench/internal/jobs"
+	"github.com/schooner-ml/schooner/bench/internal/process"
 	"github.com/schooner-ml/schooner/training"
 )
 
@@ -57,7 +58,7 @@ func runJobs(ctx context.Context, n int, scale float64) (jobsRun, error) {
 		return r, err
 	}
 	defer s.stop()
-	before := cpuSeconds()
+	before := process.CPUSeconds()
 	began := time.Now()
 	ids := make([]string, n)
 	for i := range ids {
@@ -69,28 +70,14 @@ func runJobs(ctx context.Context, n int, scale float64) (jobsRun, error) {
 	done := map[string]training.JobStatus{}
 	deadline := time.Now().Add(15 * time.Minute)
 	for len(done) < n && time.Now().Before(deadline) {
-		for _, id := range ids {
-			if _, ok := done[id]; ok {
-				continue
-			}
-			if closed, err := s.Jobs.Closed(ctx, id); err != nil || !closed {
-				continue
-			}
-			// The status query answers for closed jobs too, failed ones included (their
-			// result is an error, not a status).
-			st, err := s.Jobs.Status(ctx, id)
-			if err != nil {
-				st = training.JobStatus{JobID: id, Error: "querying its status: " + err.Error()}
-			}
-			done[id] = st
-		}
+		jobs.CollectClosed(ctx, s.Jobs, ids, done)
 		fmt.Printf("\r%d jobs at once: %d done after %s   ", n, len(done), time.Since(began).Round(time.Second))
 		time.Sleep(200 * time.Millisecond)
 	}
 	fmt.Println()
 	r.wall = time.Since(began)
-	r.cpu = cpuSeconds() - before
-	r.rssMiB = peakRSSMiB()
+	r.cpu = process.CPUSeconds() - before
+	r.rssMiB = process.PeakRSSKiB() / 1024 // Linux reports KiB
 	for _, st := range done {
 		if st.Phase == training.PhaseCompleted {
 			r.completed++
@@ -103,18 +90,4 @@ func runJobs(ctx context.Context, n int, scale float64) (jobsRun, error) {
 		}
 	}
 	return r, nil
-}
-
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
-	return tv(ru.Utime) + tv(ru.Stime)
-}
-
-// peakRSSMiB is the process's maximum resident set (Linux reports KiB).
-func peakRSSMiB() int64 {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return ru.Maxrss / 1024
 }

@@ -6,8 +6,9 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/schooner-ml/schooner/bench/internal/process"
 )
 
 // sample is what the process holds at one moment, after a garbage collection.
@@ -29,7 +30,7 @@ func takeSample() sample {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return sample{At: time.Now(), RSSMiB: rssMiB(), HeapInuseMiB: float64(ms.HeapInuse) / (1 << 20),
-		HeapObjects: ms.HeapObjects, Goroutines: runtime.NumGoroutine(), CPUSeconds: cpuSeconds()}
+		HeapObjects: ms.HeapObjects, Goroutines: runtime.NumGoroutine(), CPUSeconds: process.CPUSeconds()}
 }
 
 // rssMiB reads VmRSS (KiB) from /proc/self/status; 0 where there is none.
@@ -49,19 +50,6 @@ func rssMiB() float64 {
 	return 0
 }
 
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
-	return tv(ru.Utime) + tv(ru.Stime)
-}
-
-func peakRSSMiB() float64 {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return float64(ru.Maxrss) / 1024
-}
-
 // idleCPU is the share of one core the process used over a window in which it ran nothing
 // of its own: CPU seconds over wall seconds, in percent.
 type idleCPU struct {
@@ -71,11 +59,11 @@ type idleCPU struct {
 }
 
 func measureIdle(window time.Duration, during func()) idleCPU {
-	c0, t0 := cpuSeconds(), time.Now()
+	c0, t0 := process.CPUSeconds(), time.Now()
 	if during != nil {
 		during()
 	}
 	time.Sleep(time.Until(t0.Add(window)))
-	wall, cpu := time.Since(t0).Seconds(), cpuSeconds()-c0
+	wall, cpu := time.Since(t0).Seconds(), process.CPUSeconds()-c0
 	return idleCPU{WallSeconds: wall, CPUSeconds: cpu, Percent: 100 * cpu / wall}
 }

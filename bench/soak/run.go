@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/schooner-ml/schooner/bench/internal/jobs"
+	"github.com/schooner-ml/schooner/bench/internal/process"
 	"github.com/schooner-ml/schooner/cloud/sim/ec2api"
 	"github.com/schooner-ml/schooner/cloud/sim/gceapi"
 	"github.com/schooner-ml/schooner/devserver/stack"
@@ -148,19 +150,7 @@ func (s *soakStack) wait(ctx context.Context, ids []string) (map[string]training
 		if err := ctx.Err(); err != nil {
 			return done, fmt.Errorf("waiting for jobs: %d of %d closed: %w", len(done), len(ids), err)
 		}
-		for _, id := range ids {
-			if _, ok := done[id]; ok {
-				continue
-			}
-			if closed, err := s.Jobs.Closed(ctx, id); err != nil || !closed {
-				continue
-			}
-			st, err := s.Jobs.Status(ctx, id)
-			if err != nil {
-				st = training.JobStatus{JobID: id, Error: "querying its status: " + err.Error()}
-			}
-			done[id] = st
-		}
+		jobs.CollectClosed(ctx, s.Jobs, ids, done)
 		time.Sleep(250 * time.Millisecond)
 	}
 	return done, nil
@@ -240,7 +230,7 @@ func run(ctx context.Context, o options) (result, error) {
 			}
 		}
 	})
-	r.PeakRSSMiB = peakRSSMiB()
+	r.PeakRSSMiB = float64(process.PeakRSSKiB()) / 1024
 	fmt.Printf("after %d jobs, idle: RSS %.0f MiB, heap %.0f MiB, %d goroutines, idle CPU %.1f%%\n",
 		o.jobs, r.After.RSSMiB, r.After.HeapInuseMiB, r.After.Goroutines, r.IdleAfter.Percent)
 	if o.profiles != "" {

@@ -4,18 +4,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"strconv"
 	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
-	"github.com/schooner-ml/schooner/devserver/stack"
 	"github.com/schooner-ml/schooner/examples"
 	"github.com/schooner-ml/schooner/report"
 	"github.com/schooner-ml/schooner/training"
@@ -24,13 +21,8 @@ import (
 )
 
 type demoFlags struct {
-	stack    stack.Options
-	outDir   string
-	store    string
-	specPath string
-	asJSON   bool
-	noFaults bool
-	timeout  time.Duration
+	demoCommonFlags
+	store string
 }
 
 func newDemoCommand(g *globals) *cobra.Command {
@@ -58,40 +50,25 @@ demo-timeline.svg into --out. The exit status is non-zero if the job did not com
 state is not verified or an instance leaked.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !cmd.Flags().Changed("log-level") {
-				g.logLevel = "warn" // the progress view tells the story; --log-level info for more
-			}
-			log, err := g.logger()
-			if err != nil {
-				return err
-			}
-			ctx, stop := interruptible(cmd)
-			defer stop()
-			progress := cmd.OutOrStdout()
-			if f.asJSON {
-				progress = cmd.ErrOrStderr() // stdout carries the one JSON object only
-			}
-			sum, err := runDemo(ctx, f, log, progress)
-			if f.asJSON && sum.JobID != "" {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				if jerr := enc.Encode(sum); jerr != nil && err == nil {
-					err = jerr
-				}
-			}
-			return err
+			// the progress view tells the story; --log-level info for more
+			return runDemoCommand(cmd, g, "warn", f.asJSON, func(ctx context.Context, log zerolog.Logger, progress io.Writer) (report.Summary, error) {
+				return runDemo(ctx, f, log, progress)
+			}, func(sum report.Summary) bool { return sum.JobID != "" })
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&f.stack.DataDir, "data-dir", "", "directory for the Temporal database and the checkpoint store (default: a temporary directory, removed at the end)")
-	fs.StringVar(&f.outDir, "out", "schooner-demo", "where to write demo-report.md and demo-timeline.svg")
+	f.addDemoFlags(fs, demoFlagDefaults{
+		dataDirHelp:  "directory for the Temporal database and the checkpoint store (default: a temporary directory, removed at the end)",
+		outDir:       "schooner-demo",
+		outHelp:      "where to write demo-report.md and demo-timeline.svg",
+		specHelp:     "run this job spec instead of the bundled examples/demo.yaml",
+		noFaultsHelp: "inject no faults: only the market's own preemptions",
+		timeScale:    60,
+		seed:         1,
+		timeout:      5 * time.Minute,
+		timeoutHelp:  "give up (and cancel the job) after this much wall time",
+	})
 	fs.StringVar(&f.store, "store", "", "checkpoint store URL (default file://<data-dir>/store; s3://bucket/prefix?endpoint=... for S3)")
-	fs.StringVar(&f.specPath, "spec", "", "run this job spec instead of the bundled examples/demo.yaml")
-	addServerFlags(fs, &f.stack, 0, "Temporal gRPC port (0: a free one)", "Temporal UI port (a free one if taken)")
-	fs.BoolVar(&f.asJSON, "json", false, "print the summary as one JSON object on stdout (progress goes to stderr)")
-	fs.BoolVar(&f.noFaults, "no-faults", false, "inject no faults: only the market's own preemptions")
-	fs.Float64Var(&f.stack.TimeScale, "time-scale", 60, "simulated seconds per wall second")
-	fs.Int64Var(&f.stack.Seed, "seed", 1, "seed of the simulated market")
-	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "give up (and cancel the job) after this much wall time")
 	return cmd
 }
 
@@ -117,14 +94,11 @@ func runDemo(ctx context.Context, f *demoFlags, log zerolog.Logger, out io.Write
 	if err := positiveTimeScale(o.TimeScale); err != nil {
 		return report.Summary{}, err
 	}
-	if o.DataDir == "" {
-		tmp, err := os.MkdirTemp("", "schooner-demo-")
-		if err != nil {
-			return report.Summary{}, fmt.Errorf("creating a data directory: %w", err)
-		}
-		defer os.RemoveAll(tmp)
-		o.DataDir = tmp
+	cleanup, err := demoDataDir(&o, "schooner-demo-")
+	if err != nil {
+		return report.Summary{}, err
 	}
+	defer cleanup()
 	store, err := demoStoreURL(o.DataDir, f.store)
 	if err != nil {
 		return report.Summary{}, err
@@ -133,19 +107,11 @@ func runDemo(ctx context.Context, f *demoFlags, log zerolog.Logger, out io.Write
 	if err != nil {
 		return report.Summary{}, err
 	}
-	if !o.Headless && !portFree(o.IP, o.UIPort) {
-		o.UIPort = 0 // a free one
-	}
-	o.Logger, o.SDKLogger = log, demoSDKLogger(log)
-	s, err := stack.Start(ctx, o)
+	s, err := startDemoStack(ctx, o, log, out, "schooner demo")
 	if err != nil {
 		return report.Summary{}, err
 	}
 	defer stopWithin(s, 15*time.Second, log)
-	fmt.Fprintf(out, "schooner demo: Temporal %s", s.Server.Address())
-	if ui := s.Server.UIAddress(); ui != "" {
-		fmt.Fprintf(out, ", UI http://%s/namespaces/%s/workflows", ui, s.Server.Namespace())
-	}
 	fmt.Fprintf(out, "\n  simulated market: real AWS spot traces, %gx wall time; checkpoints in %s\n", o.TimeScale, store)
 
 	jobCtx, stopJob := context.WithTimeout(ctx, f.timeout)

@@ -4,13 +4,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -30,18 +28,13 @@ import (
 )
 
 type demoServeFlags struct {
-	stack          stack.Options
-	outDir         string
-	specPath       string
-	asJSON         bool
-	noFaults       bool
+	demoCommonFlags
 	load           loadOptions
 	refConcurrency int
 	bootTime       time.Duration
 	notice         time.Duration
 	pollInterval   time.Duration
 	listen         string
-	timeout        time.Duration
 }
 
 // withDemoServe adds `schooner demo serve` under the training demo's command.
@@ -100,50 +93,36 @@ deployment did not stop or a machine leaked.`,
   schooner demo serve --json > summary.json    # progress on stderr`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !cmd.Flags().Changed("log-level") {
-				g.logLevel = "error" // the progress lines tell the story; --log-level info for more
-			}
-			log, err := g.logger()
-			if err != nil {
-				return err
-			}
-			ctx, stop := interruptible(cmd)
-			defer stop()
-			progress := cmd.OutOrStdout()
-			if f.asJSON {
-				progress = cmd.ErrOrStderr()
-			}
-			sum, err := runDemoServe(ctx, f, log, progress)
-			if f.asJSON && sum.Deployment != "" {
-				if jerr := json.NewEncoder(cmd.OutOrStdout()).Encode(sum); jerr != nil && err == nil {
-					err = jerr
-				}
-			}
-			return err
+			// the progress lines tell the story; --log-level info for more
+			return runDemoCommand(cmd, g, "error", f.asJSON, func(ctx context.Context, log zerolog.Logger, progress io.Writer) (report.ServeSummary, error) {
+				return runDemoServe(ctx, f, log, progress)
+			}, func(sum report.ServeSummary) bool { return sum.Deployment != "" })
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&f.stack.DataDir, "data-dir", "", "directory for the Temporal database and the nodes' files (default: a temporary directory, removed at the end)")
-	fs.StringVar(&f.outDir, "out", "schooner-demo-serve", "where to write demo-serve-report.md and demo-serve-timeline.svg")
-	fs.StringVar(&f.specPath, "spec", "", "deploy this serving spec instead of the built-in one (examples/serve-tiny.yaml's)")
-	addServerFlags(fs, &f.stack, 0, "Temporal gRPC port (0: a free one)", "Temporal UI port (a free one if taken)")
+	f.addDemoFlags(fs, demoFlagDefaults{
+		dataDirHelp:  "directory for the Temporal database and the nodes' files (default: a temporary directory, removed at the end)",
+		outDir:       "schooner-demo-serve",
+		outHelp:      "where to write demo-serve-report.md and demo-serve-timeline.svg",
+		specHelp:     "deploy this serving spec instead of the built-in one (examples/serve-tiny.yaml's)",
+		noFaultsHelp: "inject no faults: the load only",
+		timeScale:    20,
+		seed:         3,
+		timeout:      10 * time.Minute,
+		timeoutHelp:  "give up after this much wall time",
+	})
 	_ = fs.MarkHidden("limits") // training job limits: no training job here
 	_ = fs.MarkHidden("store-root")
-	fs.BoolVar(&f.asJSON, "json", false, "print the summary as one JSON object on stdout (progress goes to stderr)")
-	fs.BoolVar(&f.noFaults, "no-faults", false, "inject no faults: the load only")
 	fs.Float64Var(&f.load.Rate, "rate", 4, "requests per second of the Poisson load")
 	fs.DurationVar(&f.load.Duration, "duration", 60*time.Second, "how long the load sends requests")
 	fs.Int64Var(&f.load.Seed, "load-seed", 1, "seed of the schedule: arrival times, prompts, max_tokens, temperatures and request seeds")
 	fs.IntVar(&f.load.MinTokens, "min-tokens", 32, "least max_tokens of a request")
 	fs.IntVar(&f.load.MaxTokens, "max-tokens", 128, "most max_tokens of a request")
 	fs.IntVar(&f.refConcurrency, "ref-concurrency", 8, "reference requests streamed at once")
-	fs.Float64Var(&f.stack.TimeScale, "time-scale", 20, "simulated seconds per wall second")
-	fs.Int64Var(&f.stack.Seed, "seed", 3, "seed of the simulated market")
 	fs.DurationVar(&f.bootTime, "boot-time", 10*time.Second, "simulated boot time of a machine")
 	fs.DurationVar(&f.notice, "notice", 2*time.Minute, "simulated time between a preemption notice and the preemption")
 	fs.DurationVar(&f.pollInterval, "poll-interval", time.Second, "how often (wall) the deployment describes its machines to catch a loss without notice")
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:0", "where the router serves the OpenAI API during the demo (curl it if you like)")
-	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "give up after this much wall time")
 	return cmd
 }
 
@@ -204,31 +183,20 @@ func runDemoServe(ctx context.Context, f *demoServeFlags, log zerolog.Logger, ou
 		return report.ServeSummary{}, err
 	}
 	o := f.stack
-	if o.DataDir == "" {
-		tmp, err := os.MkdirTemp("", "schooner-demo-serve-")
-		if err != nil {
-			return report.ServeSummary{}, fmt.Errorf("creating a data directory: %w", err)
-		}
-		defer os.RemoveAll(tmp)
-		o.DataDir = tmp
+	cleanup, err := demoDataDir(&o, "schooner-demo-serve-")
+	if err != nil {
+		return report.ServeSummary{}, err
 	}
+	defer cleanup()
 	fast := sim.ProviderParams{BootTime: f.bootTime, NoticePeriod: f.notice}
 	o.Params = map[string]sim.ProviderParams{"aws": fast, "gcp": fast}
-	if !o.Headless && !portFree(o.IP, o.UIPort) {
-		o.UIPort = 0
-	}
-	o.Logger, o.SDKLogger = log, demoSDKLogger(log)
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	s, err := stack.Start(ctx, o)
+	s, err := startDemoStack(ctx, o, log, out, "schooner demo serve")
 	if err != nil {
 		return report.ServeSummary{}, err
 	}
 	defer stopWithin(s, 15*time.Second, log)
-	fmt.Fprintf(out, "schooner demo serve: Temporal %s", s.Server.Address())
-	if ui := s.Server.UIAddress(); ui != "" {
-		fmt.Fprintf(out, ", UI http://%s/namespaces/%s/workflows", ui, s.Server.Namespace())
-	}
 	fmt.Fprintf(out, "\n  simulated market: %gx wall time, boot %s, notice %s (%.1f s and %.1f s of wall time)\n",
 		o.TimeScale, f.bootTime, f.notice, f.bootTime.Seconds()/o.TimeScale, f.notice.Seconds()/o.TimeScale)
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/openai/openai-go"
 	"github.com/openai/openai-go/option"
+	"github.com/openai/openai-go/packages/ssestream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -135,6 +136,60 @@ func readStream(t *testing.T, s interface {
 		}
 	}
 	return chunks, finish, usage
+}
+
+// readToEnd reads the rest of a stream, which must end without error at max_tokens.
+func readToEnd(t *testing.T, s interface {
+	Next() bool
+	Current() openai.Completion
+	Err() error
+}) []string {
+	t.Helper()
+	chunks, finish, _ := readStream(t, s, -1)
+	require.NoError(t, s.Err())
+	assert.Equal(t, "length", finish)
+	return chunks
+}
+
+// holdingStage is a first+last fake worker that holds after hold tokens and a harness routing
+// to it, reconnecting every 10 ms (opts adds to that).
+func holdingStage(t *testing.T, hold int, opts router.Options) (*fakeWorker, *harness) {
+	t.Helper()
+	a := startFake(t, "first+last")
+	a.set(func(f *fakeWorker) { f.hold = hold })
+	opts.ReconnectBackoff = 10 * time.Millisecond
+	return a, newHarness(t, opts, a)
+}
+
+// killAndPause kills the stage a and waits for the router to pause its request.
+func killAndPause(t *testing.T, h *harness, a *fakeWorker) {
+	t.Helper()
+	a.kill()
+	wait(t, "paused", func() bool { return h.r.Status().Paused == 1 })
+}
+
+// interruptedStream streams a request (prompt, n tokens, seed) to a stage that holds after
+// hold tokens, reads those, kills the stage and waits for the router to pause the request.
+func interruptedStream(t *testing.T, hold int, prompt string, n, seed int64) (*harness, *ssestream.Stream[openai.Completion], []string) {
+	t.Helper()
+	a, h := holdingStage(t, hold, router.Options{})
+	s := h.client.Completions.NewStreaming(context.Background(), params(prompt, n, seed))
+	before, _, _ := readStream(t, s, hold)
+	require.Len(t, before, hold)
+	killAndPause(t, h, a)
+	return h, s, before
+}
+
+// replaceStage points the router at a fresh first+last fake worker, changed by change
+// (unless nil) before, and returns it.
+func replaceStage(t *testing.T, h *harness, change func(*fakeWorker)) *fakeWorker {
+	t.Helper()
+	b := startFake(t, "first+last")
+	if change != nil {
+		b.set(change)
+	}
+	h.r.SetStages(addrs(b))
+	return b
 }
 
 func TestStreamingCompletion(t *testing.T) {
@@ -279,26 +334,14 @@ func TestClientDisconnectCancelsOnTheWorker(t *testing.T) {
 // tokens of an uninterrupted run, no duplicate and no gap.
 func TestFailoverResumesTheStream(t *testing.T) {
 	t.Parallel()
-	a := startFake(t, "first+last")
-	a.set(func(f *fakeWorker) { f.hold = 5 })
-	h := newHarness(t, router.Options{ReconnectBackoff: 10 * time.Millisecond}, a)
-
 	const n = 16
-	s := h.client.Completions.NewStreaming(context.Background(), params("resume me", n, 11))
-	before, _, _ := readStream(t, s, 5)
-	require.Len(t, before, 5)
-	a.kill()
-	wait(t, "paused", func() bool { return h.r.Status().Paused == 1 })
+	h, s, before := interruptedStream(t, 5, "resume me", n, 11)
 	st := h.r.Status()
 	assert.Equal(t, router.ConnDown, st.Stages[0].State)
 	assert.NotEmpty(t, st.Stages[0].LastError)
 
-	b := startFake(t, "first+last")
-	b.set(func(f *fakeWorker) { f.replay = 3 }) // a replacement that re-sends steps it was told about
-	h.r.SetStages(addrs(b))
-	after, finish, _ := readStream(t, s, -1)
-	require.NoError(t, s.Err())
-	assert.Equal(t, "length", finish)
+	b := replaceStage(t, h, func(f *fakeWorker) { f.replay = 3 }) // a replacement that re-sends steps it was told about
+	after := readToEnd(t, s)
 	all := append(before, after...)
 	assert.Len(t, all, n, "no duplicates, no gaps")
 	assert.Equal(t, expectedText("resume me", 11, n), strings.Join(all, ""))
@@ -319,20 +362,10 @@ func TestFailoverResumesTheStream(t *testing.T) {
 // cache answers restore_failed; the router resubmits it once with resume_mode reprefill.
 func TestRestoreFailedResubmitsWithReprefill(t *testing.T) {
 	t.Parallel()
-	a := startFake(t, "first+last")
-	a.set(func(f *fakeWorker) { f.hold = 3 })
-	h := newHarness(t, router.Options{ReconnectBackoff: 10 * time.Millisecond}, a)
 	const n = 8
-	s := h.client.Completions.NewStreaming(context.Background(), params("no replica", n, 5))
-	before, _, _ := readStream(t, s, 3)
-	a.kill()
-	wait(t, "paused", func() bool { return h.r.Status().Paused == 1 })
-	b := startFake(t, "first+last")
-	b.set(func(f *fakeWorker) { f.noReplica = true })
-	h.r.SetStages(addrs(b))
-	after, finish, _ := readStream(t, s, -1)
-	require.NoError(t, s.Err())
-	assert.Equal(t, "length", finish)
+	h, s, before := interruptedStream(t, 3, "no replica", n, 5)
+	b := replaceStage(t, h, func(f *fakeWorker) { f.noReplica = true })
+	after := readToEnd(t, s)
 	assert.Equal(t, expectedText("no replica", 5, n), strings.Join(append(before, after...), ""))
 	sub := b.submitted()
 	require.Len(t, sub, 2)
@@ -343,9 +376,7 @@ func TestRestoreFailedResubmitsWithReprefill(t *testing.T) {
 
 func TestFailoverNonStreaming(t *testing.T) {
 	t.Parallel()
-	a := startFake(t, "first+last")
-	a.set(func(f *fakeWorker) { f.hold = 4 })
-	h := newHarness(t, router.Options{ReconnectBackoff: 10 * time.Millisecond}, a)
+	a, h := holdingStage(t, 4, router.Options{})
 	type result struct {
 		res *openai.Completion
 		err error
@@ -356,10 +387,8 @@ func TestFailoverNonStreaming(t *testing.T) {
 		done <- result{res, err}
 	}()
 	wait(t, "4 tokens sent", func() bool { return a.sent() == 4 })
-	a.kill()
-	wait(t, "paused", func() bool { return h.r.Status().Paused == 1 })
-	b := startFake(t, "first+last")
-	h.r.SetStages(addrs(b))
+	killAndPause(t, h, a)
+	b := replaceStage(t, h, nil)
 	got := <-done
 	require.NoError(t, got.err)
 	assert.Equal(t, expectedText("quiet", 2, 9), got.res.Choices[0].Text)
@@ -370,9 +399,7 @@ func TestFailoverNonStreaming(t *testing.T) {
 
 func TestNoReplacementFailsAfterThePauseLimit(t *testing.T) {
 	t.Parallel()
-	a := startFake(t, "first+last")
-	a.set(func(f *fakeWorker) { f.hold = 2 })
-	h := newHarness(t, router.Options{PauseLimit: 100 * time.Millisecond, ReconnectBackoff: 10 * time.Millisecond}, a)
+	a, h := holdingStage(t, 2, router.Options{PauseLimit: 100 * time.Millisecond})
 	s := h.client.Completions.NewStreaming(context.Background(), params("lost", 10, 4))
 	chunks, _, _ := readStream(t, s, 2)
 	require.Len(t, chunks, 2)

@@ -78,6 +78,12 @@ func deployInput() serving.DeployInput {
 	return serving.DeployInput{Spec: serving.Spec{Name: "chat", Model: serving.Model{Name: "tiny", Seed: 7}, Stages: 2}}
 }
 
+// newWorldEnv is a fresh world and a test environment on it.
+func newWorldEnv(t *testing.T) (*world, *testsuite.TestWorkflowEnvironment) {
+	w := newWorld()
+	return w, newEnv(t, w)
+}
+
 func newEnv(t *testing.T, w *world) *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
@@ -152,6 +158,23 @@ func stopAt(t *testing.T, env *testsuite.TestWorkflowEnvironment, at time.Durati
 	}, at)
 }
 
+// queryAt queries the deployment at the given test-clock time; the answer is in the result
+// once the workflow has run.
+func queryAt[T any](t *testing.T, env *testsuite.TestWorkflowEnvironment, name string, at time.Duration) *T {
+	var v T
+	env.RegisterDelayedCallback(func() { v = query[T](t, env, name) }, at)
+	return &v
+}
+
+// runUntilStopped runs the deployment of in, stopped at the given test-clock time (the stop
+// update's result in stopped, unless nil), and returns its final status.
+func runUntilStopped(t *testing.T, env *testsuite.TestWorkflowEnvironment, in serving.DeployInput, at time.Duration, stopped *serving.Status) serving.Status {
+	t.Helper()
+	stopAt(t, env, at, stopped)
+	env.ExecuteWorkflow(ServingDeployment, in)
+	return finalStatus(t, env)
+}
+
 func finalStatus(t *testing.T, env *testsuite.TestWorkflowEnvironment) serving.Status {
 	t.Helper()
 	require.True(t, env.IsWorkflowCompleted())
@@ -162,18 +185,11 @@ func finalStatus(t *testing.T, env *testsuite.TestWorkflowEnvironment) serving.S
 }
 
 func TestTwoStageDeploymentBecomesServing(t *testing.T) {
-	w := newWorld()
-	env := newEnv(t, w)
-	var serving1 serving.Status
-	var pipe serving.Pipeline
-	env.RegisterDelayedCallback(func() {
-		serving1 = query[serving.Status](t, env, serving.QueryStatus)
-		pipe = query[serving.Pipeline](t, env, serving.QueryStages)
-	}, time.Minute)
+	w, env := newWorldEnv(t)
+	serving1 := queryAt[serving.Status](t, env, serving.QueryStatus, time.Minute)
+	pipe := queryAt[serving.Pipeline](t, env, serving.QueryStages, time.Minute)
 	var stopped serving.Status
-	stopAt(t, env, 2*time.Minute, &stopped)
-	env.ExecuteWorkflow(ServingDeployment, deployInput())
-	st := finalStatus(t, env)
+	st := runUntilStopped(t, env, deployInput(), 2*time.Minute, &stopped)
 
 	assert.Equal(t, serving.PhaseServing, serving1.Phase)
 	require.Len(t, serving1.Stages, 2)
@@ -213,18 +229,14 @@ func TestTwoStageDeploymentBecomesServing(t *testing.T) {
 }
 
 func TestStageLostWithoutNoticeIsReplacedAndTheFailoverRecorded(t *testing.T) {
-	w := newWorld()
-	env := newEnv(t, w)
+	w, env := newWorldEnv(t)
 	var lost serving.StageAssignment
 	env.RegisterDelayedCallback(func() {
 		lost = w.current(0, 0)
 		w.State(lost.InstanceID, cloud.StatePreempted) // no notice: the poll finds it
 	}, time.Minute)
-	var mid serving.Status
-	env.RegisterDelayedCallback(func() { mid = query[serving.Status](t, env, serving.QueryStatus) }, 2*time.Minute)
-	stopAt(t, env, 3*time.Minute, nil)
-	env.ExecuteWorkflow(ServingDeployment, deployInput())
-	st := finalStatus(t, env)
+	mid := queryAt[serving.Status](t, env, serving.QueryStatus, 2*time.Minute)
+	st := runUntilStopped(t, env, deployInput(), 3*time.Minute, nil)
 
 	assert.Equal(t, serving.PhaseServing, mid.Phase, "serving again after the failover")
 	assert.Equal(t, 1, st.Preemptions)
@@ -249,19 +261,15 @@ func TestStageLostWithoutNoticeIsReplacedAndTheFailoverRecorded(t *testing.T) {
 }
 
 func TestNoticeMigratesTheStageBeforeTheMachineIsReleased(t *testing.T) {
-	w := newWorld()
-	env := newEnv(t, w)
+	w, env := newWorldEnv(t)
 	var noticed serving.StageAssignment
 	env.RegisterDelayedCallback(func() {
 		noticed = w.current(0, 1)
 		env.SignalWorkflow(serving.SignalPreemptionNotice, serving.PreemptionNotice{InstanceID: noticed.InstanceID, Kind: cloud.Notice,
 			Deadline: env.Now().Add(2 * time.Minute)})
 	}, time.Minute)
-	var mid serving.Status
-	env.RegisterDelayedCallback(func() { mid = query[serving.Status](t, env, serving.QueryStatus) }, 2*time.Minute)
-	stopAt(t, env, 3*time.Minute, nil)
-	env.ExecuteWorkflow(ServingDeployment, deployInput())
-	st := finalStatus(t, env)
+	mid := queryAt[serving.Status](t, env, serving.QueryStatus, 2*time.Minute)
+	st := runUntilStopped(t, env, deployInput(), 3*time.Minute, nil)
 
 	assert.Equal(t, serving.PhaseServing, mid.Phase)
 	assert.Equal(t, 1, st.Notices)
@@ -287,14 +295,11 @@ func TestNoticeMigratesTheStageBeforeTheMachineIsReleased(t *testing.T) {
 }
 
 func TestStopReleasesEverythingAndEndsStopped(t *testing.T) {
-	w := newWorld()
-	env := newEnv(t, w)
+	w, env := newWorldEnv(t)
 	in := deployInput()
 	in.Spec.Replicas = 2
 	var stopped serving.Status
-	stopAt(t, env, time.Minute, &stopped)
-	env.ExecuteWorkflow(ServingDeployment, in)
-	st := finalStatus(t, env)
+	st := runUntilStopped(t, env, in, time.Minute, &stopped)
 	assert.Equal(t, serving.PhaseStopped, st.Phase)
 	assert.Equal(t, serving.PhaseStopped, stopped.Phase)
 	assert.Len(t, w.Released, 4)
@@ -304,8 +309,7 @@ func TestStopReleasesEverythingAndEndsStopped(t *testing.T) {
 }
 
 func TestCancelReleasesEverything(t *testing.T) {
-	w := newWorld()
-	env := newEnv(t, w)
+	w, env := newWorldEnv(t)
 	env.RegisterDelayedCallback(env.CancelWorkflow, time.Minute)
 	env.ExecuteWorkflow(ServingDeployment, deployInput())
 	require.True(t, env.IsWorkflowCompleted())
@@ -315,8 +319,7 @@ func TestCancelReleasesEverything(t *testing.T) {
 }
 
 func TestBadSpecFailsAtOnceNamingTheFields(t *testing.T) {
-	w := newWorld()
-	env := newEnv(t, w)
+	w, env := newWorldEnv(t)
 	in := deployInput()
 	in.Spec.Name, in.Spec.Stages = "Chat!", 9
 	env.ExecuteWorkflow(ServingDeployment, in)
@@ -341,8 +344,7 @@ func TestBadSpecFailsAtOnceNamingTheFields(t *testing.T) {
 }
 
 func TestScaleUpdateValidatesAndAddsAReplica(t *testing.T) {
-	w := newWorld()
-	env := newEnv(t, w)
+	w, env := newWorldEnv(t)
 	var rejected []error
 	var scaled serving.Status
 	env.RegisterDelayedCallback(func() {
@@ -359,15 +361,9 @@ func TestScaleUpdateValidatesAndAddsAReplica(t *testing.T) {
 			OnComplete: func(v any, err error) { require.NoError(t, err); scaled = v.(serving.Status) },
 		}, serving.ScaleRequest{Replicas: 2})
 	}, time.Minute)
-	var mid serving.Status
-	var pipe serving.Pipeline
-	env.RegisterDelayedCallback(func() {
-		mid = query[serving.Status](t, env, serving.QueryStatus)
-		pipe = query[serving.Pipeline](t, env, serving.QueryStages)
-	}, 2*time.Minute)
-	stopAt(t, env, 3*time.Minute, nil)
-	env.ExecuteWorkflow(ServingDeployment, deployInput())
-	st := finalStatus(t, env)
+	mid := queryAt[serving.Status](t, env, serving.QueryStatus, 2*time.Minute)
+	pipe := queryAt[serving.Pipeline](t, env, serving.QueryStages, 2*time.Minute)
+	st := runUntilStopped(t, env, deployInput(), 3*time.Minute, nil)
 	require.Len(t, rejected, 3)
 	assert.Contains(t, rejected[0].Error(), "replicas must be between 1 and")
 	assert.Equal(t, 2, scaled.Replicas)
@@ -380,8 +376,7 @@ func TestScaleUpdateValidatesAndAddsAReplica(t *testing.T) {
 }
 
 func TestContinuesAsNewAndReattachesWithoutBuying(t *testing.T) {
-	w := newWorld()
-	env := newEnv(t, w)
+	w, env := newWorldEnv(t)
 	in := deployInput()
 	in.Options.ContinueAsNewAfter = 10
 	env.ExecuteWorkflow(ServingDeployment, in)
@@ -402,14 +397,11 @@ func TestContinuesAsNewAndReattachesWithoutBuying(t *testing.T) {
 
 	env2 := newEnv(t, w)
 	next.Options.ContinueAsNewAfter = 0
-	var mid serving.Status
-	env2.RegisterDelayedCallback(func() { mid = query[serving.Status](t, env2, serving.QueryStatus) }, time.Minute)
-	stopAt(t, env2, 2*time.Minute, nil)
+	mid := queryAt[serving.Status](t, env2, serving.QueryStatus, time.Minute)
 	w.Lock()
 	w.assignments = nil
 	w.Unlock()
-	env2.ExecuteWorkflow(ServingDeployment, next)
-	st := finalStatus(t, env2)
+	st := runUntilStopped(t, env2, next, 2*time.Minute, nil)
 	assert.Equal(t, serving.PhaseServing, mid.Phase)
 	assert.Equal(t, bought, len(w.Acquires), "the next run buys nothing")
 	require.Len(t, w.assignments, 2)

@@ -66,15 +66,20 @@ def run_case(a, cfg, model, holder_addr, context, batch, case):
         return StageEngine(cfg, a.seed, 0, cfg.layers, device=dev, dtype=model.dtype, kv_blocks=blocks,
                            block=a.block, holder=holder, deployment=f"bench-{case}", model=model)
 
+    def begun(holder=None):
+        """A fresh engine with every request of the case begun."""
+        e = engine(holder)
+        for r in rids:
+            e.begin(r, context + n, params(n))
+        return e
+
     rids = [f"c{case}-r{i}" for i in range(batch)]
     ps = prompts(cfg, batch, context, a.seed + case)
     res = {"context": context, "batch": batch, "generated": a.generated}
 
     # steady state, replication off then on (the "on" run leaves the replica for the failover)
     for mode in ("off", "on"):
-        e = engine(holder_addr if mode == "on" else None)
-        for r in rids:
-            e.begin(r, context + n, params(n))
+        e = begun(holder_addr if mode == "on" else None)
         toks = [prefill(e, rids, ps, 0)]
         sync(dev)
         times = []
@@ -120,9 +125,7 @@ def run_case(a, cfg, model, holder_addr, context, batch, case):
     del e
 
     # re-prefill prompt + generated
-    e = engine()
-    for r in rids:
-        e.begin(r, context + n, params(n))
+    e = begun()
     sync(dev)
     t = time.perf_counter()
     nxt_reprefill = prefill(e, rids, [p + g for p, g in zip(ps, gen)], K)
@@ -131,9 +134,7 @@ def run_case(a, cfg, model, holder_addr, context, batch, case):
     del e
 
     # restart: prompt again, then the K tokens again
-    e = engine()
-    for r in rids:
-        e.begin(r, context + n, params(n))
+    e = begun()
     sync(dev)
     t = time.perf_counter()
     last = prefill(e, rids, ps, 0)

@@ -90,31 +90,22 @@ class FakeHolder:
             threading.Thread(target=self._serve, args=(frame.Conn(s, max_payload=256 << 20),), daemon=True).start()
 
     def _serve(self, conn: frame.Conn):
-        try:
-            h, p = conn.recv()
-            if h["op"] != "hello":
-                raise frame.FrameError(f"the first frame must be hello, got {h['op']!r}")
-            if h.get("version") != frame.VERSION:
-                conn.send(frame.error("version", f"this holder speaks version {frame.VERSION}"))
+        with frame.answering(conn):
+            h = frame.accept_hello(conn, ("writer", "reader"), "holder", check=self._check_hello)
+            if h is None:
                 return
-            if h.get("role") not in ("writer", "reader"):
-                raise frame.FrameError(f"role {h.get('role')!r} is neither 'writer' nor 'reader'")
-            dep, stage = h.get("deployment"), h.get("stage")
-            if not isinstance(dep, str) or not dep or not isinstance(stage, int) or stage < 0:
-                raise frame.FrameError("hello needs a deployment and a stage >= 0")
-            conn.send({"op": "hello_ok", "version": frame.VERSION})
+            dep, stage = h["deployment"], h["stage"]
             while True:
                 h, p = conn.recv()
                 self.frames += 1
                 self._handle(conn, dep, stage, h, p)
-        except frame.FrameError as e:
-            try:
-                conn.send(frame.error(e.code, str(e)))
-            except (OSError, frame.Closed):
-                pass
-        except (OSError, frame.Closed):
-            pass
         conn.close()
+
+    @staticmethod
+    def _check_hello(h):
+        dep, stage = h.get("deployment"), h.get("stage")
+        if not isinstance(dep, str) or not dep or not isinstance(stage, int) or stage < 0:
+            raise frame.FrameError("hello needs a deployment and a stage >= 0")
 
     # --- one frame ------------------------------------------------------------------------
 

@@ -3,6 +3,7 @@ uint64 BE payload length, payload (raw little-endian row-major tensor bytes)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import struct
@@ -64,6 +65,43 @@ def read(f, max_payload: int = DEFAULT_MAX_PAYLOAD):
 
 def error(code: str, message: str, **extra) -> dict:
     return {"op": "error", "code": code, "message": message, **extra}
+
+
+def accept_hello(conn: "Conn", roles, who: str, check=None) -> dict | None:
+    """The server side of the handshake (docs/serving-protocol.md): reads the hello that must
+    open conn and answers it. A hello of another version is answered with error version and
+    None is returned (the caller ends the connection); a hello of a role not in roles (or one
+    check, called with the hello, raises on) raises FrameError. Otherwise conn.role and
+    conn.hello are set, hello_ok is sent and the hello returned. who names this side in the
+    version error."""
+    h, _ = conn.recv()
+    if h["op"] != "hello":
+        raise FrameError(f"the connection must start with hello, got {h['op']!r}")
+    if h.get("version") != VERSION:
+        conn.send(error("version", f"version {h.get('version')!r} unsupported; this {who} speaks {VERSION}"))
+        return None
+    if h.get("role") not in roles:
+        raise FrameError(f"role {h.get('role')!r} is not one of {', '.join(roles)}")
+    if check is not None:
+        check(h)
+    conn.role, conn.hello = h["role"], h
+    conn.send({"op": "hello_ok", "version": VERSION})
+    return h
+
+
+@contextlib.contextmanager
+def answering(conn: "Conn"):
+    """Serves a connection's frames inside: a FrameError raised there is answered with its error
+    frame (where the peer still listens); the peer going away ends it quietly."""
+    try:
+        yield
+    except FrameError as e:
+        try:
+            conn.send(error(e.code, str(e)))
+        except (OSError, Closed):
+            pass
+    except (OSError, Closed):
+        pass
 
 
 class Conn:

@@ -107,18 +107,10 @@ class Worker:
                              daemon=True).start()
 
     def _read(self, conn: frame.Conn) -> None:
-        try:
-            h, _ = conn.recv()
-            if h["op"] != "hello":
-                raise frame.FrameError(f"the connection must start with hello, got {h['op']!r}")
-            if h.get("version") != frame.VERSION:
-                conn.send(frame.error("version", f"version {h.get('version')!r} unsupported; this worker speaks {frame.VERSION}"))
+        with frame.answering(conn):
+            if frame.accept_hello(conn, ROLES, "worker") is None:
                 conn.close()
                 return
-            if h.get("role") not in ROLES:
-                raise frame.FrameError(f"role {h.get('role')!r} is not one of {', '.join(ROLES)}")
-            conn.role, conn.hello = h["role"], h
-            conn.send({"op": "hello_ok", "version": frame.VERSION})
             if conn.role == "router":
                 self.inbox.put(("router", conn, None, None))
             allowed = {"router": ("submit", "cancel", "ping"), "stage": ("forward", "release"),
@@ -134,13 +126,6 @@ class Worker:
                     self.on_peers(conn, h)
                     continue
                 self.inbox.put((h["op"], conn, h, p))
-        except frame.FrameError as e:
-            try:
-                conn.send(frame.error(e.code, str(e)))
-            except (OSError, frame.Closed):
-                pass
-        except (OSError, frame.Closed):
-            pass
         conn.close()
         self.inbox.put(("closed", conn, None, None))
 
@@ -347,14 +332,20 @@ class Worker:
 
     def finish(self, r: Request, reason: str) -> None:
         """The first stage ends a request: frees it here and tells the stages behind."""
-        self._forget(r.id)
-        if self.a.depth > 1:
-            try:
-                self.send_next({"op": "release", "request": r.id, "reason": reason, "steps": len(r.generated)})
-            except (OSError, frame.Closed):
-                pass
-        elif reason == "cancelled":
+        if not self._release(r, reason, steps=len(r.generated)) and reason == "cancelled":
             self.emit_done(r.id, "cancelled", len(r.generated), r.conn)
+
+    def _release(self, r: Request, reason: str, **extra) -> bool:
+        """Frees r here and sends release (with extra) to the stages behind, if any: False where
+        there are none."""
+        self._forget(r.id)
+        if self.a.depth <= 1:
+            return False
+        try:
+            self.send_next({"op": "release", "request": r.id, "reason": reason, **extra})
+        except (OSError, frame.Closed):
+            pass
+        return True
 
     def step(self) -> None:
         """Schedule one step: the restore of resubmitted requests (each stage makes its KV present
@@ -504,12 +495,7 @@ class Worker:
         for f in failed:
             r = self._current(f)
             if r is not None:
-                self._forget(r.id)
-                if self.a.depth > 1:
-                    try:
-                        self.send_next({"op": "release", "request": r.id, "reason": "failed"})
-                    except (OSError, frame.Closed):
-                        pass
+                self._release(r, "failed")
         for e, t in zip(entries, toks):
             r = self._current(e)
             if r is None or e["step"] != len(r.generated):
@@ -518,12 +504,7 @@ class Worker:
                 t = r.replay[e["step"]]  # a catch-up step after a restore: the token is known
             r.generated.append(t)
             if t in r.stop or len(r.generated) >= r.max_tokens:
-                self._forget(r.id)
-                if self.a.depth > 1:
-                    try:
-                        self.send_next({"op": "release", "request": r.id, "reason": "done"})
-                    except (OSError, frame.Closed):
-                        pass
+                self._release(r, "done")
 
     def prepare(self, entries, rows, failed=None):
         """Restores and reservations before a step (every stage): entries that cannot go on are
