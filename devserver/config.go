@@ -134,6 +134,10 @@ func serverOptions(conf *config.Config, hosts map[primitives.ServiceName]static.
 		// holds at most this much of it.
 		dynamicconfig.HistoryCacheSizeBasedLimit.Key():        true,
 		dynamicconfig.HistoryCacheHostLevelMaxSizeBytes.Key(): 64 << 20,
+		// And let an idle dev box give that memory back: an entry unused for two minutes is
+		// dropped (a running job touches its own at every event), instead of after an hour.
+		dynamicconfig.HistoryCacheTTL.Key(): 2 * time.Minute,
+		dynamicconfig.EventsCacheTTL.Key():  2 * time.Minute,
 		// Search attributes registered at start must be usable by the first workflow task:
 		// with the default ten-second namespace refresh, a job started right after
 		// `schooner dev` came up failed its first task ("no mapping defined for search
