@@ -137,7 +137,10 @@ func serverOptions(conf *config.Config, hosts map[primitives.ServiceName]static.
 		// And let an idle dev box give that memory back: an entry unused for two minutes is
 		// dropped (a running job touches its own at every event), instead of after an hour.
 		dynamicconfig.HistoryCacheTTL.Key(): 2 * time.Minute,
-		dynamicconfig.EventsCacheTTL.Key():  2 * time.Minute,
+		// The cross-cluster replication cache (8 MiB by default) serves no purpose on one
+		// cluster; in the soak's heap it held the most objects of all.
+		dynamicconfig.XDCCacheMaxSizeBytes.Key(): 1 << 20,
+		dynamicconfig.EventsCacheTTL.Key():       2 * time.Minute,
 		// Search attributes registered at start must be usable by the first workflow task:
 		// with the default ten-second namespace refresh, a job started right after
 		// `schooner dev` came up failed its first task ("no mapping defined for search

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -14,14 +15,19 @@ import (
 // sample is what the process holds at one moment, after a garbage collection.
 type sample struct {
 	At           time.Time `json:"at"`
-	RSSMiB       float64   `json:"rss_mib"`         // VmRSS of /proc/self/status
-	HeapInuseMiB float64   `json:"heap_inuse_mib"`  // runtime.MemStats.HeapInuse
-	HeapObjects  uint64    `json:"heap_objects"`    // live objects
-	Goroutines   int       `json:"goroutines"`      // runtime.NumGoroutine
-	CPUSeconds   float64   `json:"cpu_seconds"`     // user + system since the process began
-	MetricSeries int       `json:"metric_series"`   // series the Prometheus registry exposes
-	NodeWorkers  int       `json:"sim_node_agents"` // simulated node agents alive
-	MarketEvents int64     `json:"market_events"`   // events in the simulated market's log
+	RSSMiB       float64   `json:"rss_mib"`        // VmRSS of /proc/self/status
+	HeapInuseMiB float64   `json:"heap_inuse_mib"` // runtime.MemStats.HeapInuse
+	// HeapLiveMiB is the bytes of live objects (HeapAlloc after the collection); RSSFreedMiB
+	// the RSS once the runtime returned every free page (debug.FreeOSMemory): what the
+	// program keeps, apart from what the Go runtime holds on to for reuse.
+	HeapLiveMiB  float64 `json:"heap_live_mib,omitempty"`
+	RSSFreedMiB  float64 `json:"rss_freed_mib,omitempty"`
+	HeapObjects  uint64  `json:"heap_objects"`    // live objects
+	Goroutines   int     `json:"goroutines"`      // runtime.NumGoroutine
+	CPUSeconds   float64 `json:"cpu_seconds"`     // user + system since the process began
+	MetricSeries int     `json:"metric_series"`   // series the Prometheus registry exposes
+	NodeWorkers  int     `json:"sim_node_agents"` // simulated node agents alive
+	MarketEvents int64   `json:"market_events"`   // events in the simulated market's log
 }
 
 // takeSample collects garbage first, so heap and RSS are what is kept, not what is waiting.
@@ -30,7 +36,17 @@ func takeSample() sample {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return sample{At: time.Now(), RSSMiB: rssMiB(), HeapInuseMiB: float64(ms.HeapInuse) / (1 << 20),
+		HeapLiveMiB: float64(ms.HeapAlloc) / (1 << 20),
 		HeapObjects: ms.HeapObjects, Goroutines: runtime.NumGoroutine(), CPUSeconds: process.CPUSeconds()}
+}
+
+// takeIdleSample is takeSample of an idle process, plus its RSS after the runtime returned
+// its free pages to the OS (a long-idle process does so by itself, over minutes).
+func takeIdleSample() sample {
+	s := takeSample()
+	debug.FreeOSMemory()
+	s.RSSFreedMiB = rssMiB()
+	return s
 }
 
 // rssMiB reads VmRSS (KiB) from /proc/self/status; 0 where there is none.

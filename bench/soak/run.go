@@ -108,9 +108,13 @@ func startSoakStack(ctx context.Context, scale float64) (*soakStack, error) {
 	return &soakStack{Stack: s, dir: dir, reg: reg}, nil
 }
 
-// sample is takeSample with what only the stack knows.
-func (s *soakStack) sample() sample {
+// sample is takeSample with what only the stack knows; idle samples also return the free
+// pages to the OS to tell what the program keeps from what the runtime keeps for reuse.
+func (s *soakStack) sample(idle bool) sample {
 	out := takeSample()
+	if idle {
+		out = takeIdleSample()
+	}
 	if mfs, err := s.reg.Gather(); err == nil {
 		for _, mf := range mfs {
 			out.MetricSeries += len(mf.GetMetric())
@@ -176,7 +180,7 @@ func run(ctx context.Context, o options) (result, error) {
 	}
 
 	time.Sleep(2 * time.Second) // let the start-up settle
-	r.Start = s.sample()
+	r.Start = s.sample(true)
 	r.IdleStart = measureIdle(o.idle, nil)
 	fmt.Printf("start: RSS %.0f MiB, heap %.0f MiB, %d goroutines, idle CPU %.1f%%\n",
 		r.Start.RSSMiB, r.Start.HeapInuseMiB, r.Start.Goroutines, r.IdleStart.Percent)
@@ -208,7 +212,7 @@ func run(ctx context.Context, o options) (result, error) {
 				}
 			}
 		}
-		b := batch{Done: first + n, Wall: time.Since(began).Seconds(), Sample: s.sample()}
+		b := batch{Done: first + n, Wall: time.Since(began).Seconds(), Sample: s.sample(false)}
 		r.Batches = append(r.Batches, b)
 		fmt.Printf("%3d jobs closed after %5.0f s: RSS %.0f MiB, heap %.0f MiB, %d goroutines, %d node agents, %d metric series\n",
 			b.Done, b.Wall, b.Sample.RSSMiB, b.Sample.HeapInuseMiB, b.Sample.Goroutines, b.Sample.NodeWorkers, b.Sample.MetricSeries)
@@ -219,7 +223,7 @@ func run(ctx context.Context, o options) (result, error) {
 	r.JobsWall = time.Since(began).Seconds()
 
 	time.Sleep(o.settle)
-	r.After = s.sample()
+	r.After = s.sample(true)
 	r.IdleAfter = measureIdle(o.idle, func() {
 		if o.profiles == "" {
 			return

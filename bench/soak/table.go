@@ -34,6 +34,12 @@ func printTable(w io.Writer, r result, base *result) {
 	row("heap in use: start → idle after", func(x result) string {
 		return fmt.Sprintf("%.0f → %.0f MiB", x.Start.HeapInuseMiB, x.After.HeapInuseMiB)
 	})
+	row("live heap: start → idle after", func(x result) string {
+		return fmt.Sprintf("%.0f → %.0f MiB", x.Start.HeapLiveMiB, x.After.HeapLiveMiB)
+	})
+	row("RSS with free pages returned: start → idle after", func(x result) string {
+		return fmt.Sprintf("%.0f → %.0f MiB", x.Start.RSSFreedMiB, x.After.RSSFreedMiB)
+	})
 	row("goroutines: start → idle after", func(x result) string { return fmt.Sprintf("%d → %d", x.Start.Goroutines, x.After.Goroutines) })
 	row("idle CPU: start → after (30 s window)", func(x result) string {
 		return fmt.Sprintf("%.1f%% → %.1f%%", x.IdleStart.Percent, x.IdleAfter.Percent)
