@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/schooner-ml/schooner/cloud"
+	"github.com/schooner-ml/schooner/fleet"
 )
 
 // WorkflowServingDeployment is the ServingDeployment workflow's type name; a deployment's
@@ -20,9 +21,9 @@ const (
 	// SignalStageReady: a stage's inference worker listens and its node's KV-cache holder
 	// too (StageReady), sent by the node side of RunStage.
 	SignalStageReady = "stage-ready"
-	// SignalPreemptionNotice: the same name and payload as a TrainingJob's (the node agents'
-	// preemption relay signals whatever workflow tagged the instance).
-	SignalPreemptionNotice = "preemption-notice"
+	// SignalPreemptionNotice: fleet's, the same as a TrainingJob's (the preemption relay
+	// signals whatever workflow tagged the instance).
+	SignalPreemptionNotice = fleet.SignalPreemptionNotice
 	// UpdateScale sets the number of replicas (ScaleRequest).
 	UpdateScale = "scale"
 	// UpdateStop drains every stage, releases every instance and ends the deployment
@@ -145,15 +146,9 @@ type CarriedSlot struct {
 	NoticedAt  time.Time `json:"noticed_at,omitempty"`
 }
 
-// PreemptionNotice tells the deployment an instance will be reclaimed at Deadline (Kind
-// notice) or is gone (Kind preempted). Its JSON is training.PreemptionNotice's, field for
-// field, so one relay serves both kinds of workflow (a test holds them together; the type is
-// not shared to keep this contract free of the training domain's dependencies).
-type PreemptionNotice struct {
-	InstanceID string                 `json:"instance_id"`
-	Kind       cloud.InterruptionKind `json:"kind"`
-	Deadline   time.Time              `json:"deadline,omitempty"`
-}
+// PreemptionNotice tells the deployment an instance will be reclaimed or is gone (fleet's,
+// the same type a TrainingJob receives).
+type PreemptionNotice = fleet.PreemptionNotice
 
 // StageReady is sent by the node side once the stage's inference worker accepts connections
 // and its node's KV-cache holder listens. Epoch is the assignment's: a report of an older

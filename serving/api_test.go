@@ -1,30 +1,16 @@
 package serving
 
 import (
-	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
-	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/training"
 )
 
-// One preemption relay signals training jobs and deployments alike: the names and the JSON
-// must stay the same.
-func TestPreemptionNoticeIsTrainingsJSON(t *testing.T) {
-	assert.Equal(t, training.SignalPreemptionNotice, SignalPreemptionNotice)
-	in := training.PreemptionNotice{InstanceID: "i-1", Kind: cloud.Notice, Deadline: time.Unix(100, 0).UTC()}
-	data, err := json.Marshal(in)
-	require.NoError(t, err)
-	var got PreemptionNotice
-	require.NoError(t, json.Unmarshal(data, &got))
-	assert.Equal(t, PreemptionNotice(in), got)
-	back, err := json.Marshal(got)
-	require.NoError(t, err)
-	assert.JSONEq(t, string(data), string(back))
+// Both domains refuse a bad spec with the same error type, so clients tell it alike.
+func TestInvalidSpecIsTrainingsErrorType(t *testing.T) {
 	assert.Equal(t, training.ErrTypeInvalidSpec, ErrTypeInvalidSpec)
 }
 

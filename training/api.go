@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/schooner-ml/schooner/cloud"
+	"github.com/schooner-ml/schooner/fleet"
 	"github.com/schooner-ml/schooner/planner"
 )
 
@@ -17,7 +18,7 @@ const WorkflowTrainingJob = "TrainingJob"
 
 // Messages of a TrainingJob: what the CLI, the node agents and the plain temporal CLI send.
 const (
-	SignalPreemptionNotice    = "preemption-notice"
+	SignalPreemptionNotice    = fleet.SignalPreemptionNotice
 	SignalProgress            = "progress"
 	SignalCheckpointCommitted = "checkpoint-committed"
 	UpdateSetBudget           = "set-budget"
@@ -84,15 +85,9 @@ type RankPlacement struct {
 	InstanceID string `json:"instance_id"`
 }
 
-// PreemptionNotice tells the job an instance will be reclaimed at Deadline (Kind notice:
-// the node agent read it from the instance's metadata) or is gone already (Kind preempted:
-// the provider's event log said so). It lets the job plan ahead of the provider's own report;
-// the job still confirms a loss with the provider before acting.
-type PreemptionNotice struct {
-	InstanceID string                 `json:"instance_id"`
-	Kind       cloud.InterruptionKind `json:"kind"`
-	Deadline   time.Time              `json:"deadline,omitempty"`
-}
+// PreemptionNotice tells the job an instance will be reclaimed or is gone (fleet's, the
+// same for every kind of workflow).
+type PreemptionNotice = fleet.PreemptionNotice
 
 // CheckpointCommitted says a checkpoint step is durable in the job's remote store (every
 // stage's shard is there). Saver ranks report it; the job still reads the latest durable step
