@@ -2,15 +2,11 @@ package serving
 
 import (
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/schooner-ml/schooner/internal/specfile"
 )
-
-// namePattern keeps the deployment name safe inside a workflow id and a task queue name.
-var namePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$`)
 
 // Bounds of a deployment this control plane accepts; policy, documented in docs/serving.md.
 const (
@@ -33,9 +29,7 @@ func Problems(err error) []FieldError { return specfile.Problems(err) }
 // Validate checks a spec after WithDefaults and names every bad field.
 func (s Spec) Validate() error {
 	var c specfile.Collector
-	if !namePattern.MatchString(s.Name) {
-		c.Add("name", "%q must be 1-40 lowercase letters, digits or '-', starting and ending with a letter or digit", s.Name)
-	}
+	c.CheckName(s.Name)
 	checkModel(&c, s.Model, s.Stages)
 	bounded := func(field string, v, lo, hi int) {
 		if v < lo || v > hi {

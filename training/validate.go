@@ -4,16 +4,12 @@ import (
 	"encoding/json"
 	"github.com/schooner-ml/schooner/internal/specfile"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/schooner-ml/schooner/checkpoint/store"
 	"github.com/schooner-ml/schooner/planner"
 )
-
-// namePattern keeps the job name safe inside a workflow id and a task queue name.
-var namePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$`)
 
 // FieldError is one problem with a spec, named by its field's path ("checkpoint.every").
 type FieldError = specfile.FieldError
@@ -31,8 +27,8 @@ func (s Spec) ValidateWithin(lim Limits) error {
 	v := &validator{lim: lim}
 	if s.Name == "" {
 		v.add("name", "required")
-	} else if !namePattern.MatchString(s.Name) {
-		v.add("name", "%q must be 1-40 lowercase letters, digits or '-', starting and ending with a letter or digit", s.Name)
+	} else {
+		v.CheckName(s.Name)
 	}
 	v.model(s.Model)
 	if s.GlobalBatch < 1 {

@@ -2,13 +2,10 @@ package servingwf
 
 import (
 	"fmt"
-	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/schooner-ml/schooner/cloud"
-	"github.com/schooner-ml/schooner/fleet"
 	"github.com/schooner-ml/schooner/serving"
 	"github.com/schooner-ml/schooner/workflows/internal/jobwf"
 )
@@ -33,9 +30,7 @@ func (d *dep) admit(ctx workflow.Context) error {
 	d.status.Name, d.status.Model = d.spec.Name, d.spec.ModelID()
 	d.layers = serving.SplitLayers(d.spec.Model.Dims().Layers, d.spec.Stages)
 	if d.scale <= 0 {
-		var scale cloud.TimeScale
-		err := workflow.ExecuteActivity(jobwf.ControlCtx(ctx, "ask the provider for its time scale", time.Minute),
-			fleet.ActivityTimeScale).Get(ctx, &scale)
+		scale, err := jobwf.TimeScale(ctx)
 		if err != nil {
 			return fmt.Errorf("asking the provider for its time scale: %w", err)
 		}

@@ -8,7 +8,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/schooner-ml/schooner/cloud"
-	"github.com/schooner-ml/schooner/fleet"
 	"github.com/schooner-ml/schooner/training"
 	"github.com/schooner-ml/schooner/workflows/internal/jobwf"
 )
@@ -102,10 +101,7 @@ func (j *job) askTimeScale(ctx workflow.Context) (cloud.TimeScale, error) {
 	if c := j.in.Carried; c != nil && c.TimeScale > 0 {
 		return c.TimeScale, nil
 	}
-	var scale cloud.TimeScale
-	err := workflow.ExecuteActivity(jobwf.ControlCtx(ctx, "ask the provider for its time scale", time.Minute),
-		fleet.ActivityTimeScale).Get(ctx, &scale)
-	return scale, err
+	return jobwf.TimeScale(ctx)
 }
 
 // firstRunID is the run id of the job's first run, the same in every run continued as new

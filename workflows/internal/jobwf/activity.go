@@ -97,3 +97,12 @@ func Describe(ctx workflow.Context, owner string, ids []string) ([]cloud.Instanc
 	}
 	return got, nil
 }
+
+// TimeScale asks the provider for its time scale (fleet.ActivityTimeScale): every job asks
+// once at its start and takes the answer as given from then on.
+func TimeScale(ctx workflow.Context) (cloud.TimeScale, error) {
+	var scale cloud.TimeScale
+	err := workflow.ExecuteActivity(ControlCtx(ctx, "ask the provider for its time scale", time.Minute),
+		fleet.ActivityTimeScale).Get(ctx, &scale)
+	return scale, err
+}
