@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/schooner-ml/schooner/internal/procgroup"
 	"github.com/schooner-ml/schooner/serving"
 )
 
@@ -277,17 +278,9 @@ func (s *Supervisor) terminate(p *proc, log zerolog.Logger) {
 	s.mu.Lock()
 	p.stopping = true
 	s.mu.Unlock()
-	pid := p.cmd.Process.Pid
-	_ = syscall.Kill(-pid, syscall.SIGTERM)
-	t := time.NewTimer(s.Grace)
-	defer t.Stop()
-	select {
-	case <-p.exited:
-		return
-	case <-t.C:
+	if procgroup.Terminate(p.cmd.Process.Pid, s.Grace, p.exited) {
+		log.Warn().Dur("grace", s.Grace).Msg("inference worker ignored SIGTERM: killed it")
 	}
-	log.Warn().Dur("grace", s.Grace).Msg("inference worker ignored SIGTERM: killing it")
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	<-p.exited
 }
 

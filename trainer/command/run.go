@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/schooner-ml/schooner/internal/procgroup"
 	"github.com/schooner-ml/schooner/training"
 )
 
@@ -138,13 +139,7 @@ func killGroupOnCancel(ctx context.Context, pid int, grace time.Duration, exited
 	case <-ctx.Done():
 	}
 	log.Info().Dur("grace", grace).Msg("stopping trainer program: SIGTERM to its process group")
-	_ = syscall.Kill(-pid, syscall.SIGTERM)
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case <-exited:
-	case <-t.C:
+	if procgroup.Terminate(pid, grace, exited) {
 		log.Warn().Msg("trainer program outlived its grace period: SIGKILL to its process group")
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
 	}
 }
