@@ -20,6 +20,8 @@ type conn struct {
 	deployment string
 	stage      int
 	werr       error
+	// lent is the reader's memory this connection writes "into" gets to (see lend.go).
+	lent []byte
 }
 
 func (h *Holder) serveConn(c net.Conn) {
@@ -45,6 +47,7 @@ func (h *Holder) serveConn(c net.Conn) {
 	cn.read(r, q)
 	q.Close()
 	<-done
+	cn.unlend()
 	h.opts.Logger.Debug().Str("deployment", cn.deployment).Int("stage", cn.stage).Msg("kv-cache connection closed")
 }
 
@@ -206,6 +209,12 @@ func (cn *conn) handle(it Item) {
 			h.m.acks.Add(1)
 			cn.write(ackMsg{Op: opAck, Request: e.Request, Step: step}, nil)
 		}
+	case lendMsg:
+		if err := cn.lend(m); err != nil {
+			cn.refusal(err, "", nil)
+			return
+		}
+		cn.write(lentMsg{Op: opLent, Path: m.Path, Size: m.Size}, nil)
 	case requestMsg:
 		switch m.Op {
 		case opDrop:
@@ -221,7 +230,7 @@ func (cn *conn) handle(it Item) {
 			cn.write(droppedMsg{Op: opDropped, Deployment: cn.deployment, Requests: n, Bytes: b}, nil)
 		case opGet:
 			h.m.gets.Add(1)
-			if uc, ok := cn.c.(*net.UnixConn); ok && m.Shm && cn.getShm(uc, m.Request) {
+			if uc, ok := cn.c.(*net.UnixConn); ok && (m.Shm || m.Into) && cn.getShm(uc, m.Request, m.Into) {
 				return
 			}
 			cn.get(m.Request)

@@ -22,6 +22,8 @@ const (
 	opList           = "list"
 	opHeld           = "held"
 	opShm            = "shm"
+	opLend           = "lend"
+	opLent           = "lent"
 )
 
 // Roles a peer names in its hello. The holder accepts every op on either; the role says what
@@ -96,6 +98,24 @@ type requestMsg struct {
 	// Shm asks a get over a unix socket for one shm answer (the replica in a memory file
 	// passed with the frame) instead of chunks.
 	Shm bool `json:"shm,omitempty"`
+	// Into asks a get over a unix socket to write the replica into the memory the reader lent
+	// (see lendMsg) and answer with an shm frame that passes no file.
+	Into bool `json:"into,omitempty"`
+}
+
+// lendMsg lends the holder a reader's memory file (by path, under LendDir with LendPrefix) of
+// Size bytes: the holder maps it once and writes later replicas into it, so a reader that
+// page-locked the file for its GPU restores with one DMA and no copy on its side.
+type lendMsg struct {
+	Op   string `json:"op"`
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+}
+
+type lentMsg struct {
+	Op   string `json:"op"`
+	Path string `json:"path"`
+	Size int64  `json:"size"`
 }
 
 type droppedMsg struct {

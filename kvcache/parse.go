@@ -78,8 +78,20 @@ func (h *Holder) parse(hdr frame.Header, payload []byte) (Item, *HolderError) {
 			return bad("no request")
 		}
 		it.Request, it.msg = m.Request, m
+	case opLend:
+		var m lendMsg
+		if err := hdr.Decode(&m); err != nil {
+			return bad("%v", err)
+		}
+		if len(payload) > 0 {
+			return bad("takes no payload")
+		}
+		if err := checkLend(m, h.opts.Budget); err != nil {
+			return bad("%v", err)
+		}
+		it.msg = m
 	default:
-		return bad("unknown op (a holder speaks put, put_step, drop, drop_deployment, get and list)")
+		return bad("unknown op (a holder speaks put, put_step, drop, drop_deployment, get, list and lend)")
 	}
 	return it, nil
 }

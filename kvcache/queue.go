@@ -5,7 +5,7 @@ import "sync"
 // Item is one frame of a connection on its way from the socket to the store. The exported
 // fields are what a scheduling queue may look at; the rest is the holder's.
 type Item struct {
-	Op      string // put, put_step, drop, drop_deployment, get, list
+	Op      string // put, put_step, drop, drop_deployment, get, list, lend
 	Request string // the request a put, drop or get names; empty for put_step and list
 	Step    int    // the step of a put_step
 	Bytes   int    // payload bytes

@@ -30,17 +30,26 @@ type shmMsg struct {
 	Request   string     `json:"request"`
 	Chunks    []shmChunk `json:"chunks"`
 	AckedStep int        `json:"acked_step"`
+	// Into says the chunks lie in the memory the reader lent, not in a file passed with the frame.
+	Into bool `json:"into,omitempty"`
 }
+
+// maxShmChunks bounds the chunks of one shm answer: the memory needs no frame-sized pieces, so
+// a long context goes in longer chunks (as many as the holder's copiers can fill in parallel)
+// and the header stays far below its limit at any context length.
+const maxShmChunks = 64
 
 // maxShmHeader keeps an shm answer's header under the 64 KiB frame limit; a replica with more
 // chunks than fit is answered by the chunk path.
 const maxShmHeader = 60 << 10
 
-// getShm answers a get over a unix socket with one shm frame that passes a memory file holding
-// every chunk's payload, back to back; false when it could not (the caller answers by chunks).
-func (cn *conn) getShm(uc *net.UnixConn, request string) bool {
+// getShm answers a get over a unix socket with one shm frame: with into and a lent memory large
+// enough, the replica is written into that memory and the frame passes no file; otherwise it
+// passes a memory file holding every chunk's payload, back to back. False when it could not
+// (the caller answers by chunks).
+func (cn *conn) getShm(uc *net.UnixConn, request string, into bool) bool {
 	s := cn.h.store.snapshot(cn.key(request))
-	ranges := s.chunkRanges(cn.h.opts.ChunkTokens)
+	ranges := s.chunkRanges(max(cn.h.opts.ChunkTokens, (s.tokens()+maxShmChunks-1)/maxShmChunks))
 	msg := shmMsg{Op: opShm, Request: request, Chunks: make([]shmChunk, len(ranges)), AckedStep: s.acked}
 	var total int64
 	for i, r := range ranges {
@@ -49,12 +58,16 @@ func (cn *conn) getShm(uc *net.UnixConn, request string) bool {
 			Shape: []int{s.hi - s.lo, 2, s.layout.KVHeads, r[1] - r[0], s.layout.HeadDim}, Offset: total, Length: n}
 		total += n
 	}
+	msg.Into = into && total <= int64(len(cn.lent))
 	var hdr bytes.Buffer
 	if err := frame.Write(&hdr, msg, nil); err != nil || hdr.Len() > maxShmHeader {
 		return false
 	}
 	fd := -1
-	if total > 0 {
+	switch {
+	case msg.Into:
+		fillShm(cn.lent[:total], s, ranges, msg.Chunks)
+	case total > 0:
 		var err error
 		if fd, err = shmFile(s, ranges, msg.Chunks, total); err != nil {
 			cn.h.opts.Logger.Warn().Err(err).Str("request", request).Msg("kv-cache get: no shared memory, answering by chunks")
@@ -115,6 +128,17 @@ func shmFile(s snapshot, ranges [][2]int, chunks []shmChunk, total int64) (int, 
 	if err != nil {
 		return -1, fmt.Errorf("mapping the memory file: %w", err)
 	}
+	fillShm(mem, s, ranges, chunks)
+	if err := unix.Munmap(mem); err != nil {
+		return -1, fmt.Errorf("unmapping the memory file: %w", err)
+	}
+	ok = true
+	return fd, nil
+}
+
+// fillShm writes the chunks of ranges at their offsets in mem, several goroutines each its own
+// chunks: one core's copy is far below the memory's bandwidth.
+func fillShm(mem []byte, s snapshot, ranges [][2]int, chunks []shmChunk) {
 	workers := min(len(ranges), runtime.GOMAXPROCS(0), 16)
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -126,9 +150,4 @@ func shmFile(s snapshot, ranges [][2]int, chunks []shmChunk, total int64) (int, 
 		})
 	}
 	wg.Wait()
-	if err := unix.Munmap(mem); err != nil {
-		return -1, fmt.Errorf("unmapping the memory file: %w", err)
-	}
-	ok = true
-	return fd, nil
 }

@@ -16,12 +16,18 @@ import torch
 from .config import ModelConfig
 from .kvpool import KVPool, PoolFull
 from .model import StageModel, rope_tables
-from .replicate import HolderWriter, fetch_replica
+from .decode_graphs import DecodeGraphs, decode_attention
+from .replicate import HolderWriter, LentReader, fetch_replica
 from .sampling import choose
 
 
 class RestoreFailed(Exception):
     pass
+
+
+# The most a stage lends its holder by default (SCHOONER_KV_LEND overrides): page-locked host
+# memory the size of one large replica (a 32k-token request of an 8B model's 32 layers is 4 GiB).
+LEND_DEFAULT_MAX = 8 << 30
 
 
 class StageEngine:
@@ -45,6 +51,35 @@ class StageEngine:
         self.writer = HolderWriter(holder, deployment, stage, queue_size) if holder and replicate else None
         self._replicate, self._queue_size = replicate, queue_size
         self.restore_stats: list[dict] = []
+        self.reader = self._lend()
+        # Decode steps replay CUDA graphs on a GPU (SCHOONER_CUDA_GRAPHS=0: eager, as on a CPU).
+        graphs = device.type == "cuda" and os.environ.get("SCHOONER_CUDA_GRAPHS", "1") != "0"
+        self.graphs = DecodeGraphs(self) if graphs else None
+
+    def _lend(self) -> LentReader | None:
+        """A LentReader on a holder over a unix socket, made now so a restore finds its memory
+        mapped and page-locked: SCHOONER_KV_LEND bytes (default the KV pool's size, at most
+        LEND_DEFAULT_MAX; 0 turns it off). None, and restores fetch as fetch_replica does, where
+        lending is off or fails (said on stdout)."""
+        if not self.holder or not self.holder.startswith("unix:"):
+            return None
+        want = os.environ.get("SCHOONER_KV_LEND")
+        size = int(want) if want else min(self.pool.bytes(), LEND_DEFAULT_MAX)
+        if size <= 0:
+            return None
+        try:
+            return LentReader(self.holder, self.deployment, self.stage, size, self.device)
+        except Exception as e:  # noqa: BLE001 — restores still work, through a memory file each
+            print(f"schooner_serve: lending {size} bytes to {self.holder}: {e}; restores map a file each", flush=True)
+            return None
+
+    def close(self) -> None:
+        """Stop replicating and give back the lent memory (the replicas stay with the holder)."""
+        if self.writer is not None:
+            self.writer.close()
+        if self.reader is not None:
+            self.reader.close()
+            self.reader = None
 
     def set_holder(self, addr: str) -> None:
         """Replicate to the holder at addr from now on (the successor's node changed): the old
@@ -55,6 +90,9 @@ class StageEngine:
         if old is not None:
             old.close()
         self.writer = HolderWriter(addr, self.deployment, self.stage, self._queue_size) if replicate else None
+        if self.reader is not None:
+            self.reader.close()
+        self.reader = self._lend()
         if self.writer is None:
             return
         for request in list(self.pool.tables):
@@ -119,7 +157,10 @@ class StageEngine:
             return 0
         t = time.perf_counter()
         try:
-            rep = fetch_replica(self.holder, self.deployment, self.stage, request)
+            if self.reader is not None:
+                rep = self.reader.fetch(request)
+            else:
+                rep = fetch_replica(self.holder, self.deployment, self.stage, request)
         except Exception as e:  # noqa: BLE001 — a holder that cannot answer has nothing to restore
             print(f"schooner_serve: restoring {request} from {self.holder}: {e}", flush=True)
             return 0
@@ -130,10 +171,11 @@ class StageEngine:
             if rep.shm and self.device.type == "cuda" and rep.buffer is not None and rep.buffer.numel():
                 # One host→device copy of the whole mapped file, then the chunks are device views.
                 t2 = time.perf_counter()
-                dev = self._h2d(rep.buffer)
+                dev = self._h2d(rep.buffer, pinned=rep.lent and self.reader is not None and self.reader.pinned)
                 t_h2d = time.perf_counter() - t2
                 chunks = [(ls, ts, dev[o:o + n].view(c.dtype).view(c.shape))
                           for (ls, ts, c), (o, n) in zip(rep.chunks, rep.spans)]
+            t_scatter = time.perf_counter()
             have = 0  # contiguous positions from 0 written so far
             kv = self.pool.kv
             for (l0, l1), (t0, t1), data in chunks:
@@ -146,24 +188,25 @@ class StageEngine:
                 if t1c <= t0:
                     continue
                 part = data[self.first - l0:self.end - l0, :, :, : t1c - t0]  # [L, 2, kvh, T, hd]
-                slots = torch.tensor(self.pool.slots(request, t0, t1c), device=self.device)
+                slots = self.pool.slot_index(request, t0, t1c).to(self.device)
                 kv[:, :, slots] = part.permute(0, 1, 3, 2, 4).to(device=self.device, dtype=self.dtype)
                 have = max(have, t1c)
             self.pool.lengths[request] = have
             if self.device.type == "cuda":
                 torch.cuda.synchronize(self.device)
+            t_scatter = time.perf_counter() - t_scatter
         finally:
             chunks = data = part = None  # no view of the mapping outlives it
             rep.close()
         self.restore_stats.append({"request": request, "positions": have, "acked_step": rep.acked, "fetch_s": t_fetch,
-                                   "h2d_s": t_h2d, "shm": shm, "bytes": nbytes,
+                                   "h2d_s": t_h2d, "scatter_s": t_scatter, "shm": shm, "lent": rep.lent, "bytes": nbytes,
                                    "total_s": time.perf_counter() - t})
         return have
 
-    def _h2d(self, host):
+    def _h2d(self, host, pinned: bool = False):
         if getattr(self, "_staging", None) is None:
             self._staging = []
-        return host_to_device(host, self.device, self._staging)
+        return host_to_device(host, self.device, self._staging, pinned)
 
     # --- compute ----------------------------------------------------------------------------
 
@@ -171,10 +214,6 @@ class StageEngine:
     def forward(self, kind: str, entries: list[dict], x):
         """Run the local blocks over the batch. x: hidden states [rows, hidden] or, at the first
         stage, token ids (one per row). Returns the hidden states after the last local block."""
-        if self.is_first:
-            x = self.model.embed_tokens(x)
-        else:
-            x = x.to(device=self.device, dtype=self.dtype)
         pool, dev = self.pool, self.device
         segs, pos, slots = [], [], []
         row = 0
@@ -187,12 +226,20 @@ class StageEngine:
             pos.extend(range(p0, p1))
             slots.extend(pool.slots(r, p0, p1))
             row += p1 - p0
-        if row != x.shape[0]:
-            raise ValueError(f"{x.shape[0]} rows for {row} positions")
-        pos_t = torch.tensor(pos, device=dev)
-        slots_t = torch.tensor(slots, device=dev)
-        cos, sin = rope_tables(self.c, pos_t, dev)
+        rows = len(x) if isinstance(x, (list, tuple)) else x.shape[0]
+        if row != rows:
+            raise ValueError(f"{rows} rows for {row} positions")
         decode = all(p1 - p0 == 1 for _, p0, p1, _ in segs)
+        slots_t = torch.tensor(slots, device=dev)
+        if decode and self.graphs is not None:
+            x = self.graphs.run(x, [(r, p1) for r, _, p1, _ in segs], slots)
+            return self._decoded(entries, segs, slots_t, x)
+        if self.is_first:
+            x = self.model.embed_tokens(x)
+        else:
+            x = x.to(device=self.device, dtype=self.dtype)
+        pos_t = torch.tensor(pos, device=dev)
+        cos, sin = rope_tables(self.c, pos_t, dev)
         c = self.c
         groups, scale = c.heads // c.kv_heads, c.head_dim ** -0.5
         if decode:
@@ -201,7 +248,7 @@ class StageEngine:
             idx = torch.zeros(len(segs), smax, dtype=torch.long)
             valid = torch.zeros(len(segs), smax, dtype=torch.bool)
             for i, (r, _, p1, _) in enumerate(segs):
-                idx[i, :p1] = torch.tensor(pool.slots(r, 0, p1))
+                idx[i, :p1] = pool.slot_index(r, 0, p1)
                 valid[i, :p1] = True
             idx, valid = idx.to(dev), valid.to(dev)
         else:
@@ -209,7 +256,7 @@ class StageEngine:
             for r, p0, p1, r0 in segs:
                 kpos = torch.arange(p1, device=dev)
                 qpos = torch.arange(p0, p1, device=dev)
-                seg_idx.append((r0, p1 - p0, torch.tensor(pool.slots(r, 0, p1), device=dev),
+                seg_idx.append((r0, p1 - p0, pool.slot_index(r, 0, p1).to(dev),
                                 kpos[None, :] <= qpos[:, None]))
         writer = self.writer if self.writer is not None and self.writer.active else None
 
@@ -218,16 +265,12 @@ class StageEngine:
             kf[slots_t] = k
             vf[slots_t] = v
             if decode:
-                b = q.shape[0]
-                qg = q.view(b, c.kv_heads, groups, c.head_dim)
-                kk = kf[idx].permute(0, 2, 3, 1)  # [B, kvh, hd, S]
-                vv = vf[idx].permute(0, 2, 1, 3)  # [B, kvh, S, hd]
-                s = torch.matmul(qg, kk).float() * scale  # [B, kvh, G, S]
-                s.masked_fill_(~valid[:, None, None, :], float("-inf"))
-                o = torch.matmul(torch.softmax(s, -1).to(vv.dtype), vv)  # [B, kvh, G, hd]
-                return o.reshape(b, c.heads * c.head_dim)
+                return decode_attention(q, kf, vf, idx, valid, c)
             outs = []
             for r0, n, sidx, mask in seg_idx:
+                if _sdpa is not None and self.device.type == "cuda":
+                    outs.append(_prefill_attention(q[r0:r0 + n], kf[sidx], vf[sidx], mask, groups, scale))
+                    continue
                 qg = q[r0:r0 + n].view(n, c.kv_heads, groups, c.head_dim).permute(1, 2, 0, 3)
                 kk = kf[sidx].permute(1, 2, 0)[:, None]  # [kvh, 1, hd, S]
                 vv = vf[sidx].permute(1, 0, 2)[:, None]  # [kvh, 1, S, hd]
@@ -252,11 +295,20 @@ class StageEngine:
                     writer.put_prompt(r, self.first + i, p0, p1, kf[slots_t[r0:r0 + p1 - p0]],
                                       vf[slots_t[r0:r0 + p1 - p0]], last=i == nb - 1,
                                       layers=(self.first, self.end), step=e.get("step", 0))
+        if decode:
+            return self._decoded(entries, segs, slots_t, x)
         for r, _, p1, _ in segs:
             pool.lengths[r] = p1
-        if writer is not None and decode:
-            # One step of every sequence, all local layers: one gather, one copy, one frame.
-            kv = pool.kv[:, :, slots_t].permute(2, 0, 1, 3, 4).contiguous()  # [n, L, 2, kvh, hd]
+        return x
+
+    def _decoded(self, entries, segs, slots_t, x):
+        """After a decode step: the cache lengths move on and, replicating, the step's new K/V of
+        every sequence and local layer goes out in one gather, one copy, one frame."""
+        for r, _, p1, _ in segs:
+            self.pool.lengths[r] = p1
+        writer = self.writer if self.writer is not None and self.writer.active else None
+        if writer is not None:
+            kv = self.pool.kv[:, :, slots_t].permute(2, 0, 1, 3, 4).contiguous()  # [n, L, 2, kvh, hd]
             writer.put_step([{"request": r, "token": p0, "step": e["step"]} for e, (r, p0, _, _) in zip(entries, segs)],
                             (self.first, self.end), kv)
         return x
@@ -279,15 +331,37 @@ class StageEngine:
 
 STAGE_PIECE = 64 << 20
 
+# Fused attention (flash attention on a GPU) where torch has it (2.0 and later): a prefill
+# attends without materialising its [heads, n, S] scores, as production engines do, so the
+# cost of re-prefilling (the baseline a restore is measured against) is a fair one.
+_sdpa = getattr(torch.nn.functional, "scaled_dot_product_attention", None)
 
-def host_to_device(host, device, staging: list | None = None):
-    """A uint8 CPU tensor (a mapped file) copied to a CUDA device. SCHOONER_KV_H2D=register
-    (default) page-locks the mapping itself (cudaHostRegister) for one DMA at full speed; =staging,
-    or when registering fails, it goes through two pinned buffers (kept in `staging`) in 64 MiB
-    pieces."""
+
+def _prefill_attention(q, k, v, mask, groups: int, scale: float):
+    """Attention of n query rows q [n, heads, hd] over S cached positions k, v [S, kv_heads, hd];
+    mask [n, S] is True where a row may attend. A prefill from position 0 is causal as is; one
+    after a cached prefix passes its mask (the rows sit at the end of the positions)."""
+    n, heads, hd = q.shape
+    kk = k.repeat_interleave(groups, dim=1).transpose(0, 1)[None]  # [1, heads, S, hd]
+    vv = v.repeat_interleave(groups, dim=1).transpose(0, 1)[None]
+    qq = q.transpose(0, 1)[None]  # [1, heads, n, hd]
+    causal = n == k.shape[0]
+    o = _sdpa(qq, kk, vv, attn_mask=None if causal else mask, is_causal=causal, scale=scale)
+    return o[0].transpose(0, 1).reshape(n, heads * hd)
+
+
+def host_to_device(host, device, staging: list | None = None, pinned: bool = False):
+    """A uint8 CPU tensor (a mapped file) copied to a CUDA device. Memory already page-locked
+    (`pinned`, a LentReader's) goes in one DMA. Otherwise SCHOONER_KV_H2D=register (default)
+    page-locks the mapping for the copy (cudaHostRegister); =staging, or when registering fails,
+    it goes through two pinned buffers (kept in `staging`) in 64 MiB pieces."""
     n = host.numel()
     dev = torch.empty(n, dtype=torch.uint8, device=device)
     stream = torch.cuda.current_stream(device)
+    if pinned:
+        dev.copy_(host, non_blocking=True)
+        stream.synchronize()
+        return dev
     if os.environ.get("SCHOONER_KV_H2D", "register") == "register":
         try:
             cudart = torch.cuda.cudart()

@@ -1,7 +1,7 @@
 """A paged KV pool: fixed-size blocks, per-layer K/V storage, a free list, per-request block tables.
 
-Storage is one tensor [layers, 2, num_blocks * block, kv_heads, head_dim] (K then V of every local
-layer; a block is `block` consecutive slots), i.e. per layer and per K/V the
+Storage is one tensor [layers, 2, num_blocks * block + 1, kv_heads, head_dim] (K then V of every
+local layer; a block is `block` consecutive slots; the last slot is a scratch slot, no block's), i.e. per layer and per K/V the
 [num_blocks, block, kv_heads, head_dim] layout flattened over its first two dimensions so a slot
 index (block id * block + offset) addresses one token. A request reserves, at admission, the blocks
 of its whole worst case (prompt + max_tokens): it never runs out mid-decode, and admission waits
@@ -24,7 +24,10 @@ class KVPool:
             raise ValueError("the pool needs at least one block of at least one token")
         self.layers, self.num_blocks, self.block = layers, num_blocks, block
         self.kv_heads, self.head_dim = kv_heads, head_dim
-        self.kv = torch.zeros(layers, 2, num_blocks * block, kv_heads, head_dim, dtype=dtype, device=device)
+        # One slot past the blocks is no request's: padded rows of a CUDA-graph decode step
+        # write there (decode_graphs.py). It holds finite values only, as masked positions read it.
+        self.scratch = num_blocks * block
+        self.kv = torch.zeros(layers, 2, num_blocks * block + 1, kv_heads, head_dim, dtype=dtype, device=device)
         self.free = list(range(num_blocks - 1, -1, -1))  # pop() hands out block 0 first
         self.tables: dict[str, list[int]] = {}
         self.lengths: dict[str, int] = {}  # positions [0, length) hold valid KV
@@ -77,6 +80,16 @@ class KVPool:
         if p1 > len(table) * b:
             raise PoolFull(f"{request}: position {p1 - 1} is past its {len(table) * b} reserved slots")
         return [table[p // b] * b + p % b for p in range(p0, p1)]
+
+    def slot_index(self, request: str, p0: int, p1: int):
+        """slots(request, p0, p1) as a CPU LongTensor, computed from the block table with tensor
+        ops: a decode step of a long context needs every position's slot, and a Python list of
+        tens of thousands of ints per sequence per step would cost more than the step's math."""
+        table, b = self.tables[request], self.block
+        if p1 > len(table) * b:
+            raise PoolFull(f"{request}: position {p1 - 1} is past its {len(table) * b} reserved slots")
+        pos = torch.arange(p0, p1)
+        return torch.tensor(table, dtype=torch.long)[pos // b] * b + pos % b
 
     def layer(self, l: int):
         """(K, V) of local layer l, each [num_blocks * block, kv_heads, head_dim]."""

@@ -22,6 +22,7 @@ import queue
 import socket
 import struct
 import sys
+import tempfile
 import threading
 import time
 
@@ -30,19 +31,47 @@ import torch
 from . import frame
 
 
+class _PinnedPool:
+    """Page-locked host buffers reused from step to step: a decode step's frame is the same size
+    every step, and allocating page-locked memory per step can stall the device (the allocator
+    falls back to cudaHostAlloc, which synchronizes) exactly where streaming must cost nothing."""
+
+    def __init__(self):
+        self._free: dict[int, list] = {}
+        self._lock = threading.Lock()
+
+    def take(self, nbytes: int):
+        with self._lock:
+            free = self._free.get(nbytes)
+            if free:
+                return free.pop()
+        return torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
+
+    def give(self, buf) -> None:
+        with self._lock:
+            self._free.setdefault(buf.numel(), []).append(buf)
+
+
 class _HostCopy:
     """A device tensor on its way to host memory: on CUDA one non-blocking copy into pinned memory
-    on a side stream, waited for by the sender thread; on CPU the tensor itself."""
+    (from `pool`) on a side stream, waited for by the sender thread, which gives the buffer back
+    once sent; on CPU the tensor itself."""
 
     _streams: dict = {}
 
-    def __init__(self, t):
+    def __init__(self, t, pool: _PinnedPool | None = None):
+        self.pool, self.buf = pool, None
         if t.device.type == "cuda":
             side = self._streams.get(t.device)
             if side is None:
                 side = self._streams[t.device] = torch.cuda.Stream(device=t.device)
             side.wait_stream(torch.cuda.current_stream(t.device))
-            self.host = torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
+            nbytes = t.numel() * t.element_size()
+            if pool is not None:
+                self.buf = pool.take(nbytes)
+                self.host = self.buf.view(t.dtype).view(t.shape)
+            else:
+                self.host = torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
             with torch.cuda.stream(side):
                 self.host.copy_(t, non_blocking=True)
                 self.event = torch.cuda.Event()
@@ -56,6 +85,12 @@ class _HostCopy:
             self.event.synchronize()
         return frame.tensor_bytes(self.host)
 
+    def done(self) -> None:
+        """The bytes are sent: the pinned buffer may carry another step."""
+        if self.buf is not None and self.pool is not None:
+            self.host, buf, self.buf = None, self.buf, None
+            self.pool.give(buf)
+
 
 class HolderWriter:
     def __init__(self, addr: str, deployment: str, stage: int, queue_size: int = 64, log=sys.stderr):
@@ -63,6 +98,7 @@ class HolderWriter:
         self.conn = frame.Conn.connect(addr)
         self.conn.handshake("writer", deployment, stage)
         self.q: queue.Queue = queue.Queue(maxsize=queue_size)
+        self._pinned = _PinnedPool()  # decode steps' host buffers, reused
         self.acks = 0
         self.acked: dict[str, int] = {}
         self.frames = self.bytes_sent = 0
@@ -117,7 +153,7 @@ class HolderWriter:
             kv = kv[torch.tensor(keep, device=kv.device)]
         h = {"op": "put_step", "step": min(e["step"] for e in entries), "entries": entries,
              "layers": list(layers), "dtype": frame.dtype_name(kv.dtype), "shape": list(kv.shape)}
-        self._enqueue((h, _HostCopy(kv)))
+        self._enqueue((h, _HostCopy(kv, self._pinned)))
 
     def drop(self, request: str) -> None:
         """Free the request's replica (answered with `dropped`); it may be replicated anew."""
@@ -149,6 +185,9 @@ class HolderWriter:
                     self.conn.send(h, payload)
                     self.frames += 1
                     self.bytes_sent += len(payload)
+                    payload = None
+                if data is not None:
+                    data.done()
             except (OSError, frame.Closed) as e:
                 self._die(f"send: {e}")
             finally:
@@ -214,12 +253,13 @@ class Replica:
     Over shm (`shm` True) the tensors view one mapped memory file, whole in `buffer` (uint8), with
     each chunk's byte range in `spans`; close() unmaps it (the tensors must not be used after)."""
 
-    def __init__(self, chunks, acked, buffer=None, spans=None, mm=None):
+    def __init__(self, chunks, acked, buffer=None, spans=None, mm=None, lent=False):
         self.chunks, self.acked, self.buffer, self.spans, self._mm = chunks, acked, buffer, spans, mm
+        self.lent = lent  # the chunks lie in a LentReader's memory (valid until its next fetch)
 
     @property
     def shm(self) -> bool:
-        return self._mm is not None
+        return self._mm is not None or self.lent
 
     @property
     def nbytes(self) -> int:
@@ -251,6 +291,30 @@ def _recv_exact(sock, n: int, fds: list) -> bytes:
     return bytes(buf)
 
 
+def _chunk_views(meta, buf, size: int):
+    """The chunks of an shm answer as views of buf (uint8, size bytes) and their byte spans."""
+    chunks, spans = [], []
+    for c in meta:
+        off, n = int(c["offset"]), int(c["length"])
+        if off < 0 or off + n > size:
+            raise frame.FrameError(f"shm chunk [{off}, {off + n}) is outside the {size}-byte memory")
+        t = buf[off:off + n].view(frame.torch_dtype(c["dtype"])).view(*c["shape"])
+        chunks.append((tuple(c["layers"]), tuple(c["tokens"]), t))
+        spans.append((off, n))
+    return chunks, spans
+
+
+def _read_unix_frame(conn, fds: list):
+    """One frame read straight from a unix socket with recvmsg, so a descriptor riding on its
+    first bytes is kept (the connection's buffered reader holds nothing between answers)."""
+    (n,) = struct.unpack(">I", _recv_exact(conn.sock, 4, fds))
+    if n > frame.MAX_HEADER:
+        raise frame.FrameError(f"header of {n} bytes is over {frame.MAX_HEADER}")
+    h = json.loads(_recv_exact(conn.sock, n, fds).decode())
+    (p,) = struct.unpack(">Q", _recv_exact(conn.sock, 8, fds))
+    return h, _recv_exact(conn.sock, p, fds) if p else b""
+
+
 def _shm_replica(h: dict, fds: list) -> Replica:
     acked = int(h.get("acked_step", -1))
     meta = h.get("chunks") or []
@@ -266,16 +330,12 @@ def _shm_replica(h: dict, fds: list) -> Replica:
     finally:
         os.close(fd)
     buf = torch.frombuffer(mm, dtype=torch.uint8) if size else torch.empty(0, dtype=torch.uint8)
-    chunks, spans = [], []
-    for c in meta:
-        off, n = int(c["offset"]), int(c["length"])
-        if off < 0 or off + n > size:
-            mm.close()
-            raise frame.FrameError(f"shm chunk [{off}, {off + n}) is outside the {size}-byte file")
-        dt = frame.torch_dtype(c["dtype"])
-        t = buf[off:off + n].view(dt).view(*c["shape"])
-        chunks.append((tuple(c["layers"]), tuple(c["tokens"]), t))
-        spans.append((off, n))
+    try:
+        chunks, spans = _chunk_views(meta, buf, size)
+    except frame.FrameError:
+        del buf
+        mm.close()
+        raise
     return Replica(chunks, acked, buf, spans, mm)
 
 
@@ -291,16 +351,10 @@ def fetch_replica(addr: str, deployment: str, stage: int, request: str, shm: boo
         conn.handshake("reader", deployment, stage)
         conn.send({"op": "get", "request": request, **({"shm": True} if shm else {})})
         if shm:
-            # The descriptor rides on the frame's first bytes: read them with recvmsg, not through
-            # the connection's buffered reader (which has nothing buffered after hello_ok).
-            (n,) = struct.unpack(">I", _recv_exact(conn.sock, 4, fds))
-            if n > frame.MAX_HEADER:
-                raise frame.FrameError(f"header of {n} bytes is over {frame.MAX_HEADER}")
-            h = json.loads(_recv_exact(conn.sock, n, fds).decode())
-            (p,) = struct.unpack(">Q", _recv_exact(conn.sock, 8, fds))
-            if h.get("op") == "shm" and p == 0:
+            h, p = _read_unix_frame(conn, fds)
+            if h.get("op") == "shm" and not p:
                 return _shm_replica(h, fds)
-            first = (h, _recv_exact(conn.sock, p, fds) if p else b"")
+            first = (h, p)
         else:
             first = None
         chunks = []
@@ -327,3 +381,90 @@ def fetch(addr: str, deployment: str, stage: int, request: str, shm: bool | None
     that lives as long as they do."""
     r = fetch_replica(addr, deployment, stage, request, shm)
     return r.chunks, r.acked
+
+
+LEND_DIR, LEND_PREFIX = "/dev/shm", "schooner-kvrecv-"
+
+
+class LentReader:
+    """A reader that restores through memory it lent the holder (docs/serving-protocol.md,
+    section 3, lend): a memory file of `size` bytes, made, mapped and — on a CUDA device —
+    page-locked once, ahead of any failure, then lent over a unix socket. Each fetch has the
+    holder write the replica straight into it, so a restore is the holder's copy plus one DMA:
+    no memory file to create and fault in, no page-locking at failure time. A replica larger
+    than the memory comes back in a memory file of its own, as with fetch_replica. The file is
+    unlinked once the holder has mapped it: nothing is left behind if this process dies."""
+
+    def __init__(self, addr: str, deployment: str, stage: int, size: int, device=None):
+        if not addr.startswith("unix:"):
+            raise ValueError(f"lending memory needs the holder's unix socket, not {addr!r}")
+        if size <= 0:
+            raise ValueError(f"lent memory of {size} bytes")
+        self.size, self.pinned, self._lock = size, False, threading.Lock()
+        fd, path = tempfile.mkstemp(prefix=LEND_PREFIX, dir=LEND_DIR)
+        self.path = path
+        try:
+            os.ftruncate(fd, size)
+            self._mm = mmap.mmap(fd, size, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0),
+                                 prot=mmap.PROT_READ | mmap.PROT_WRITE)
+            os.close(fd)
+            fd = -1
+            self.buffer = torch.frombuffer(self._mm, dtype=torch.uint8)
+            if device is not None and torch.device(device).type == "cuda":
+                self.pinned = int(torch.cuda.cudart().cudaHostRegister(self.buffer.data_ptr(), size, 0)) == 0
+            self.conn = frame.Conn.connect(addr)
+            try:
+                self.conn.handshake("reader", deployment, stage)
+                self.conn.send({"op": "lend", "path": path, "size": size})
+                h, _ = self.conn.recv()
+            except BaseException:
+                self.conn.close()
+                raise
+            if h.get("op") != "lent":
+                self.conn.close()
+                raise frame.FrameError(f"holder refused the lent memory: {h.get('message', h)}", h.get("code", "bad_request"))
+        except BaseException:
+            if fd >= 0:
+                os.close(fd)
+            self._release_memory()
+            raise
+        finally:
+            os.unlink(path)
+
+    def fetch(self, request: str) -> Replica:
+        """The request's replica; when it lies in the lent memory (`lent`), its tensors are valid
+        until the next fetch."""
+        fds: list[int] = []
+        with self._lock:
+            try:
+                self.conn.send({"op": "get", "request": request, "into": True})
+                h, p = _read_unix_frame(self.conn, fds)
+                if h.get("op") == "error":
+                    raise frame.FrameError(f"holder: {h.get('code')}: {h.get('message')}", h.get("code", "bad_request"))
+                if h.get("op") != "shm" or p:
+                    raise frame.FrameError(f"holder answered get into with {h.get('op')!r}")
+                if not h.get("into"):
+                    return _shm_replica(h, fds)
+                chunks, spans = _chunk_views(h.get("chunks") or [], self.buffer, self.size)
+                total = max((o + n for o, n in spans), default=0)
+                return Replica(chunks, int(h.get("acked_step", -1)), self.buffer[:total], spans, lent=True)
+            finally:
+                for fd in fds:
+                    os.close(fd)
+
+    def _release_memory(self) -> None:
+        buf = getattr(self, "buffer", None)
+        if buf is not None and self.pinned:
+            torch.cuda.cudart().cudaHostUnregister(buf.data_ptr())
+        self.buffer, self.pinned = None, False
+        mm = getattr(self, "_mm", None)
+        if mm is not None:
+            try:
+                mm.close()
+            except BufferError:  # a view outlives us: the mapping goes with the last of them
+                pass
+            self._mm = None
+
+    def close(self) -> None:
+        self.conn.close()
+        self._release_memory()

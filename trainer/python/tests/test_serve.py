@@ -125,16 +125,18 @@ def holder_kind(request):
     return request.param
 
 
+# Workers run on the CPU here, in f32, as the reference does, also on a machine with a GPU (where
+# a worker would otherwise take the GPU and bf16, and other tokens).
 def spawn(*args):
     env = dict(os.environ, PYTHONPATH=HERE, SCHOONER_SERVE_THREADS="1")
     return subprocess.Popen([sys.executable, "-m", "schooner_serve.worker", "--model", "tiny", "--seed", str(SEED),
-                             *args], cwd=HERE, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                             "--device", "cpu", *args], cwd=HERE, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
 def inproc(*args):
     """A worker in a thread of this process (fast: no torch import)."""
     port = free_port()
-    w = worker_mod.Worker(worker_mod.parse_args(["--model", "tiny", "--seed", str(SEED),
+    w = worker_mod.Worker(worker_mod.parse_args(["--model", "tiny", "--seed", str(SEED), "--device", "cpu",
                                                  "--listen", f"127.0.0.1:{port}", *args]))
     threading.Thread(target=w.serve, daemon=True).start()
     return w, f"127.0.0.1:{port}"
@@ -185,7 +187,7 @@ def test_payload_limit_and_truncation():
 
 def test_pool_allocate_free_admission():
     pool = KVPool(layers=2, num_blocks=4, block=16, kv_heads=2, head_dim=8)
-    assert pool.kv.shape == (2, 2, 64, 2, 8)
+    assert pool.kv.shape == (2, 2, 64 + 1, 2, 8) and pool.scratch == 64  # + the scratch slot
     assert pool.blocks_needed(17) == 2 and pool.can_allocate(64) and not pool.can_allocate(65)
     assert pool.allocate("a", 20) == [0, 1]
     assert pool.slots("a", 14, 18) == [14, 15, 16, 17]
@@ -475,12 +477,25 @@ def test_shm_restore_matches_reprefill_and_chunks(tmp_path):
         assert all(torch.equal(x, y) for (_, _, x), (_, _, y) in zip(a.chunks, b.chunks))
         a.close()
 
-        e = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=64, holder=h.unix, deployment="shm")
-        for r in rids:
-            assert e.restore(r, plen + K - 1, plen + K + 4) == plen + K - 1
-        assert all(s["shm"] for s in e.restore_stats)
-        restored = decode(e, K, [x[-1] for x in gen])
-        e.writer.close()
+        # restored through memory lent to the holder (the default on a unix socket), and with
+        # lending off through a memory file per request: the same next token either way
+        restored = []
+        for lend in (None, "0"):
+            if lend is not None:
+                os.environ["SCHOONER_KV_LEND"] = lend
+            try:
+                e = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=64, holder=h.unix, deployment="shm")
+            finally:
+                os.environ.pop("SCHOONER_KV_LEND", None)
+            assert (e.reader is None) == (lend == "0")
+            assert e.reader is None or not os.path.exists(e.reader.path), "the lent file is unlinked once mapped"
+            for r in rids:
+                assert e.restore(r, plen + K - 1, plen + K + 4) == plen + K - 1
+            assert all(s["shm"] and s["lent"] == (lend is None) for s in e.restore_stats)
+            restored.append(decode(e, K, [x[-1] for x in gen]))
+            e.close()
+        assert restored[0] == restored[1]
+        restored = restored[0]
 
         f = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=64)
         for r in rids:
@@ -536,3 +551,40 @@ def test_peers_tell_a_stage_its_successor_late(reference):
             p.kill()
             p.wait()
         holder.close()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+def test_cuda_graph_decode_matches_eager_across_buckets():
+    """Decode steps replayed from CUDA graphs give the eager steps' tokens, for a batch whose rows
+    stand at different lengths, across a context bucket's edge (256) and with a row leaving."""
+    lens, steps = [250, 100, 30], 12
+    g = torch.Generator().manual_seed(5)
+    ps = [torch.randint(0, 200, (n,), generator=g).tolist() for n in lens]
+    rids = ["a", "b", "c"]
+
+    def run(graphs: bool):
+        os.environ["SCHOONER_CUDA_GRAPHS"] = "1" if graphs else "0"
+        try:
+            e = StageEngine(TINY, SEED, 0, TINY.layers, device="cuda", dtype=torch.float32, kv_blocks=128)
+        finally:
+            os.environ.pop("SCHOONER_CUDA_GRAPHS", None)
+        assert (e.graphs is not None) == graphs
+        out = {}
+        for r, p in zip(rids, ps):
+            e.begin(r, len(p) + steps + 1)
+            ents = [{"request": r, "step": 0, "positions": [0, len(p)]}]
+            out[r] = e.sample(ents, e.forward("prefill", ents, p))
+        for k in range(1, steps):
+            live = [r for r in rids if not (r == "c" and k > steps // 2)]  # c leaves half way
+            ents = [{"request": r, "step": k, "positions": [lens[rids.index(r)] + k - 1, lens[rids.index(r)] + k]}
+                    for r in live]
+            toks = e.sample(ents, e.forward("decode", ents, [out[r][-1] for r in live]))
+            for r, t in zip(live, toks):
+                out[r].append(t)
+        return out, e
+
+    eager, _ = run(False)
+    graphed, e = run(True)
+    assert graphed == eager
+    # batch 3 pads to 4 below 256 positions; once c has left (k = 7) a crosses 256: 2 at 512
+    assert sorted(e.graphs.graphs) == [(2, 512), (4, 256)]

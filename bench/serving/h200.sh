@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The serving failover measurements of BENCHMARKS.md on one GPU machine, in one go:
+#   bash bench/serving/h200.sh OUTDIR
+# Needs bin/schooner-agent.gz (task gpu:build, on a build machine) and python3 with torch and a
+# GPU. Starts the Go KV-cache holder on a unix socket, times fetching one replica by each path
+# (chunks, a memory file per fetch, memory lent beforehand), then the failover table (restore
+# against re-prefill and restart) at 2k and 8k context, batch 1 and 8, then 32k context.
+# Each step has its own time limit, so what finished comes back even if a later step runs long.
+set -u
+out=${1:?usage: h200.sh OUTDIR}
+mkdir -p "$out"
+root=$(cd "$(dirname "$0")/../.." && pwd)
+bin=/tmp/schooner-bench
+gunzip -c "$root/bin/schooner-agent.gz" > "$bin" && chmod +x "$bin"
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; free -g; python3 -c 'import torch; print(torch.__version__)'; } > "$out/machine.txt" 2>&1
+sock=/tmp/schooner-bench-kv.sock
+rm -f "$sock"
+"$bin" kvcache serve --socket "$sock" --budget 100GiB > "$out/holder.log" 2>&1 &
+holder=$!
+trap 'kill $holder 2>/dev/null' EXIT
+sleep 2
+cd "$root/trainer/python"
+step() { # step NAME SECONDS ARGS...
+  local name=$1 limit=$2; shift 2
+  echo "== $name ($(date -u +%T))" >> "$out/steps.log"
+  timeout "$limit" python3 -m schooner_serve.bench_failover --holder "unix:$sock" "$@" > "$out/$name.log" 2>&1
+  echo "   exit $? ($(date -u +%T))" >> "$out/steps.log"
+}
+# the Python serving tests on the GPU (the CUDA-graph test runs only here), with the Go holder
+SCHOONER_BIN="$bin" timeout 240 python3 -m pytest -q -rs tests/test_serve.py > "$out/pytest-gpu.log" 2>&1
+echo "== pytest-gpu exit $?" >> "$out/steps.log"
+[ -n "${SKIP_FETCH:-}" ] || {
+  step fetch-1g 90 --fetch-only --fetch-mib 1024 --repeats 3 --out "$out/fetch-1g.json"
+  step fetch-4g 120 --fetch-only --fetch-mib 4096 --repeats 2 --out "$out/fetch-4g.json"
+}
+step failover-2k8k "${FAILOVER_LIMIT:-240}" --model 8b --contexts 2048,8192 --batches 1,8 --generated 32 --steps 16 --out "$out/failover-2k8k.json"
+step failover-32k "${LONG_LIMIT:-150}" --model 8b --contexts 32768 --batches 1 --generated 32 --steps 16 --out "$out/failover-32k.json"
+step failover-b32 "${WIDE_LIMIT:-150}" --model 8b --contexts 2048 --batches 32 --generated 32 --steps 16 --out "$out/failover-b32.json"
