@@ -34,5 +34,6 @@ echo "== pytest-gpu exit $?" >> "$out/steps.log"
   step fetch-4g 120 --fetch-only --fetch-mib 4096 --repeats 2 --out "$out/fetch-4g.json"
 }
 step failover-2k8k "${FAILOVER_LIMIT:-240}" --model 8b --contexts 2048,8192 --batches 1,8 --generated 32 --steps 16 --out "$out/failover-2k8k.json"
+[ -n "${ONLY_2K8K:-}" ] && exit 0
 step failover-32k "${LONG_LIMIT:-150}" --model 8b --contexts 32768 --batches 1 --generated 32 --steps 16 --out "$out/failover-32k.json"
 step failover-b32 "${WIDE_LIMIT:-150}" --model 8b --contexts 2048 --batches 32 --generated 32 --steps 16 --out "$out/failover-b32.json"

@@ -176,8 +176,8 @@ class StageEngine:
                 chunks = [(ls, ts, dev[o:o + n].view(c.dtype).view(c.shape))
                           for (ls, ts, c), (o, n) in zip(rep.chunks, rep.spans)]
             t_scatter = time.perf_counter()
-            have = 0  # contiguous positions from 0 written so far
-            kv = self.pool.kv
+            have = 0  # contiguous positions from 0 gathered so far
+            parts = []
             for (l0, l1), (t0, t1), data in chunks:
                 if l0 > self.first or l1 < self.end:
                     raise RestoreFailed(f"{request}: replica holds layers {l0}:{l1}, this stage needs "
@@ -185,18 +185,23 @@ class StageEngine:
                 if t0 > have:
                     break
                 t1c = min(t1, need)
-                if t1c <= t0:
+                if t1c <= have:
                     continue
-                part = data[self.first - l0:self.end - l0, :, :, : t1c - t0]  # [L, 2, kvh, T, hd]
-                slots = self.pool.slot_index(request, t0, t1c).to(self.device)
-                kv[:, :, slots] = part.permute(0, 1, 3, 2, 4).to(device=self.device, dtype=self.dtype)
-                have = max(have, t1c)
+                part = data[self.first - l0:self.end - l0, :, :, have - t0: t1c - t0]  # [L, 2, kvh, T, hd]
+                parts.append(part.permute(0, 1, 3, 2, 4))  # [L, 2, T, kvh, hd], the pool's order
+                have = t1c
+            if parts:
+                # One gather of every chunk, then one scatter into the pages: per-chunk scatters
+                # cost a launch and a strided copy each (64 per request).
+                src = parts[0] if len(parts) == 1 else torch.cat(parts, dim=2)
+                slots = self.pool.slot_index(request, 0, have).to(self.device)
+                self.pool.kv[:, :, slots] = src.to(device=self.device, dtype=self.dtype)
             self.pool.lengths[request] = have
             if self.device.type == "cuda":
                 torch.cuda.synchronize(self.device)
             t_scatter = time.perf_counter() - t_scatter
         finally:
-            chunks = data = part = None  # no view of the mapping outlives it
+            chunks = data = part = parts = src = None  # no view of the mapping outlives it
             rep.close()
         self.restore_stats.append({"request": request, "positions": have, "acked_step": rep.acked, "fetch_s": t_fetch,
                                    "h2d_s": t_h2d, "scatter_s": t_scatter, "shm": shm, "lent": rep.lent, "bytes": nbytes,

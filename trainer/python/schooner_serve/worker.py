@@ -26,6 +26,7 @@ import torch
 
 from . import frame
 from .config import add_model_args, config_from_args
+from .decode_graphs import MIN_CONTEXT
 from .engine import RestoreFailed, StageEngine
 from .kvpool import PoolFull
 
@@ -66,6 +67,7 @@ class Worker:
                                   block=a.block, holder=a.holder, replicate=a.replicate == "on",
                                   deployment=a.deployment, stage=a.stage)
         self.first, self.last = self.engine.is_first, self.engine.is_last
+        self._capture_graphs()
         if (a.stage == 0) != self.first or (a.stage == a.depth - 1) != self.last:
             raise SystemExit(f"stage {a.stage} of {a.depth} with layers {first}:{end} of {self.cfg.layers}: "
                              "the first stage must hold layer 0 and the last the final layer")
@@ -86,6 +88,26 @@ class Worker:
         self.lock = threading.Lock()
 
     # --- connections ------------------------------------------------------------------------
+
+    def _capture_graphs(self) -> None:
+        """On a GPU, capture the decode graphs before listening: every batch bucket up to
+        --max-batch at every context bucket up to --capture-context (default the model's max_seq,
+        within the KV pool), so a replacement's first steps after a failover replay, not capture.
+        A capture that fails leaves the rest to be captured on first use."""
+        g = self.engine.graphs
+        if g is None or self.a.capture_context == 0:
+            return
+        pool = self.engine.pool
+        top = min(self.a.capture_context or self.cfg.max_seq, pool.num_blocks * pool.block)
+        batches = [b for b in (1 << i for i in range(16)) if b < self.a.max_batch] + [self.a.max_batch]
+        contexts = [c for c in (MIN_CONTEXT << i for i in range(16)) if c < top] + [top]
+        t = time.perf_counter()
+        try:
+            g.prepare(batches, contexts)
+        except Exception as e:  # noqa: BLE001 — eager capture is an optimisation, not a must
+            print(f"schooner_serve: capturing decode graphs: {e}; the rest on first use", file=sys.stderr, flush=True)
+        print(f"schooner_serve: {g.captures} decode graphs captured in {time.perf_counter() - t:.1f} s",
+              file=sys.stderr, flush=True)
 
     def serve(self) -> None:
         host, port = frame.split_addr(self.a.listen)
@@ -630,6 +652,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--kv-blocks", type=int, default=None, help="KV pool size in blocks (else --kv-mem-gib)")
     p.add_argument("--kv-mem-gib", type=float, default=None, help="KV pool memory budget (default 64 MiB)")
     p.add_argument("--max-batch", type=int, default=64, help="sequences in one decode step")
+    p.add_argument("--capture-context", type=int, default=None,
+                   help="on a GPU, capture decode graphs up to this many cached positions at start "
+                        "(default the model's max_seq; 0: capture each on first use)")
     p.add_argument("--max-prefill-tokens", type=int, default=8192)
     p.add_argument("--max-waiting", type=int, default=1024, help="queued requests before submits get overloaded")
     p.add_argument("--max-payload", type=int, default=frame.DEFAULT_MAX_PAYLOAD)
