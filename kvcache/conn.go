@@ -230,7 +230,7 @@ func (cn *conn) handle(it Item) {
 			cn.write(droppedMsg{Op: opDropped, Deployment: cn.deployment, Requests: n, Bytes: b}, nil)
 		case opGet:
 			h.m.gets.Add(1)
-			if uc, ok := cn.c.(*net.UnixConn); ok && (m.Shm || m.Into) && cn.getShm(uc, m.Request, m.Into) {
+			if uc, ok := cn.c.(*net.UnixConn); ok && (m.Shm || m.Into) && cn.getShm(uc, m.Request, m.Into, m.Stream) {
 				return
 			}
 			cn.get(m.Request)

@@ -63,6 +63,32 @@ func TestGetIntoLentMemoryIsTheChunksBytes(t *testing.T) {
 		require.True(t, bytes.Equal(want[i].Data, lent[ch.Offset:ch.Offset+ch.Length]), "chunk %d", i)
 	}
 
+	// streamed: the frame first, then filled frames as the chunks land, the last covering all
+	clear(lent)
+	require.NoError(t, os.WriteFile(path, lent, 0o600))
+	_, err = c.Write(rawFrame(`{"op":"get","request":"r","into":true,"stream":true}`, nil))
+	require.NoError(t, err)
+	h, fds = readShm(t, c)
+	require.Empty(t, fds)
+	var sm shmMsg
+	require.NoError(t, json.Unmarshal([]byte(h), &sm))
+	require.True(t, sm.Into && sm.Stream)
+	upto := 0
+	for upto < len(sm.Chunks) {
+		h, _ = readRaw(t, c)
+		var f filledMsg
+		require.NoError(t, json.Unmarshal([]byte(h), &f))
+		require.Equal(t, "filled", f.Op)
+		require.Greater(t, f.Upto, upto, "the filled prefix only grows")
+		upto = f.Upto
+	}
+	require.Equal(t, len(want), upto)
+	lent, err = os.ReadFile(path)
+	require.NoError(t, err)
+	for i, ch := range sm.Chunks {
+		require.True(t, bytes.Equal(want[i].Data, lent[ch.Offset:ch.Offset+ch.Length]), "streamed chunk %d", i)
+	}
+
 	// a replica larger than the lent memory is answered with a memory file instead
 	small := lendFile(t, 64)
 	_, err = c.Write(rawFrame(fmt.Sprintf(`{"op":"lend","path":%q,"size":64}`, small), nil))

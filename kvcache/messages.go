@@ -24,6 +24,7 @@ const (
 	opShm            = "shm"
 	opLend           = "lend"
 	opLent           = "lent"
+	opFilled         = "filled"
 )
 
 // Roles a peer names in its hello. The holder accepts every op on either; the role says what
@@ -101,6 +102,17 @@ type requestMsg struct {
 	// Into asks a get over a unix socket to write the replica into the memory the reader lent
 	// (see lendMsg) and answer with an shm frame that passes no file.
 	Into bool `json:"into,omitempty"`
+	// Stream, with Into, sends the shm frame before the copy and then filled frames as the
+	// chunks land, so the reader moves each to its GPU while the holder copies the next.
+	Stream bool `json:"stream,omitempty"`
+}
+
+// filledMsg says chunks [0, Upto) of a streamed into-get are in the lent memory; the last one
+// of a get has Upto equal to its number of chunks.
+type filledMsg struct {
+	Op      string `json:"op"`
+	Request string `json:"request"`
+	Upto    int    `json:"upto"`
 }
 
 // lendMsg lends the holder a reader's memory file (by path, under LendDir with LendPrefix) of

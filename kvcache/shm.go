@@ -32,6 +32,8 @@ type shmMsg struct {
 	AckedStep int        `json:"acked_step"`
 	// Into says the chunks lie in the memory the reader lent, not in a file passed with the frame.
 	Into bool `json:"into,omitempty"`
+	// Stream says filled frames follow: a chunk is there once a filled frame covers it.
+	Stream bool `json:"stream,omitempty"`
 }
 
 // maxShmChunks bounds the chunks of one shm answer: the memory needs no frame-sized pieces, so
@@ -44,10 +46,11 @@ const maxShmChunks = 64
 const maxShmHeader = 60 << 10
 
 // getShm answers a get over a unix socket with one shm frame: with into and a lent memory large
-// enough, the replica is written into that memory and the frame passes no file; otherwise it
-// passes a memory file holding every chunk's payload, back to back. False when it could not
-// (the caller answers by chunks).
-func (cn *conn) getShm(uc *net.UnixConn, request string, into bool) bool {
+// enough, the replica is written into that memory and the frame passes no file (with stream,
+// the frame goes first and filled frames follow the copy); otherwise it passes a memory file
+// holding every chunk's payload, back to back. False when it could not (the caller answers by
+// chunks).
+func (cn *conn) getShm(uc *net.UnixConn, request string, into, stream bool) bool {
 	s := cn.h.store.snapshot(cn.key(request))
 	ranges := s.chunkRanges(max(cn.h.opts.ChunkTokens, (s.tokens()+maxShmChunks-1)/maxShmChunks))
 	msg := shmMsg{Op: opShm, Request: request, Chunks: make([]shmChunk, len(ranges)), AckedStep: s.acked}
@@ -59,12 +62,19 @@ func (cn *conn) getShm(uc *net.UnixConn, request string, into bool) bool {
 		total += n
 	}
 	msg.Into = into && total <= int64(len(cn.lent))
+	msg.Stream = msg.Into && stream
 	var hdr bytes.Buffer
 	if err := frame.Write(&hdr, msg, nil); err != nil || hdr.Len() > maxShmHeader {
 		return false
 	}
 	fd := -1
 	switch {
+	case msg.Stream:
+		cn.write(msg, nil)
+		cn.flush()
+		cn.h.m.sent.Add(total)
+		cn.fillStreamed(request, s, ranges, msg.Chunks)
+		return true
 	case msg.Into:
 		fillShm(cn.lent[:total], s, ranges, msg.Chunks)
 	case total > 0:
@@ -134,6 +144,39 @@ func shmFile(s snapshot, ranges [][2]int, chunks []shmChunk, total int64) (int, 
 	}
 	ok = true
 	return fd, nil
+}
+
+// fillStreamed fills the lent memory as fillShm does, in chunk order across the copiers, and
+// says after each chunk that completes the filled prefix how far it reaches (a filled frame).
+func (cn *conn) fillStreamed(request string, s snapshot, ranges [][2]int, chunks []shmChunk) {
+	done := make(chan int, len(ranges))
+	workers := min(len(ranges), runtime.GOMAXPROCS(0), 16)
+	for w := range workers {
+		go func() {
+			for i := w; i < len(ranges); i += workers {
+				c := chunks[i]
+				s.fill(cn.lent[c.Offset:c.Offset+c.Length], ranges[i][0], ranges[i][1])
+				done <- i
+			}
+		}()
+	}
+	filled := make([]bool, len(ranges))
+	upto := 0
+	for range ranges {
+		filled[<-done] = true
+		moved := false
+		for upto < len(ranges) && filled[upto] {
+			upto++
+			moved = true
+		}
+		if moved {
+			cn.write(filledMsg{Op: opFilled, Request: request, Upto: upto}, nil)
+			cn.flush()
+		}
+	}
+	if len(ranges) == 0 {
+		cn.write(filledMsg{Op: opFilled, Request: request}, nil)
+	}
 }
 
 // fillShm writes the chunks of ranges at their offsets in mem, several goroutines each its own

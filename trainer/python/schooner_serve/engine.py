@@ -156,8 +156,22 @@ class StageEngine:
         if not self.holder:
             return 0
         t = time.perf_counter()
+        streamed = None
         try:
-            if self.reader is not None:
+            if self.reader is not None and self.reader.pinned:
+                # Streamed: each chunk goes to the GPU as soon as the holder has put it in the
+                # lent memory, while the holder copies the next.
+                dev, side = self._restore_buffer(), self._copy_stream()
+                host = self.reader.buffer
+
+                def to_gpu(spans):
+                    o0, o1 = spans[0][0], spans[-1][0] + spans[-1][1]
+                    with torch.cuda.stream(side):
+                        dev[o0:o1].copy_(host[o0:o1], non_blocking=True)
+
+                rep = self.reader.fetch(request, on_filled=to_gpu)
+                streamed = dev
+            elif self.reader is not None:
                 rep = self.reader.fetch(request)
             else:
                 rep = fetch_replica(self.holder, self.deployment, self.stage, request)
@@ -168,7 +182,14 @@ class StageEngine:
         shm, nbytes = rep.shm, rep.nbytes
         try:
             chunks, t_h2d = rep.chunks, 0.0
-            if rep.shm and self.device.type == "cuda" and rep.buffer is not None and rep.buffer.numel():
+            if streamed is not None and rep.lent:
+                # The copies were issued as the chunks landed: wait for the last of them.
+                t2 = time.perf_counter()
+                self._copy_stream().synchronize()
+                t_h2d = time.perf_counter() - t2
+                chunks = [(ls, ts, streamed[o:o + n].view(c.dtype).view(c.shape))
+                          for (ls, ts, c), (o, n) in zip(rep.chunks, rep.spans)]
+            elif rep.shm and self.device.type == "cuda" and rep.buffer is not None and rep.buffer.numel():
                 # One host→device copy of the whole mapped file, then the chunks are device views.
                 t2 = time.perf_counter()
                 dev = self._h2d(rep.buffer, pinned=rep.lent and self.reader is not None and self.reader.pinned)
@@ -207,6 +228,19 @@ class StageEngine:
                                    "h2d_s": t_h2d, "scatter_s": t_scatter, "shm": shm, "lent": rep.lent, "bytes": nbytes,
                                    "total_s": time.perf_counter() - t})
         return have
+
+    def _restore_buffer(self):
+        """Device memory the size of the lent memory, kept for restores (a standby allocates it
+        once, not at failure time)."""
+        buf = getattr(self, "_restore_dev", None)
+        if buf is None or buf.numel() < self.reader.size:
+            buf = self._restore_dev = torch.empty(self.reader.size, dtype=torch.uint8, device=self.device)
+        return buf
+
+    def _copy_stream(self):
+        if getattr(self, "_copies", None) is None:
+            self._copies = torch.cuda.Stream(device=self.device)
+        return self._copies
 
     def _h2d(self, host, pinned: bool = False):
         if getattr(self, "_staging", None) is None:

@@ -431,13 +431,19 @@ class LentReader:
         finally:
             os.unlink(path)
 
-    def fetch(self, request: str) -> Replica:
+    def fetch(self, request: str, on_filled=None) -> Replica:
         """The request's replica; when it lies in the lent memory (`lent`), its tensors are valid
-        until the next fetch."""
+        until the next fetch. With on_filled, the holder streams: on_filled(spans) is called with
+        the byte spans (offset, length) of chunks as they land, in order, so the caller can move
+        each on (to its GPU) while the holder copies the next; all spans have come when fetch
+        returns."""
         fds: list[int] = []
         with self._lock:
             try:
-                self.conn.send({"op": "get", "request": request, "into": True})
+                ask = {"op": "get", "request": request, "into": True}
+                if on_filled is not None:
+                    ask["stream"] = True
+                self.conn.send(ask)
                 h, p = _read_unix_frame(self.conn, fds)
                 if h.get("op") == "error":
                     raise frame.FrameError(f"holder: {h.get('code')}: {h.get('message')}", h.get("code", "bad_request"))
@@ -446,11 +452,28 @@ class LentReader:
                 if not h.get("into"):
                     return _shm_replica(h, fds)
                 chunks, spans = _chunk_views(h.get("chunks") or [], self.buffer, self.size)
+                if h.get("stream"):
+                    self._await_filled(request, spans, on_filled)
                 total = max((o + n for o, n in spans), default=0)
                 return Replica(chunks, int(h.get("acked_step", -1)), self.buffer[:total], spans, lent=True)
             finally:
                 for fd in fds:
                     os.close(fd)
+
+    def _await_filled(self, request: str, spans, on_filled) -> None:
+        done = 0
+        while True:
+            h, p = _read_unix_frame(self.conn, [])
+            if h.get("op") != "filled" or h.get("request") != request or p:
+                raise frame.FrameError(f"holder sent {h.get('op')!r} inside the streamed get of {request}")
+            upto = int(h.get("upto", 0))
+            if not done <= upto <= len(spans):
+                raise frame.FrameError(f"filled up to chunk {upto} of {len(spans)} after {done}")
+            if upto > done:
+                on_filled(spans[done:upto])
+                done = upto
+            if done == len(spans):
+                return
 
     def _release_memory(self) -> None:
         buf = getattr(self, "buffer", None)

@@ -475,7 +475,7 @@ def test_shm_restore_matches_reprefill_and_chunks(tmp_path):
         assert a.shm and not b.shm and a.acked == b.acked == K - 1
         assert [(l, t) for l, t, _ in a.chunks] == [(l, t) for l, t, _ in b.chunks] and len(a.chunks) > 1
         assert all(torch.equal(x, y) for (_, _, x), (_, _, y) in zip(a.chunks, b.chunks))
-        a.close()
+        a.close()  # b (the chunk path's copy) stays for the comparisons below
 
         # restored through memory lent to the holder (the default on a unix socket), and with
         # lending off through a memory file per request: the same next token either way
@@ -489,6 +489,14 @@ def test_shm_restore_matches_reprefill_and_chunks(tmp_path):
                 os.environ.pop("SCHOONER_KV_LEND", None)
             assert (e.reader is None) == (lend == "0")
             assert e.reader is None or not os.path.exists(e.reader.path), "the lent file is unlinked once mapped"
+            if e.reader is not None:
+                # streamed: every chunk's span is announced once, in order, and the bytes are the
+                # chunk path's
+                got = []
+                r = e.reader.fetch("s1", on_filled=got.extend)
+                assert got == r.spans and r.lent and r.acked == K - 1
+                assert all(torch.equal(x, y) for (_, _, x), (_, _, y) in zip(r.chunks, b.chunks))
+                r.close()
             for r in rids:
                 assert e.restore(r, plen + K - 1, plen + K + 4) == plen + K - 1
             assert all(s["shm"] and s["lent"] == (lend is None) for s in e.restore_stats)
