@@ -156,25 +156,8 @@ class StageEngine:
         if not self.holder:
             return 0
         t = time.perf_counter()
-        streamed = None
         try:
-            if self.reader is not None and self.reader.pinned:
-                # Streamed: each chunk goes to the GPU as soon as the holder has put it in the
-                # lent memory, while the holder copies the next.
-                dev, side = self._restore_buffer(), self._copy_stream()
-                host = self.reader.buffer
-
-                def to_gpu(spans):
-                    o0, o1 = spans[0][0], spans[-1][0] + spans[-1][1]
-                    with torch.cuda.stream(side):
-                        dev[o0:o1].copy_(host[o0:o1], non_blocking=True)
-
-                rep = self.reader.fetch(request, on_filled=to_gpu)
-                streamed = dev
-            elif self.reader is not None:
-                rep = self.reader.fetch(request)
-            else:
-                rep = fetch_replica(self.holder, self.deployment, self.stage, request)
+            rep, streamed = self._fetch(request)
         except Exception as e:  # noqa: BLE001 — a holder that cannot answer has nothing to restore
             print(f"schooner_serve: restoring {request} from {self.holder}: {e}", flush=True)
             return 0
@@ -228,6 +211,33 @@ class StageEngine:
                                    "h2d_s": t_h2d, "scatter_s": t_scatter, "shm": shm, "lent": rep.lent, "bytes": nbytes,
                                    "total_s": time.perf_counter() - t})
         return have
+
+    def _fetch(self, request: str):
+        """The request's replica from the holder, and the device buffer it was streamed into
+        (None where it was not). Through the lent memory when there is one; if that fails (the
+        holder restarted, say), the reader is dropped and this and later restores fetch without
+        it."""
+        if self.reader is not None:
+            try:
+                if not self.reader.pinned:
+                    return self.reader.fetch(request), None
+                # Streamed: each chunk goes to the GPU as soon as the holder has put it in the
+                # lent memory, while the holder copies the next.
+                dev, side, host = self._restore_buffer(), self._copy_stream(), self.reader.buffer
+
+                def to_gpu(spans):
+                    o0, o1 = spans[0][0], spans[-1][0] + spans[-1][1]
+                    with torch.cuda.stream(side):
+                        dev[o0:o1].copy_(host[o0:o1], non_blocking=True)
+
+                return self.reader.fetch(request, on_filled=to_gpu), dev
+            except Exception as e:  # noqa: BLE001 — the memory-file path may still answer
+                print(f"schooner_serve: restoring {request} through lent memory: {e}; without it from now on", flush=True)
+                if self.device.type == "cuda":
+                    self._copy_stream().synchronize()  # no copy may still read the memory
+                self.reader.close()
+                self.reader = None
+        return fetch_replica(self.holder, self.deployment, self.stage, request), None
 
     def _restore_buffer(self):
         """Device memory the size of the lent memory, kept for restores (a standby allocates it

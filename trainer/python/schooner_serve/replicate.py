@@ -36,19 +36,24 @@ class _PinnedPool:
     every step, and allocating page-locked memory per step can stall the device (the allocator
     falls back to cudaHostAlloc, which synchronizes) exactly where streaming must cost nothing."""
 
-    def __init__(self):
+    def __init__(self, keep_bytes: int = 256 << 20):
         self._free: dict[int, list] = {}
         self._lock = threading.Lock()
+        self._kept, self.keep_bytes = 0, keep_bytes  # batches vary: keep a bounded amount
 
     def take(self, nbytes: int):
         with self._lock:
             free = self._free.get(nbytes)
             if free:
+                self._kept -= nbytes
                 return free.pop()
         return torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
 
     def give(self, buf) -> None:
         with self._lock:
+            if self._kept + buf.numel() > self.keep_bytes:
+                return  # freed: the allocator's own cache takes it
+            self._kept += buf.numel()
             self._free.setdefault(buf.numel(), []).append(buf)
 
 

@@ -500,6 +500,12 @@ def test_shm_restore_matches_reprefill_and_chunks(tmp_path):
             for r in rids:
                 assert e.restore(r, plen + K - 1, plen + K + 4) == plen + K - 1
             assert all(s["shm"] and s["lent"] == (lend is None) for s in e.restore_stats)
+            if lend is None:
+                # the lent memory's connection gone (a holder restart): restores go on without it
+                e.reader.conn.close()
+                e.pool.release("s0")  # forget it here only: the holder keeps its replica
+                assert e.restore("s0", plen + K - 1, plen + K + 4) == plen + K - 1
+                assert e.reader is None and not e.restore_stats[-1]["lent"]
             restored.append(decode(e, K, [x[-1] for x in gen]))
             e.close()
         assert restored[0] == restored[1]
@@ -596,3 +602,17 @@ def test_cuda_graph_decode_matches_eager_across_buckets():
     assert graphed == eager
     # batch 3 pads to 4 below 256 positions; once c has left (k = 7) a crosses 256: 2 at 512
     assert sorted(e.graphs.graphs) == [(2, 512), (4, 256)]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="page-locked memory needs CUDA")
+def test_pinned_pool_reuses_buffers_within_its_bound():
+    from schooner_serve.replicate import _PinnedPool
+    pool = _PinnedPool(keep_bytes=3 << 20)
+    a = pool.take(1 << 20)
+    assert a.is_pinned()
+    pool.give(a)
+    assert pool.take(1 << 20).data_ptr() == a.data_ptr()  # the same buffer again
+    big = [pool.take(2 << 20) for _ in range(2)]
+    for b in big:
+        pool.give(b)
+    assert pool._kept == 2 << 20  # the second 2 MiB would pass the 3 MiB bound: not kept
