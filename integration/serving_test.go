@@ -29,7 +29,7 @@ type servingEnv struct {
 	sc     *servingclient.Client
 	id     string
 	client openai.Client
-	router *router.Router
+	router *router.Pool
 }
 
 // startServing deploys and waits until every stage is ready. Boot takes 10 simulated seconds
@@ -48,7 +48,7 @@ func startServing(t *testing.T, ctx context.Context) *servingEnv {
 	e.id, err = e.sc.Deploy(ctx, spec, servingclient.DeployOptions{ID: "serve-tiny-test01"})
 	require.NoError(t, err)
 
-	r, err := router.New(router.Options{Model: spec.ModelID(), Deployment: e.id, ContextLength: spec.MaxContext})
+	r, err := router.NewPool(router.Options{Model: spec.ModelID(), Deployment: e.id, ContextLength: spec.MaxContext})
 	require.NoError(t, err)
 	e.router = r
 	srv := httptest.NewServer(r)

@@ -157,7 +157,7 @@ type serveDemo struct {
 	sc     *servingclient.Client
 	id     string
 	spec   serving.Spec
-	router *router.Router
+	router *router.Pool
 	client openai.Client
 	out    io.Writer
 	log    zerolog.Logger
@@ -287,7 +287,7 @@ func nonEmptyStr(a, b string) string {
 // startRouter serves a router for the deployment on listen, kept pointed at the deployment's
 // ready stages, and connects the OpenAI client to it.
 func (d *serveDemo) startRouter(ctx context.Context, listen string) (string, func(), error) {
-	r, err := router.New(router.Options{Model: d.spec.ModelID(), Deployment: d.id, ContextLength: d.spec.MaxContext,
+	r, err := router.NewPool(router.Options{Model: d.spec.ModelID(), Deployment: d.id, ContextLength: d.spec.MaxContext,
 		MaxQueue: d.spec.Queue})
 	if err != nil {
 		return "", nil, err

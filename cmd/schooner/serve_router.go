@@ -53,7 +53,7 @@ from recomputation). Try it with the official OpenAI client or curl:
 // following the deployment's stages.
 func runRouter(ctx context.Context, s *session, sc *servingclient.Client, id string, spec serving.Spec, addr string, out io.Writer) error {
 	log := s.log.With().Str("deployment", id).Logger()
-	r, err := router.New(router.Options{Model: spec.ModelID(), Deployment: id, MaxQueue: spec.Queue, ContextLength: spec.MaxContext, Log: &log})
+	r, err := router.NewPool(router.Options{Model: spec.ModelID(), Deployment: id, MaxQueue: spec.Queue, ContextLength: spec.MaxContext, Log: &log})
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,9 @@ type stageInfo struct {
 
 // StageStatus is the router's view of one stage.
 type StageStatus struct {
+	// Replica is the pipeline replica, as a Pool reports it (-1: a replica draining after it
+	// left the deployment); a lone Router reports 0.
+	Replica   int       `json:"replica"`
 	Stage     int       `json:"stage"`
 	Addr      string    `json:"addr"`
 	Node      string    `json:"node,omitempty"`

@@ -8,16 +8,16 @@ import (
 	"github.com/schooner-ml/schooner/serving/router"
 )
 
-// StageSetter is what Follow reconfigures: a serving/router.Router.
-type StageSetter interface {
-	SetStages([]router.StageAddr)
+// ReplicaSetter is what Follow reconfigures: a serving/router.Pool.
+type ReplicaSetter interface {
+	SetReplicas([]router.ReplicaRoute)
 }
 
-// Follow keeps r pointed at the deployment's first ready replica: it polls the stages query
-// every interval and calls SetStages when the pipeline's version moves, until ctx ends. A
-// failed query (a busy control plane) keeps the router as it is; the next poll tries again.
-// It returns the last pipeline it saw.
-func (c *Client) Follow(ctx context.Context, id string, r StageSetter, every time.Duration) serving.Pipeline {
+// Follow keeps r pointed at the deployment's replicas: it polls the stages query every
+// interval and calls SetReplicas when the pipeline's version moves, until ctx ends. A failed
+// query (a busy control plane) keeps the router as it is; the next poll tries again. It
+// returns the last pipeline it saw.
+func (c *Client) Follow(ctx context.Context, id string, r ReplicaSetter, every time.Duration) serving.Pipeline {
 	var last serving.Pipeline
 	version := -1
 	tick := time.NewTicker(every)
@@ -27,7 +27,7 @@ func (c *Client) Follow(ctx context.Context, id string, r StageSetter, every tim
 			last = p
 			if p.Version != version {
 				version = p.Version
-				r.SetStages(RouteOf(p))
+				r.SetReplicas(RoutesOf(p))
 			}
 		}
 		select {
@@ -38,18 +38,19 @@ func (c *Client) Follow(ctx context.Context, id string, r StageSetter, every tim
 	}
 }
 
-// RouteOf is the ordered stage addresses of the first replica whose every stage is ready,
-// or nil while none is (the router pauses requests until one is).
-func RouteOf(p serving.Pipeline) []router.StageAddr {
+// RoutesOf is every replica of the pipeline with its ordered stage addresses once all of its
+// stages are ready, and no stages while one is not (the router pauses that replica's requests
+// until its replacement is ready; the other replicas go on).
+func RoutesOf(p serving.Pipeline) []router.ReplicaRoute {
+	out := make([]router.ReplicaRoute, 0, len(p.Replicas))
 	for _, rep := range p.Replicas {
-		if !rep.Ready {
-			continue
+		rt := router.ReplicaRoute{Replica: rep.Replica}
+		if rep.Ready {
+			for _, s := range rep.Stages {
+				rt.Stages = append(rt.Stages, router.StageAddr{Addr: s.Addr, Node: s.Node})
+			}
 		}
-		out := make([]router.StageAddr, len(rep.Stages))
-		for i, s := range rep.Stages {
-			out[i] = router.StageAddr{Addr: s.Addr, Node: s.Node}
-		}
-		return out
+		out = append(out, rt)
 	}
-	return nil
+	return out
 }

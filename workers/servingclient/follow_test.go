@@ -9,11 +9,14 @@ import (
 	"github.com/schooner-ml/schooner/serving/router"
 )
 
-func TestRouteOfTakesTheFirstReadyReplicaInStageOrder(t *testing.T) {
+func TestRoutesOfListsEveryReplicaWithStagesOnlyOnceReady(t *testing.T) {
 	p := serving.Pipeline{Replicas: []serving.ReplicaStages{
 		{Replica: 0, Ready: false, Stages: []serving.StageAddr{{Stage: 0}, {Stage: 1, Addr: "b:2", Ready: true}}},
 		{Replica: 1, Ready: true, Stages: []serving.StageAddr{{Stage: 0, Addr: "c:1", Node: "i-3", Ready: true}, {Stage: 1, Addr: "c:2", Node: "i-4", Ready: true}}},
 	}}
-	assert.Equal(t, []router.StageAddr{{Addr: "c:1", Node: "i-3"}, {Addr: "c:2", Node: "i-4"}}, RouteOf(p))
-	assert.Nil(t, RouteOf(serving.Pipeline{}), "nothing ready: the router pauses")
+	assert.Equal(t, []router.ReplicaRoute{
+		{Replica: 0},
+		{Replica: 1, Stages: []router.StageAddr{{Addr: "c:1", Node: "i-3"}, {Addr: "c:2", Node: "i-4"}}},
+	}, RoutesOf(p))
+	assert.Empty(t, RoutesOf(serving.Pipeline{}), "no replica yet: the pool keeps what it has")
 }

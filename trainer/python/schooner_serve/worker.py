@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import argparse
 import collections
+import faulthandler
 import json
 import os
 import queue
+import signal
 import socket
 import sys
 import threading
@@ -666,6 +668,8 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> None:
     a = parse_args(argv)
+    # `kill -USR1 <pid>` prints every thread's stack: what a stuck worker is waiting for.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     torch.set_num_threads(max(1, min(torch.get_num_threads(), int(os.environ.get("SCHOONER_SERVE_THREADS", "0")) or 64)))
     Worker(a).serve()
 
