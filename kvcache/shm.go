@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"runtime"
-	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -149,17 +148,7 @@ func shmFile(s snapshot, ranges [][2]int, chunks []shmChunk, total int64) (int, 
 // fillStreamed fills the lent memory as fillShm does, in chunk order across the copiers, and
 // says after each chunk that completes the filled prefix how far it reaches (a filled frame).
 func (cn *conn) fillStreamed(request string, s snapshot, ranges [][2]int, chunks []shmChunk) {
-	done := make(chan int, len(ranges))
-	workers := min(len(ranges), runtime.GOMAXPROCS(0), 16)
-	for w := range workers {
-		go func() {
-			for i := w; i < len(ranges); i += workers {
-				c := chunks[i]
-				s.fill(cn.lent[c.Offset:c.Offset+c.Length], ranges[i][0], ranges[i][1])
-				done <- i
-			}
-		}()
-	}
+	done := startFill(cn.lent, s, ranges, chunks)
 	filled := make([]bool, len(ranges))
 	upto := 0
 	for range ranges {
@@ -179,18 +168,28 @@ func (cn *conn) fillStreamed(request string, s snapshot, ranges [][2]int, chunks
 	}
 }
 
-// fillShm writes the chunks of ranges at their offsets in mem, several goroutines each its own
-// chunks: one core's copy is far below the memory's bandwidth.
+// fillShm writes the chunks of ranges at their offsets in mem and returns once all are there.
 func fillShm(mem []byte, s snapshot, ranges [][2]int, chunks []shmChunk) {
+	done := startFill(mem, s, ranges, chunks)
+	for range ranges {
+		<-done
+	}
+}
+
+// startFill starts writing the chunks of ranges at their offsets in mem, several goroutines
+// each its own chunks (one core's copy is far below the memory's bandwidth), and returns the
+// channel on which each chunk's index arrives once it is written.
+func startFill(mem []byte, s snapshot, ranges [][2]int, chunks []shmChunk) <-chan int {
+	done := make(chan int, len(ranges))
 	workers := min(len(ranges), runtime.GOMAXPROCS(0), 16)
-	var wg sync.WaitGroup
 	for w := range workers {
-		wg.Go(func() {
+		go func() {
 			for i := w; i < len(ranges); i += workers {
 				c := chunks[i]
 				s.fill(mem[c.Offset:c.Offset+c.Length], ranges[i][0], ranges[i][1])
+				done <- i
 			}
-		})
+		}()
 	}
-	wg.Wait()
+	return done
 }

@@ -137,8 +137,7 @@ func (p *Pool) ids() []int {
 func (p *Pool) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 	r := p.pick()
 	if r == nil {
-		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Type: typeServer, Code: strp("shutting_down"),
-			Message: "the router is shutting down"}, 0)
+		writeError(w, shuttingDown(), 0)
 		return
 	}
 	r.ServeHTTP(w, hr)

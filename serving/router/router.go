@@ -68,8 +68,7 @@ func (r *Router) Close() error {
 	}
 	r.closed = true
 	for _, q := range r.reqs {
-		r.finishLocked(q, "", &APIError{Status: http.StatusServiceUnavailable, Type: typeServer,
-			Code: strp("shutting_down"), Message: "the router is shutting down"})
+		r.finishLocked(q, "", shuttingDown())
 	}
 	conns := []*stageConn{r.first, r.last}
 	r.first, r.last = nil, nil
@@ -142,8 +141,7 @@ func (r *Router) admit(q *request) *APIError {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
-		return &APIError{Status: http.StatusServiceUnavailable, Type: typeServer, Code: strp("shutting_down"),
-			Message: "the router is shutting down"}
+		return shuttingDown()
 	}
 	if r.waiting >= r.opts.MaxQueue {
 		return &APIError{Status: http.StatusTooManyRequests, Type: typeRateLimit, Code: strp(codeQueueFull),
@@ -338,4 +336,11 @@ func (r *Router) snapshot(q *request, from int) (toks []int, done bool, reason s
 		toks = append(toks, q.tokens[from:]...)
 	}
 	return toks, q.state == stateDone, q.reason, q.err
+}
+
+// shuttingDown is the 503 of a request that arrives at, or is still open in, a router that is
+// closing.
+func shuttingDown() *APIError {
+	return &APIError{Status: http.StatusServiceUnavailable, Type: typeServer, Code: strp("shutting_down"),
+		Message: "the router is shutting down"}
 }

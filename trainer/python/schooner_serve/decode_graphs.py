@@ -116,12 +116,7 @@ class DecodeGraphs:
         pool, dev = self.engine.pool, self.engine.device
         b = len(rows)
         g = self.graph(b, max(p1 for _, p1 in rows))
-        idx = torch.full((g.batch, g.context), self.scratch, dtype=torch.long)
-        valid = torch.zeros(g.batch, g.context, dtype=torch.bool)
-        for i, (r, p1) in enumerate(rows):
-            idx[i, :p1] = pool.slot_index(r, 0, p1)
-            valid[i, :p1] = True
-        valid[b:, 0] = True  # padded rows attend to the scratch slot alone
+        idx, valid = pool.attention_index(rows, g.batch, g.context)
         pos = torch.zeros(g.batch, dtype=torch.long)
         pos[:b] = torch.tensor([p1 - 1 for _, p1 in rows])
         wslots = torch.full((g.batch,), self.scratch, dtype=torch.long)

@@ -292,13 +292,8 @@ class StageEngine:
         c = self.c
         groups, scale = c.heads // c.kv_heads, c.head_dim ** -0.5
         if decode:
-            lens = [p1 for _, _, p1, _ in segs]
-            smax = max(lens)
-            idx = torch.zeros(len(segs), smax, dtype=torch.long)
-            valid = torch.zeros(len(segs), smax, dtype=torch.bool)
-            for i, (r, _, p1, _) in enumerate(segs):
-                idx[i, :p1] = pool.slot_index(r, 0, p1)
-                valid[i, :p1] = True
+            seqs = [(r, p1) for r, _, p1, _ in segs]
+            idx, valid = pool.attention_index(seqs, len(seqs), max(p1 for _, p1 in seqs))
             idx, valid = idx.to(dev), valid.to(dev)
         else:
             seg_idx = []

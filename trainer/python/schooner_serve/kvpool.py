@@ -91,6 +91,19 @@ class KVPool:
         pos = torch.arange(p0, p1)
         return torch.tensor(table, dtype=torch.long)[pos // b] * b + pos % b
 
+    def attention_index(self, rows, batch: int, width: int):
+        """What a decode step's rows attend to, as CPU tensors: idx [batch, width] the slots of
+        positions [0, p1) of each (request, p1) row, valid [batch, width] which of them count.
+        Padding (positions past p1, rows past len(rows)) points at the scratch slot; a padded row
+        attends to it alone, so no row attends to nothing (which would make NaN)."""
+        idx = torch.full((batch, width), self.scratch, dtype=torch.long)
+        valid = torch.zeros(batch, width, dtype=torch.bool)
+        for i, (r, p1) in enumerate(rows):
+            idx[i, :p1] = self.slot_index(r, 0, p1)
+            valid[i, :p1] = True
+        valid[len(rows):, 0] = True
+        return idx, valid
+
     def layer(self, l: int):
         """(K, V) of local layer l, each [num_blocks * block, kv_heads, head_dim]."""
         return self.kv[l, 0], self.kv[l, 1]
