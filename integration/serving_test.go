@@ -48,7 +48,8 @@ func startServing(t *testing.T, ctx context.Context) *servingEnv {
 	e.id, err = e.sc.Deploy(ctx, spec, servingclient.DeployOptions{ID: "serve-tiny-test01"})
 	require.NoError(t, err)
 
-	r, err := router.NewPool(router.Options{Model: spec.ModelID(), Deployment: e.id, ContextLength: spec.MaxContext})
+	rlog := testLogger(t)
+	r, err := router.NewPool(router.Options{Model: spec.ModelID(), Deployment: e.id, ContextLength: spec.MaxContext, Log: &rlog})
 	require.NoError(t, err)
 	e.router = r
 	srv := httptest.NewServer(r)

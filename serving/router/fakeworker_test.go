@@ -39,14 +39,15 @@ func expectedText(prompt string, seed int64, n int) string {
 
 // submitFrame is section 1's submit as the fake reads it.
 type submitFrame struct {
-	Request     string  `json:"request"`
-	Prompt      []int   `json:"prompt"`
-	MaxTokens   int     `json:"max_tokens"`
-	Temperature float64 `json:"temperature"`
-	Seed        int64   `json:"seed"`
-	ResumeFrom  int     `json:"resume_from"`
-	Generated   []int   `json:"generated"`
-	ResumeMode  string  `json:"resume_mode"`
+	Request     string   `json:"request"`
+	Prompt      []int    `json:"prompt"`
+	MaxTokens   int      `json:"max_tokens"`
+	Temperature float64  `json:"temperature"`
+	Seed        int64    `json:"seed"`
+	ResumeFrom  int      `json:"resume_from"`
+	Generated   []int    `json:"generated"`
+	ResumeMode  string   `json:"resume_mode"`
+	Route       []string `json:"route"`
 }
 
 // fakeWorker speaks section 1 over TCP. With role "first+last" it is a whole one-stage

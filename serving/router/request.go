@@ -59,12 +59,17 @@ type submitMsg struct {
 	ResumeFrom  int     `json:"resume_from,omitempty"`
 	Generated   []int   `json:"generated,omitempty"`
 	ResumeMode  string  `json:"resume_mode,omitempty"`
+	// Route is the worker addresses of the pipeline the router serves the request on, stage 0
+	// first: every step of it goes along this route, so a step never leaves one pipeline and
+	// comes back to another while the stages' own successors are being updated.
+	Route []string `json:"route,omitempty"`
 }
 
-// submitLocked builds the submit of q as of now: a resubmission carries what was delivered.
-func (q *request) submitLocked() submitMsg {
+// submitLocked builds the submit of q as of now, along route: a resubmission carries what was
+// delivered.
+func (q *request) submitLocked(route []string) submitMsg {
 	m := submitMsg{Op: "submit", Request: q.id, Prompt: q.prompt, MaxTokens: q.maxTokens,
-		Temperature: q.temperature, Seed: q.seed}
+		Temperature: q.temperature, Seed: q.seed, Route: route}
 	if n := len(q.tokens); n > 0 {
 		m.ResumeFrom = n
 		m.Generated = append([]int(nil), q.tokens...)

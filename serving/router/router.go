@@ -126,6 +126,15 @@ func (r *Router) SetStages(stages []StageAddr) {
 	r.kick(r.kickConnect)
 }
 
+// routeLocked is the current stages' worker addresses, stage 0 first.
+func (r *Router) routeLocked() []string {
+	route := make([]string, len(r.stages))
+	for i, s := range r.stages {
+		route[i] = s.Addr
+	}
+	return route
+}
+
 func (r *Router) kick(ch chan struct{}) {
 	select {
 	case ch <- struct{}{}:
@@ -208,7 +217,7 @@ func (r *Router) dispatchOne() bool {
 	}
 	r.waiting--
 	r.setStateLocked(q, stateRunning)
-	msg, c := q.submitLocked(), r.first
+	msg, c := q.submitLocked(r.routeLocked()), r.first
 	r.mu.Unlock()
 	// A failed send closes c; its reader then pauses q with every other running request.
 	_ = c.send(msg, r.writeTimeout())
@@ -279,7 +288,7 @@ func (r *Router) resumeLocked() []submitMsg {
 	msgs := make([]submitMsg, 0, len(qs))
 	for _, q := range qs {
 		r.setStateLocked(q, stateRunning)
-		msgs = append(msgs, q.submitLocked())
+		msgs = append(msgs, q.submitLocked(r.routeLocked()))
 	}
 	if len(msgs) > 0 {
 		r.counters.Resumes += uint64(len(msgs))

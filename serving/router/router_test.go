@@ -444,6 +444,8 @@ func TestPipelineOfThreeStages(t *testing.T) {
 	sub := first.submitted()
 	require.Len(t, sub, 2, "the surviving first stage gets the resubmission")
 	assert.Equal(t, 3, sub[1].ResumeFrom)
+	assert.Equal(t, []string{first.addr(), middle.Addr, last.addr()}, sub[0].Route, "steps go along the router's pipeline")
+	assert.Equal(t, []string{first.addr(), middle.Addr, last2.addr()}, sub[1].Route, "the resubmission along the new one")
 }
 
 func TestCloseFailsOpenRequests(t *testing.T) {

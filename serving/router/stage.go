@@ -395,7 +395,7 @@ func (r *Router) handleFrameLocked(c *stageConn, h frame.Header) (*submitMsg, er
 			r.counters.Reprefills++
 			q.resumeMode = resumeReprefill
 			r.opts.Log.Warn().Str("request", q.id).Str("message", m.Message).Msg("router: restore failed, re-prefilling")
-			sub := q.submitLocked()
+			sub := q.submitLocked(r.routeLocked())
 			return &sub, nil
 		}
 		if m.Code == "overloaded" {

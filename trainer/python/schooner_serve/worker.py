@@ -8,6 +8,11 @@ takes them in order and does all compute and scheduling. The first stage schedul
 batching, one step in flight through the pipeline: a prefill step for newly admitted requests or
 a decode step of every running request), the last stage samples and emits token/done to the
 router and `sampled` back to the first stage.
+
+Each step follows the route the router gave with its submits (the stage addresses of the
+pipeline it serves), not whatever successor each stage was last told: while a replacement takes
+over, the router and the node agents learn of it at different moments, and a step must never go
+through one pipeline and come back to another.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import socket
 import sys
 import threading
 import time
+import uuid
 
 import torch
 
@@ -76,13 +82,24 @@ class Worker:
         self.inbox: queue.Queue = queue.Queue()
         self.routers: list[frame.Conn] = []  # router connections, latest last
         self.pending_out: list[dict] = []    # token/done frames waiting for a router connection
-        self.next_conn: frame.Conn | None = None
+        self.links: dict[str, frame.Conn] = {}  # connections to other stages, by address
         # first stage
+        self.route: list[str] | None = None  # the stage addresses of the router's latest submit
         self.requests: dict[str, Request] = {}
         self.waiting: collections.deque = collections.deque()
         self.running: list[str] = []
         self.restoring: set = set()  # resubmits whose KV restore is in flight through the stages
         self.inflight: set | None = None
+        # The step in flight: its number, where it went and when (a step that does not come
+        # back within --step-timeout breaks the pipeline). `origin` tells this process's steps
+        # from those of a first stage it replaced.
+        self.origin = uuid.uuid4().hex[:12]
+        self.seq = 0
+        self.inflight_to: str | None = None
+        self.inflight_since = 0.0
+        # Requests set aside with their KV kept, each until a deadline: a resubmit takes it up,
+        # else it is freed on every stage (its router is gone for good).
+        self.orphans: dict[str, float] = {}
         # last stage
         self.emitted: dict[str, int] = {}
         self.done_sent: set = set()
@@ -155,16 +172,13 @@ class Worker:
 
     def on_peers(self, conn: frame.Conn, h: dict) -> None:
         """The node agent's news of this stage's successor (docs/serving-protocol.md, section
-        2): a new next stage applies at once (the old connection is closed, later frames dial the
-        new one); a new holder is taken over by the engine thread, which re-sends every local
+        2): a new next stage applies at once to frames without a route (steps follow their route); a
+        new holder is taken over by the engine thread, which re-sends every local
         cache there before the next step's replica. Answered with peers_ok once applied."""
         nxt = h.get("next")
         if nxt and nxt != self.a.next:
             with self.lock:
                 self.a.next = nxt
-                old, self.next_conn = self.next_conn, None
-            if old is not None:
-                old.close()
         holder = h.get("holder")
         if holder and holder != self.engine.holder:
             self.inbox.put(("peers_holder", conn, h, None))
@@ -177,48 +191,62 @@ class Worker:
                     "kv_blocks_free": self.engine.pool.num_free}
         return {"running": len(self.engine.pool.tables), "waiting": 0, "kv_blocks_free": self.engine.pool.num_free}
 
-    def send_next(self, h: dict, payload=b"") -> None:
-        """To the next stage (role stage), or from the last stage to the first (role sampler);
-        connects on first use, retrying while the peer starts."""
-        for attempt in range(2):
-            if self.next_conn is None or self.next_conn.closed:
-                self.next_conn = self._connect_next()
-            try:
-                self.next_conn.send(h, payload)
-                return
-            except (OSError, frame.Closed):
-                self.next_conn.close()
-                self.next_conn = None
-        raise frame.Closed(f"cannot reach {self.a.next}")
+    def hop(self, route) -> str:
+        """Where this stage's frames for a step go: the stage after this one on the step's route
+        (from the last stage, the first), else the successor the node agent gave (--next/peers)."""
+        if isinstance(route, list) and len(route) == self.a.depth and all(isinstance(x, str) and x for x in route):
+            return route[(self.a.stage + 1) % self.a.depth]
+        return self._configured_next()
 
-    def _connect_next(self) -> frame.Conn:
+    def _configured_next(self) -> str:
         end = time.monotonic() + self.a.connect_timeout
         while not self.a.next:  # a stage started before its successor: the node sends peers
             if time.monotonic() > end:
                 raise frame.Closed("no next stage yet: the node agent has not sent peers")
             time.sleep(0.05)
+        return self.a.next
+
+    def send_next(self, h: dict, payload=b"", route=None) -> str:
+        """To the next stage of the route (role stage), or from the last stage to the first (role
+        sampler); connects on first use, retrying while the peer starts. Returns the address."""
+        addr = self.hop(route)
+        if route is not None:
+            h = {**h, "route": route}
+        for attempt in range(2):
+            c = self.links.get(addr)
+            if c is None or c.closed:
+                c = self.links[addr] = self._connect(addr)
+            try:
+                c.send(h, payload)
+                return addr
+            except (OSError, frame.Closed):
+                c.close()
+                self.links.pop(addr, None)
+        raise frame.Closed(f"cannot reach {addr}")
+
+    def _connect(self, addr: str) -> frame.Conn:
+        end = time.monotonic() + self.a.connect_timeout
         while True:
             try:
-                c = frame.Conn.connect(self.a.next, max_payload=self.a.max_payload)
+                c = frame.Conn.connect(addr, max_payload=self.a.max_payload)
                 c.handshake("sampler" if self.last else "stage", self.a.deployment, self.a.stage)
-                if self.last:  # the first stage's replies on this connection are none; drain errors
-                    threading.Thread(target=self._drain, args=(c,), daemon=True).start()
-                else:
-                    threading.Thread(target=self._drain, args=(c,), daemon=True).start()
+                # The peer sends nothing on this connection but errors: print them, and report
+                # the connection's end to the engine thread.
+                threading.Thread(target=self._drain, args=(c, addr), daemon=True).start()
                 return c
             except (OSError, frame.Closed, frame.FrameError):
                 if time.monotonic() > end:
                     raise
                 time.sleep(0.05)
 
-    def _drain(self, c: frame.Conn) -> None:
+    def _drain(self, c: frame.Conn, addr: str) -> None:
         try:
             while True:
                 h, _ = c.recv()
-                print(f"schooner_serve: {self.a.next} says {h}", file=sys.stderr, flush=True)
+                print(f"schooner_serve: {addr} says {h}", file=sys.stderr, flush=True)
         except (OSError, frame.Closed, frame.FrameError):
             c.close()
-        self.inbox.put(("next_closed", c, None, None))
+        self.inbox.put(("next_closed", c, addr, None))
 
     def to_router(self, h: dict, conn: frame.Conn | None = None) -> None:
         """token/done/error frames for the router: on the submitting connection when this process
@@ -237,10 +265,22 @@ class Worker:
     def run_engine(self) -> None:
         while True:
             idle = self.inflight is not None or not (self.waiting or self.running) or not self.first
+            wait = None if idle else 0
+            deadlines = list(self.orphans.values())
+            if self.inflight is not None and self.a.step_timeout > 0:
+                deadlines.append(self.inflight_since + self.a.step_timeout)
+            if deadlines and wait is None:
+                wait = max(0.0, min(deadlines) - time.monotonic())
             try:
-                ev = self.inbox.get(timeout=None if idle else 0)
+                ev = self.inbox.get(timeout=wait)
             except queue.Empty:
                 ev = None
+            if self.inflight is not None and self.a.step_timeout > 0 and \
+                    time.monotonic() >= self.inflight_since + self.a.step_timeout:
+                self._pipeline_lost(f"step {self.seq} sent to {self.inflight_to} did not come back "
+                                    f"within {self.a.step_timeout:g} s")
+            if self.orphans:
+                self._free_orphans()
             while ev is not None:
                 self.handle(*ev)
                 try:
@@ -259,13 +299,16 @@ class Worker:
         elif op == "closed":
             if conn in self.routers:
                 self.routers.remove(conn)
-            if conn.role == "sampler" and self.first and self.a.depth > 1:
-                self._pipeline_lost("the last stage's connection closed")
+                if self.first:
+                    self._router_gone(conn)
+            if conn.role == "sampler" and self.first and self.a.depth > 1 and self.inflight is not None:
+                self._pipeline_lost("a last stage's connection closed with a step in flight")
         elif op == "next_closed":
-            if conn is self.next_conn:
-                self.next_conn = None
-                if self.first and self.a.depth > 1:
-                    self._pipeline_lost(f"the connection to {self.a.next} closed")
+            addr = h
+            if self.links.get(addr) is conn:
+                del self.links[addr]
+                if self.first and self.a.depth > 1 and self.inflight is not None and addr == self.inflight_to:
+                    self._pipeline_lost(f"the connection to {addr} closed with a step in flight")
         elif op == "peers_holder":
             self.engine.set_holder(h["holder"])
             try:
@@ -313,6 +356,10 @@ class Worker:
             mode = h.get("resume_mode") or self.a.resume_mode
             if mode not in ("auto", "restore", "reprefill"):
                 raise ValueError("resume_mode must be restore or reprefill")
+            route = h.get("route")
+            if route is not None and (not isinstance(route, list) or len(route) != self.a.depth or
+                                      not all(isinstance(x, str) and x for x in route)):
+                raise ValueError(f"route must list the {self.a.depth} stage addresses of the pipeline")
         except (TypeError, ValueError) as e:
             conn.send(frame.error("bad_request", str(e), request=rid))
             return
@@ -334,7 +381,10 @@ class Worker:
         if old is not None or self.engine.pool.has(rid):  # a resubmit replaces the old run
             self._forget(rid, keep_kv=r.resume_mode == "restore")
         self.requests[rid] = r
+        self.orphans.pop(rid, None)
         self.waiting.append(rid)
+        if route is not None:
+            self.route = route
         conn.send({"op": "accepted", "request": rid})
 
     def _forget(self, rid, keep_kv=False) -> None:
@@ -366,7 +416,7 @@ class Worker:
         if self.a.depth <= 1:
             return False
         try:
-            self.send_next({"op": "release", "request": r.id, "reason": reason, **extra})
+            self.send_next({"op": "release", "request": r.id, "reason": reason, **extra}, route=self.route)
         except (OSError, frame.Closed):
             pass
         return True
@@ -435,12 +485,8 @@ class Worker:
                 self.emit([], [], failed)
                 self.after_step([], [], failed, restored)
                 return
-            self.inflight = {e["request"] for e in entries}
-            try:
-                self.send_next({"op": "forward", "kind": "restore", "batch": entries, "failed": failed,
-                                "dtype": frame.dtype_name(self.engine.dtype), "shape": [0, self.cfg.hidden]})
-            except (OSError, frame.Closed) as e:
-                self._pipeline_lost(str(e))
+            self._send_step({"op": "forward", "kind": "restore", "batch": entries, "failed": failed,
+                             "dtype": frame.dtype_name(self.engine.dtype), "shape": [0, self.cfg.hidden]}, entries)
             return
         if not entries and self.a.depth == 1:
             self.emit([], [], failed)
@@ -459,28 +505,72 @@ class Worker:
             self.emit(entries, toks, failed)
             self.after_step(entries, toks, failed)
             return
+        self._send_step({"op": "forward", "kind": kind, "batch": entries, "failed": failed,
+                         "dtype": frame.dtype_name(x.dtype), "shape": list(x.shape)}, entries, frame.tensor_bytes(x))
+
+    def _send_step(self, h: dict, entries, payload=b"") -> None:
+        """Sends a step down the route, numbered so that only its own `sampled` ends it."""
+        self.seq += 1
         self.inflight = {e["request"] for e in entries}
+        self.inflight_since = time.monotonic()
+        self.inflight_to = None
         try:
-            self.send_next({"op": "forward", "kind": kind, "batch": entries, "failed": failed,
-                            "dtype": frame.dtype_name(x.dtype), "shape": list(x.shape)}, frame.tensor_bytes(x))
+            self.inflight_to = self.send_next({**h, "origin": self.origin, "seq": self.seq}, payload, self.route)
         except (OSError, frame.Closed) as e:
             self._pipeline_lost(str(e))
 
     def _pipeline_lost(self, why: str) -> None:
-        """The step in flight will not come back: its requests stay running here, waiting for the
-        router to resubmit them (resume_from/generated) once the pipeline is whole again."""
-        print(f"schooner_serve: pipeline broken ({why}); {len(self.running)} requests wait for resubmits",
+        """The step in flight will not come back. Its requests are set aside here (their KV kept)
+        and the routers' connections closed: a router that loses its first stage pauses what it
+        had running and resubmits it (resume_from/generated) once it is connected again, and the
+        stages restore the caches they kept instead of recomputing them."""
+        n = len(self.running) + len(self.restoring) + len(self.waiting)
+        print(f"schooner_serve: pipeline broken ({why}); {n} requests set aside for the routers' resubmits",
               file=sys.stderr, flush=True)
-        self.inflight = None
-        if self.next_conn is not None:
-            self.next_conn.close()
-            self.next_conn = None
+        self.inflight, self.inflight_to = None, None
+        for c in list(self.links.values()):
+            c.close()
+        self.links.clear()
         for rid in list(self.running) + list(self.restoring) + list(self.waiting):
-            self._forget(rid, keep_kv=True)  # not scheduled again until resubmitted (KV kept for a restore)
+            self._set_aside(rid)
+        for c in list(self.routers):
+            c.close()  # its reader reports it closed; the router reconnects and resubmits
+
+    def _router_gone(self, conn) -> None:
+        """The first stage's router connection closed: the router has paused its requests (or is
+        gone), so they stop here until it resubmits them (a replaced pipeline's first stage must
+        not keep stepping them through a stage that now serves its successor)."""
+        for rid, r in list(self.requests.items()):
+            if r.conn is conn:
+                self._set_aside(rid)
+
+    def _set_aside(self, rid) -> None:
+        self._forget(rid, keep_kv=True)
+        self.orphans[rid] = time.monotonic() + self.a.orphan_ttl
+
+    def _free_orphans(self) -> None:
+        """Frees, on every stage, the set-aside requests no router took up in time."""
+        now = time.monotonic()
+        for rid, deadline in list(self.orphans.items()):
+            if now < deadline or rid in self.requests:
+                continue
+            del self.orphans[rid]
+            self.engine.release(rid)
+            if self.a.depth > 1:
+                try:
+                    self.send_next({"op": "release", "request": rid, "reason": "expired"}, route=self.route)
+                except (OSError, frame.Closed):
+                    pass
 
     def on_sampled(self, h) -> None:
+        if h.get("origin", self.origin) != self.origin or h.get("seq", self.seq) != self.seq or self.inflight is None:
+            # The answer to a step this process did not send, or one it gave up on: its
+            # requests were set aside, and the router resubmits them.
+            print(f"schooner_serve: stale sampled (origin {h.get('origin')}, step {h.get('seq')}) dropped",
+                  file=sys.stderr, flush=True)
+            return
         batch = h.get("batch", [])
-        self.inflight = None
+        self.inflight, self.inflight_to = None, None
         self.after_step([{"request": b["request"], "step": b["step"], "run": b.get("run")} for b in batch],
                         [b["token"] for b in batch], h.get("failed", []), h.get("restored", []))
 
@@ -571,30 +661,42 @@ class Worker:
         except (KeyError, ValueError, frame.FrameError) as e:
             print(f"schooner_serve: bad forward: {e}", file=sys.stderr, flush=True)
             return
-        if h["kind"] == "restore":
-            if not self.last:
-                self.send_next({"op": "forward", "kind": "restore", "batch": entries, "failed": failed,
-                                "dtype": h["dtype"], "shape": [0, self.cfg.hidden]})
+        step = {"origin": h.get("origin"), "seq": h.get("seq")}  # echoed: which step this is
+        route = h.get("route")
+        try:
+            if h["kind"] == "restore":
+                if not self.last:
+                    self.send_next({"op": "forward", "kind": "restore", "batch": entries, "failed": failed,
+                                    "dtype": h["dtype"], "shape": [0, self.cfg.hidden], **step}, route=route)
+                    return
+                restored, failed = self.settle_restores(entries, failed)
+                self.emit([], [], failed)
+                self.send_next({"op": "sampled", "batch": [], "failed": failed, "restored": restored, **step},
+                               route=route)
                 return
-            restored, failed = self.settle_restores(entries, failed)
-            self.emit([], [], failed)
-            self.send_next({"op": "sampled", "batch": [], "failed": failed, "restored": restored})
-            return
-        if not self.last:
-            self.send_next({"op": "forward", "kind": h["kind"], "batch": entries, "failed": failed,
-                            "dtype": frame.dtype_name(x.dtype), "shape": list(x.shape)},
-                           frame.tensor_bytes(x) if entries else b"")
-            return
-        toks = self.engine.sample(entries, x) if entries else []
-        self.emit(entries, toks, failed)
-        self.send_next({"op": "sampled", "batch": [{"request": e["request"], "step": e["step"], "run": e.get("run"),
-                                                    "token": t} for e, t in zip(entries, toks)], "failed": failed})
+            if not self.last:
+                self.send_next({"op": "forward", "kind": h["kind"], "batch": entries, "failed": failed,
+                                "dtype": frame.dtype_name(x.dtype), "shape": list(x.shape), **step},
+                               frame.tensor_bytes(x) if entries else b"", route)
+                return
+            toks = self.engine.sample(entries, x) if entries else []
+            self.emit(entries, toks, failed)
+            self.send_next({"op": "sampled", "batch": [{"request": e["request"], "step": e["step"], "run": e.get("run"),
+                                                        "token": t} for e, t in zip(entries, toks)], "failed": failed,
+                            **step}, route=route)
+        except (OSError, frame.Closed) as e:
+            # The step dies here; the first stage's step timeout or its router's failover
+            # resubmits its requests.
+            print(f"schooner_serve: forwarding step {step['seq']}: {e}", file=sys.stderr, flush=True)
 
     def on_release(self, h) -> None:
         rid = h.get("request")
         self.engine.release(rid)
         if not self.last:
-            self.send_next(h)
+            try:
+                self.send_next({k: v for k, v in h.items() if k != "route"}, route=h.get("route"))
+            except (OSError, frame.Closed):
+                pass
             return
         if h.get("reason") == "cancelled" and rid not in self.done_sent:
             self.emit_done(rid, "cancelled", self.emitted.get(rid, h.get("steps", 0)))
@@ -661,6 +763,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--max-waiting", type=int, default=1024, help="queued requests before submits get overloaded")
     p.add_argument("--max-payload", type=int, default=frame.DEFAULT_MAX_PAYLOAD)
     p.add_argument("--connect-timeout", type=float, default=30.0)
+    p.add_argument("--step-timeout", type=float, default=120.0,
+                   help="the first stage gives a step up (and has its requests resubmitted) when its "
+                        "sampled has not come back in this many seconds; 0: wait forever")
+    p.add_argument("--orphan-ttl", type=float, default=120.0,
+                   help="how long the KV cache of a request set aside (its router or pipeline lost) is "
+                        "kept for a resubmit before every stage frees it")
     p.add_argument("--exit-after-tokens", type=int, default=0, help="fault injection: die after emitting N tokens")
     p.add_argument("--exit-flush", action="store_true", help="with --exit-after-tokens: let the replica catch up first")
     return p.parse_args(argv)
