@@ -4,7 +4,8 @@
 # Needs bin/schooner-agent.gz (task gpu:build, on a build machine) and python3 with torch and a
 # GPU. Starts the Go KV-cache holder on a unix socket, times fetching one replica by each path
 # (chunks, a memory file per fetch, memory lent beforehand), then the failover table (restore
-# against re-prefill and restart) at 2k and 8k context, batch 1 and 8, then 32k context.
+# against re-prefill and restart) at 2k and 8k context, batch 1 and 8, then 32k context, then
+# the two-process pipeline failover (bench_pipeline). ONLY_PIPELINE=1 runs only the last.
 # Each step has its own time limit, so what finished comes back even if a later step runs long.
 set -u
 out=${1:?usage: h200.sh OUTDIR}
@@ -35,7 +36,19 @@ fi
   step fetch-1g 90 --fetch-only --fetch-mib 1024 --repeats 3 --out "$out/fetch-1g.json"
   step fetch-4g 120 --fetch-only --fetch-mib 4096 --repeats 2 --out "$out/fetch-4g.json"
 }
+# two stages as two worker processes, a standby per failover, the last stage's process killed
+pipeline() { # pipeline NAME SECONDS ARGS...
+  local name=$1 limit=$2; shift 2
+  echo "== $name ($(date -u +%T))" >> "$out/steps.log"
+  timeout "$limit" python3 -m schooner_serve.bench_pipeline --holder "unix:$sock" --logs "$out/$name-logs" "$@" > "$out/$name.log" 2>&1
+  echo "   exit $? ($(date -u +%T))" >> "$out/steps.log"
+}
+if [ -n "${ONLY_PIPELINE:-}" ]; then
+  pipeline pipeline-2k8k "${PIPELINE_LIMIT:-420}" --model 8b --contexts 2048,8192 --batches 1,8 --generated 32 --out "$out/pipeline-2k8k.json"
+  exit 0
+fi
 step failover-2k8k "${FAILOVER_LIMIT:-240}" --model 8b --contexts 2048,8192 --batches 1,8 --generated 32 --steps 16 --out "$out/failover-2k8k.json"
 [ -n "${ONLY_2K8K:-}" ] && exit 0
 step failover-32k "${LONG_LIMIT:-150}" --model 8b --contexts 32768 --batches 1 --generated 32 --steps 16 --out "$out/failover-32k.json"
 step failover-b32 "${WIDE_LIMIT:-150}" --model 8b --contexts 2048 --batches 32 --generated 32 --steps 16 --out "$out/failover-b32.json"
+pipeline pipeline-2k8k "${PIPELINE_LIMIT:-420}" --model 8b --contexts 2048,8192 --batches 1,8 --generated 32 --out "$out/pipeline-2k8k.json"

@@ -306,13 +306,19 @@ def fetch_only(a, dev):
     return res
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_case_args(p: argparse.ArgumentParser) -> None:
+    """The model and the cases (context lengths × batch sizes, tokens before the failure): the
+    failover benchmarks' common arguments."""
     p.add_argument("--model", default="tiny", choices=sorted(CONFIGS))
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--contexts", default="64,256", help="prompt lengths, comma-separated")
     p.add_argument("--batches", default="1,4", help="batch sizes, comma-separated")
     p.add_argument("--generated", type=int, default=32, help="tokens generated before the failure")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_case_args(p)
     p.add_argument("--steps", type=int, default=16,
                    help="decode steps timed for the steady state: the last of --generated (at most half of them)")
     p.add_argument("--block", type=int, default=16)

@@ -52,6 +52,7 @@ class Request:
         self.resume_mode = None  # "restore" | "reprefill" for a resubmit after a failover
         self.replay: list[int] = []  # a restored request's `generated`: steps below len(replay) are known
         self.run = next(_runs)  # tells this submit's frames from those of a replaced one
+        self.route: list[str] | None = None  # the stages its submit named
         self.started = False
 
     @property
@@ -301,8 +302,6 @@ class Worker:
                 self.routers.remove(conn)
                 if self.first:
                     self._router_gone(conn)
-            if conn.role == "sampler" and self.first and self.a.depth > 1 and self.inflight is not None:
-                self._pipeline_lost("a last stage's connection closed with a step in flight")
         elif op == "next_closed":
             addr = h
             if self.links.get(addr) is conn:
@@ -363,8 +362,13 @@ class Worker:
         except (TypeError, ValueError) as e:
             conn.send(frame.error("bad_request", str(e), request=rid))
             return
+        if route is not None and self.route is not None and route != self.route:
+            self._route_changed(route)
+        if route is not None:
+            self.route = route
         old = self.requests.get(rid)
         r = Request(rid, prompt, n, temp, seed, stop, conn)
+        r.route = route
         if r.reserve > self.engine.pool.num_blocks * self.engine.pool.block:
             conn.send(frame.error("bad_request", f"prompt + max_tokens = {r.reserve} positions is more than the "
                                   f"KV pool's {self.engine.pool.num_blocks * self.engine.pool.block}", request=rid))
@@ -383,8 +387,6 @@ class Worker:
         self.requests[rid] = r
         self.orphans.pop(rid, None)
         self.waiting.append(rid)
-        if route is not None:
-            self.route = route
         conn.send({"op": "accepted", "request": rid})
 
     def _forget(self, rid, keep_kv=False) -> None:
@@ -536,6 +538,21 @@ class Worker:
         for c in list(self.routers):
             c.close()  # its reader reports it closed; the router reconnects and resubmits
 
+    def _route_changed(self, route) -> None:
+        """The router now serves this first stage with other stages (it replaced a lost or noticed
+        one). The step in flight along the old route is given up (an answer to it, if any comes,
+        is stale), and the requests submitted along the old route are set aside until the router
+        resubmits them along the new one, as it does with every request it had running when its
+        pipeline changed. This also frees the first stage when its old successor vanished without
+        closing the connection (a machine gone, not a process)."""
+        old = [rid for rid, r in self.requests.items() if r.route != route]
+        for rid in old:
+            self._set_aside(rid)
+        if self.inflight is not None or old:
+            print(f"schooner_serve: the route changed to {route}: the step in flight given up, {len(old)} requests "
+                  "set aside for their resubmits", file=sys.stderr, flush=True)
+        self.inflight, self.inflight_to = None, None
+
     def _router_gone(self, conn) -> None:
         """The first stage's router connection closed: the router has paused its requests (or is
         gone), so they stop here until it resubmits them (a replaced pipeline's first stage must
@@ -556,7 +573,7 @@ class Worker:
                 continue
             del self.orphans[rid]
             self.engine.release(rid)
-            if self.a.depth > 1:
+            if self.a.depth > 1 and (self.route or self.a.next):
                 try:
                     self.send_next({"op": "release", "request": rid, "reason": "expired"}, route=self.route)
                 except (OSError, frame.Closed):

@@ -36,6 +36,20 @@ def eventually(cond, within=30.0, what="the condition"):
         time.sleep(0.02)
 
 
+def connect(addr, role="router", stage=0):
+    """A connection to a worker started in a thread (it may not listen yet), past its hello."""
+    end = time.monotonic() + 30
+    while True:
+        try:
+            c = frame.Conn.connect(addr)
+            break
+        except OSError:
+            assert time.monotonic() < end, f"{addr} never listened"
+            time.sleep(0.02)
+    c.handshake(role, "default", stage)
+    return c
+
+
 class BlackHole:
     """A stage that says hello and swallows every frame: a step sent to it never comes back."""
 
@@ -84,8 +98,7 @@ def test_a_last_stage_told_the_old_first_stage_answers_the_new_one(reference):
     c.close()
 
     # A sampled from another first stage's step reaches the old one: dropped, and it serves on.
-    stray = frame.Conn.connect(old_addr)
-    stray.handshake("sampler", "default", 1)
+    stray = connect(old_addr, "sampler", 1)
     stray.send({"op": "sampled", "origin": "someone-else", "seq": 1,
                 "batch": [{"request": "g1", "step": 0, "run": 1, "token": 5}], "failed": []})
     c = RouterClient(old_addr, s1_addr)
@@ -130,8 +143,7 @@ def test_a_step_that_never_returns_closes_the_routers_and_set_aside_caches_expir
     w0, a0 = inproc("--stage", "0", "--depth", "2", "--layers", "0:2", "--replicate", "off",
                     "--step-timeout", "0.5", "--orphan-ttl", "0.5")
     w1, a1 = inproc("--stage", "1", "--depth", "2", "--layers", "2:4", "--replicate", "off", "--next", a0)
-    r = frame.Conn.connect(a0)
-    r.handshake("router", "default", 0)
+    r = connect(a0)
     r.send({"op": "submit", "request": "lost", "prompt": encode("into the void"), "max_tokens": 8,
             "temperature": 0, "seed": 0, "route": [a0, hole.addr]})
     assert r.recv()[0]["op"] == "accepted"
@@ -148,10 +160,31 @@ def test_a_step_that_never_returns_closes_the_routers_and_set_aside_caches_expir
     hole.close()
 
 
+def test_a_new_route_gives_the_step_in_flight_up(reference):
+    """The step in flight went to a successor that vanished without closing its connection (a
+    machine gone): the router's submits along a new route free the first stage at once, long
+    before the step timeout, and the old route's request waits, set aside, for its resubmit."""
+    hole = BlackHole()
+    w0, a0 = inproc("--stage", "0", "--depth", "2", "--layers", "0:2", "--replicate", "off")
+    w1, a1 = inproc("--stage", "1", "--depth", "2", "--layers", "2:4", "--replicate", "off", "--next", a0)
+    r = connect(a0)
+    r.send({"op": "submit", "request": "stuck", "prompt": encode("into the void"), "max_tokens": 8,
+            "temperature": 0, "seed": 0, "route": [a0, hole.addr]})
+    assert r.recv()[0]["op"] == "accepted"
+    eventually(lambda: hole.frames >= 1, what="the step sent to the vanished stage")
+
+    c = RouterClient(a0, a1)
+    submit_all(c, route=[a0, a1])
+    assert c.wait([r[0] for r in REQS], 20) == {r[0]: reference[r[0]] for r in REQS}
+    assert "stuck" in w0.orphans and w0.engine.pool.has("stuck"), "set aside with its cache for a resubmit"
+    c.close()
+    r.close()
+    hole.close()
+
+
 def test_a_bad_route_is_refused():
     w0, a0 = inproc("--stage", "0", "--depth", "2", "--layers", "0:2", "--replicate", "off")
-    r = frame.Conn.connect(a0)
-    r.handshake("router", "default", 0)
+    r = connect(a0)
     for bad in (["only-one"], "a,b", [a0, ""], [a0, 7]):
         r.send({"op": "submit", "request": "x", "prompt": [1, 2], "max_tokens": 2, "route": bad})
         h, _ = r.recv()
