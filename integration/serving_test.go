@@ -114,10 +114,12 @@ func (e *servingEnv) streamThrough(ctx context.Context, prompt string, n int64, 
 	return b.String()
 }
 
-// TestServingSurvivesALostStage preempts the machine of a stage mid-generation, without a
-// notice and then with one: the deployment replaces it (restoring its KV cache from the
-// replica on the next stage's node), the router resumes the stream, and the text equals a
-// failure-free run's.
+// TestServingSurvivesALostStage preempts the machine of a stage mid-generation: the last stage
+// without a notice, then the first and the last with one. The deployment replaces it (restoring
+// its KV cache from the replica on the next stage's node), the router resumes the stream, the
+// text equals a failure-free run's, and requests sent after the failover are served (each
+// noticed migration changes the pipeline while the router and the node agents learn of it at
+// different moments).
 func TestServingSurvivesALostStage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -133,7 +135,7 @@ func TestServingSurvivesALostStage(t *testing.T) {
 	for i, c := range []struct {
 		stage  int
 		notice bool
-	}{{1, false}, {0, true}} {
+	}{{1, false}, {0, true}, {1, true}} {
 		victim := e.instanceOf(ctx, c.stage)
 		got := e.streamThrough(ctx, prompt, n, 8, func() {
 			if c.notice {

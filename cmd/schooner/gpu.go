@@ -38,6 +38,6 @@ Compare it with 'nvidia-smi' on a GPU machine.`,
 		},
 	}
 	inv.Flags().BoolVar(&asJSON, "json", false, "print the inventory as JSON")
-	cmd.AddCommand(inv)
+	cmd.AddCommand(inv, newGPUInterferenceCommand())
 	return cmd
 }

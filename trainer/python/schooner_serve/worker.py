@@ -209,14 +209,18 @@ class Worker:
 
     def send_next(self, h: dict, payload=b"", route=None) -> str:
         """To the next stage of the route (role stage), or from the last stage to the first (role
-        sampler); connects on first use, retrying while the peer starts. Returns the address."""
+        sampler); connects on first use. Returns the address. The successor the node agent gave
+        may still be starting: that connection is retried for --connect-timeout. A route names
+        stages the router found ready: one attempt, so that a stage gone since never holds up
+        the engine thread (the step is then lost and handled as a broken pipeline)."""
         addr = self.hop(route)
+        patient = route is None
         if route is not None:
             h = {**h, "route": route}
         for attempt in range(2):
             c = self.links.get(addr)
             if c is None or c.closed:
-                c = self.links[addr] = self._connect(addr)
+                c = self.links[addr] = self._connect(addr, patient)
             try:
                 c.send(h, payload)
                 return addr
@@ -225,11 +229,11 @@ class Worker:
                 self.links.pop(addr, None)
         raise frame.Closed(f"cannot reach {addr}")
 
-    def _connect(self, addr: str) -> frame.Conn:
-        end = time.monotonic() + self.a.connect_timeout
+    def _connect(self, addr: str, patient: bool) -> frame.Conn:
+        end = time.monotonic() + (self.a.connect_timeout if patient else 0)
         while True:
             try:
-                c = frame.Conn.connect(addr, max_payload=self.a.max_payload)
+                c = frame.Conn.connect(addr, timeout=10.0 if patient else 2.0, max_payload=self.a.max_payload)
                 c.handshake("sampler" if self.last else "stage", self.a.deployment, self.a.stage)
                 # The peer sends nothing on this connection but errors: print them, and report
                 # the connection's end to the engine thread.

@@ -1,0 +1,102 @@
+package interference
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestMechanismsRoundTripAndBadSettingsAreNamed(t *testing.T) {
+	for _, s := range []string{"streams", "priority", "mps-50", "green-context-66", "time-slicing", "mig", "dedicated"} {
+		m, err := ParseMechanism(s)
+		require.NoError(t, err, s)
+		assert.Equal(t, s, m.String())
+	}
+	for s, want := range map[string]string{
+		"mps":              "1 to 100",
+		"mps-0":            "1 to 100",
+		"mps-150":          "1 to 100",
+		"green-context":    "SM count",
+		"streams-3":        "takes no setting",
+		"mps-half":         `"half" is not a number`,
+		"nvlink-magic":     "kind is not one of",
+		"green-context-x1": "not a number",
+	} {
+		_, err := ParseMechanism(s)
+		require.Error(t, err, s)
+		assert.Contains(t, err.Error(), want, s)
+	}
+}
+
+func TestTheDefaultStudyIsValidAndBadRequestsNameTheField(t *testing.T) {
+	d := DefaultStudy()
+	require.NoError(t, d.Validate())
+	assert.Len(t, d.Pairs, 9, "three latency-critical workloads against three best-effort ones")
+
+	bad := d
+	bad.Pairs = append([]Pair{{LC: "gemm", BE: "copy"}, {LC: "decode-chain", BE: "nope"}}, d.Pairs[0], d.Pairs[0])
+	bad.Mechanisms = []Mechanism{{Kind: Dedicated}, {Kind: MPS, Setting: 50}, {Kind: MPS, Setting: 50}}
+	bad.Requests = 5
+	err := bad.Validate()
+	require.Error(t, err)
+	for _, want := range []string{"pairs[0]: pair gemm + copy: gemm is best-effort", `pairs[1]: workload "nope"`,
+		"pairs[3]: decode-chain + gemm twice", "mechanisms[0]: dedicated is always measured",
+		"mechanisms[2]: mps-50 twice", "requests: 5 is not in [10, 100000]"} {
+		assert.Contains(t, err.Error(), want)
+	}
+	assert.ErrorContains(t, StudyRequest{}.Validate(), "pairs: at least one")
+}
+
+func validStudy() Study {
+	return Study{Version: FormatVersion, GPU: GPUInfo{Model: "H200", Driver: "580"}, Request: DefaultStudy(),
+		Runs: []Run{
+			{Pair: Pair{LC: "decode-chain"}, Mechanism: Mechanism{Kind: Dedicated}, LC: &Latency{Requests: 200, P50Ms: 0.7, P99Ms: 0.9}},
+			{Pair: Pair{BE: "gemm"}, Mechanism: Mechanism{Kind: Dedicated}, BE: &Throughput{PerSecond: 660, Unit: "TFLOP/s"}},
+			{Pair: Pair{LC: "decode-chain", BE: "gemm"}, Mechanism: Mechanism{Kind: MPS, Setting: 50},
+				LC: &Latency{Requests: 200, P50Ms: 1.0, P99Ms: 3.7}, BE: &Throughput{PerSecond: 400, Unit: "TFLOP/s"}},
+		},
+		Unavailable: []Unavailable{{Mechanism: Mechanism{Kind: MIG}, Reason: "MIG is disabled"}}}
+}
+
+func TestStudiesRoundTripAndBadFilesAreRefused(t *testing.T) {
+	var b bytes.Buffer
+	require.NoError(t, validStudy().Encode(&b))
+	got, err := Decode(bytes.NewReader(b.Bytes()))
+	require.NoError(t, err)
+	assert.Equal(t, validStudy().Runs, got.Runs)
+
+	for name, c := range map[string]struct {
+		edit func(*Study)
+		raw  string
+		want string
+	}{
+		"a future version": {edit: func(s *Study) { s.Version = 2 }, want: "version 2: this build reads version 1"},
+		"no GPU model":     {edit: func(s *Study) { s.GPU.Model = "" }, want: "gpu.model: empty"},
+		"a shared run without its best-effort side": {edit: func(s *Study) { s.Runs[2].BE = nil },
+			want: "runs[2] (decode-chain + gemm, mps-50): a shared run has both sides' figures"},
+		"a dedicated run of both sides": {edit: func(s *Study) { s.Runs[0].BE = s.Runs[1].BE },
+			want: "a dedicated run measures one workload"},
+		"p99 below p50": {edit: func(s *Study) { s.Runs[2].LC.P99Ms = 0.5 }, want: "p99 >= p50"},
+		"unavailable without a reason": {edit: func(s *Study) { s.Unavailable[0].Reason = "" },
+			want: "unavailable[0]: mig without a reason"},
+		"an unknown field":   {raw: `{"version":1,"gpu":{"model":"x"},"colour":"red"}`, want: `unknown field "colour"`},
+		"two JSON documents": {raw: `{"version":1,"gpu":{"model":"x"}} {}`, want: "more than one JSON value"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			raw := c.raw
+			if c.edit != nil {
+				s := validStudy()
+				c.edit(&s)
+				var b bytes.Buffer
+				require.NoError(t, s.Encode(&b))
+				raw = b.String()
+			}
+			_, err := Decode(strings.NewReader(raw))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), c.want)
+		})
+	}
+}

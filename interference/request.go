@@ -1,0 +1,110 @@
+package interference
+
+import (
+	"errors"
+	"fmt"
+)
+
+// StudyRequest is what a study runs on a node: every pair under every mechanism, each workload
+// alone first. The latency-critical side sends Requests requests with exponential think times
+// of mean ThinkMs milliseconds between them (Poisson arrivals); the best-effort side runs back to back
+// for the same span. Each run is repeated Repeats times after Warmup requests; the report
+// takes the median run.
+type StudyRequest struct {
+	Pairs      []Pair      `json:"pairs"`
+	Mechanisms []Mechanism `json:"mechanisms"`
+	Requests   int         `json:"requests"`
+	ThinkMs    float64     `json:"think_ms"`
+	Warmup     int         `json:"warmup"`
+	Repeats    int         `json:"repeats"`
+	Seed       int64       `json:"seed"`
+}
+
+// Limits on a study's size: a study holds a GPU for its whole length.
+const (
+	MaxRequests = 100000
+	MaxRepeats  = 50
+)
+
+// DefaultStudy is every latency-critical workload against every best-effort one, under every
+// mechanism but MIG (which is off on the machines schooner manages, and reported so), with
+// MPS at 100/50/25% and green contexts at a half and a quarter of an H200's 132 SMs.
+func DefaultStudy() StudyRequest {
+	var pairs []Pair
+	for _, lc := range Workloads {
+		for _, be := range Workloads {
+			if lc.Side == LatencyCritical && be.Side == BestEffort {
+				pairs = append(pairs, Pair{LC: lc.Name, BE: be.Name})
+			}
+		}
+	}
+	return StudyRequest{Pairs: pairs, Mechanisms: []Mechanism{
+		{Kind: Sequential}, {Kind: Streams}, {Kind: Priority},
+		{Kind: MPS, Setting: 100}, {Kind: MPS, Setting: 50}, {Kind: MPS, Setting: 25},
+		{Kind: GreenContext, Setting: 66}, {Kind: GreenContext, Setting: 33},
+		{Kind: TimeSlicing}, {Kind: MIG},
+	}}.WithDefaults()
+}
+
+// WithDefaults fills what is left out: 200 requests, 2 ms think time, 20 warm-up requests,
+// 3 repeats.
+func (r StudyRequest) WithDefaults() StudyRequest {
+	if r.Requests == 0 {
+		r.Requests = 200
+	}
+	if r.ThinkMs == 0 {
+		r.ThinkMs = 2
+	}
+	if r.Warmup == 0 {
+		r.Warmup = 20
+	}
+	if r.Repeats == 0 {
+		r.Repeats = 3
+	}
+	return r
+}
+
+// Validate names the first field that is wrong. Dedicated is implied (every study measures each
+// workload alone) and is refused in the list so that no run is counted twice.
+func (r StudyRequest) Validate() error {
+	var errs []error
+	if len(r.Pairs) == 0 {
+		errs = append(errs, errors.New("pairs: at least one"))
+	}
+	seen := map[Pair]bool{}
+	for i, p := range r.Pairs {
+		if err := p.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("pairs[%d]: %w", i, err))
+		}
+		if seen[p] {
+			errs = append(errs, fmt.Errorf("pairs[%d]: %s twice", i, p))
+		}
+		seen[p] = true
+	}
+	if len(r.Mechanisms) == 0 {
+		errs = append(errs, errors.New("mechanisms: at least one"))
+	}
+	seenM := map[Mechanism]bool{}
+	for i, m := range r.Mechanisms {
+		if err := m.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("mechanisms[%d]: %w", i, err))
+		} else if m.Kind == Dedicated {
+			errs = append(errs, fmt.Errorf("mechanisms[%d]: dedicated is always measured; leave it out", i))
+		}
+		if seenM[m] {
+			errs = append(errs, fmt.Errorf("mechanisms[%d]: %s twice", i, m))
+		}
+		seenM[m] = true
+	}
+	switch {
+	case r.Requests < 10 || r.Requests > MaxRequests:
+		errs = append(errs, fmt.Errorf("requests: %d is not in [10, %d] (a p99 needs at least 10)", r.Requests, MaxRequests))
+	case !(r.ThinkMs >= 0 && r.ThinkMs <= 1000):
+		errs = append(errs, fmt.Errorf("think_ms: %g is not in [0, 1000]", r.ThinkMs))
+	case r.Warmup < 0 || r.Warmup > r.Requests:
+		errs = append(errs, fmt.Errorf("warmup: %d is not in [0, requests]", r.Warmup))
+	case r.Repeats < 1 || r.Repeats > MaxRepeats:
+		errs = append(errs, fmt.Errorf("repeats: %d is not in [1, %d]", r.Repeats, MaxRepeats))
+	}
+	return errors.Join(errs...)
+}
