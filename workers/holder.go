@@ -15,8 +15,10 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/schooner-ml/schooner/activities/interferenceact"
 	"github.com/schooner-ml/schooner/activities/servingact"
 	"github.com/schooner-ml/schooner/activities/trainingact"
+	"github.com/schooner-ml/schooner/gpu/interference/fake"
 	"github.com/schooner-ml/schooner/kvcache"
 	"github.com/schooner-ml/schooner/serving"
 	"github.com/schooner-ml/schooner/serving/stage"
@@ -209,6 +211,8 @@ func NodeWorkerStarterWithServing(c client.Client, opts worker.Options) ServingN
 		w := worker.New(c, taskqueue.Node(id), o)
 		trainingact.RegisterNode(w, t)
 		servingact.RegisterNode(w, n)
+		// A simulated node has a modelled GPU: its studies are marked simulated.
+		interferenceact.RegisterNode(w, &interferenceact.Profiler{NodeID: id, Executor: fake.New()})
 		if err := w.Start(); err != nil {
 			return nil, fmt.Errorf("starting the worker of node %s: %w", id, err)
 		}

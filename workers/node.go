@@ -9,9 +9,11 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/schooner-ml/schooner/activities/interferenceact"
 	"github.com/schooner-ml/schooner/activities/nodesact"
 	"github.com/schooner-ml/schooner/activities/servingact"
 	"github.com/schooner-ml/schooner/activities/trainingact"
+	gi "github.com/schooner-ml/schooner/gpu/interference"
 	"github.com/schooner-ml/schooner/gpu/nvml"
 	"github.com/schooner-ml/schooner/nodes"
 	"github.com/schooner-ml/schooner/taskqueue"
@@ -35,6 +37,9 @@ type NodeAgent struct {
 	// (the Python inference worker, signals through Client) when nil. Its HolderAddr is the
 	// holder's address when empty.
 	Serving *servingact.Node
+	// Interference runs interference studies on this machine's GPU (ProfileInterference); nil
+	// answers every study that this node has no executor (none for real GPUs is built yet).
+	Interference gi.Executor
 
 	worker  worker.Worker
 	holder  *NodeHolder
@@ -66,6 +71,7 @@ func (a *NodeAgent) Start(ctx context.Context) error {
 		trainingact.RegisterNode(a.worker, a.Trainer)
 	}
 	servingact.RegisterNode(a.worker, a.Serving)
+	interferenceact.RegisterNode(a.worker, &interferenceact.Profiler{NodeID: a.ID, Executor: a.Interference})
 	if err := a.worker.Start(); err != nil {
 		a.stopServing()
 		return fmt.Errorf("starting node worker %s: %w", a.ID, err)

@@ -1,6 +1,6 @@
 // Package workflows gathers schooner's Temporal workflows, one sub-package per domain:
-// nodeswf (node registry and inventory), fleetwf (acquiring a job's instances) and trainingwf
-// (TrainingJob). Each domain's contract lives in a package without Temporal (nodes, fleet,
+// nodeswf (node registry and inventory), fleetwf (acquiring a job's instances), trainingwf
+// (TrainingJob), servingwf (ServingDeployment) and interferencewf (InterferenceStudy). Each domain's contract lives in a package without Temporal (nodes, fleet,
 // training). Code under workflows/ is deterministic: no I/O, no goroutines, no wall clock, no
 // map iteration that decides anything; the committed histories under testdata/replay prove it.
 package workflows
@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/schooner-ml/schooner/workflows/fleetwf"
+	"github.com/schooner-ml/schooner/workflows/interferencewf"
 	"github.com/schooner-ml/schooner/workflows/nodeswf"
 	"github.com/schooner-ml/schooner/workflows/servingwf"
 	"github.com/schooner-ml/schooner/workflows/trainingwf"
@@ -21,4 +22,5 @@ func Register(r worker.WorkflowRegistry) {
 	fleetwf.Register(r)
 	trainingwf.Register(r)
 	servingwf.Register(r)
+	interferencewf.Register(r)
 }

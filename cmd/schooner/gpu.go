@@ -10,7 +10,7 @@ import (
 	"github.com/schooner-ml/schooner/nodes"
 )
 
-func newGPUCommand() *cobra.Command {
+func newGPUCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "gpu",
 		Short: "Inspect this machine's GPUs directly, without Temporal",
@@ -38,6 +38,6 @@ Compare it with 'nvidia-smi' on a GPU machine.`,
 		},
 	}
 	inv.Flags().BoolVar(&asJSON, "json", false, "print the inventory as JSON")
-	cmd.AddCommand(inv, newGPUInterferenceCommand())
+	cmd.AddCommand(inv, newGPUInterferenceCommand(g))
 	return cmd
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // newGPUInterferenceCommand is `schooner gpu interference`: reading interference studies.
-func newGPUInterferenceCommand() *cobra.Command {
+func newGPUInterferenceCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "interference",
 		Short: "Read GPU interference studies: slowdowns of colocated jobs under each sharing mechanism",
@@ -70,6 +70,6 @@ the front, one panel per pair.
 	}
 	show.Flags().StringVar(&svgPath, "svg", "", "also draw the Pareto fronts as SVG to this file")
 	show.Flags().BoolVar(&asJSON, "json", false, "print the analysed rows as JSON instead of the table")
-	cmd.AddCommand(show)
+	cmd.AddCommand(show, newGPUInterferenceRunCommand(g))
 	return cmd
 }

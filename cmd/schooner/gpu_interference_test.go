@@ -18,7 +18,7 @@ import (
 
 func runInterference(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	cmd := newGPUInterferenceCommand()
+	cmd := newGPUInterferenceCommand(&globals{logLevel: "info", logFormat: "console"})
 	var out bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)

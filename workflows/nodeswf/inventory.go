@@ -18,16 +18,9 @@ import (
 // that does not pick the task up in time is reported as unreachable rather than failing the
 // whole workflow: one dead agent must not hide the healthy ones.
 func NodeInventory(ctx workflow.Context, req nodes.InventoryRequest) (nodes.InventoryResult, error) {
-	ids := req.Nodes
-	if len(ids) == 0 {
-		lctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			TaskQueue:           taskqueue.Control,
-			StartToCloseTimeout: 30 * time.Second,
-			RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
-		})
-		if err := workflow.ExecuteActivity(lctx, nodes.ActivityListNodes).Get(ctx, &ids); err != nil {
-			return nodes.InventoryResult{}, err
-		}
+	ids, err := Targets(ctx, req.Nodes)
+	if err != nil {
+		return nodes.InventoryResult{}, err
 	}
 	wait := req.Wait
 	if wait <= 0 {
@@ -49,7 +42,7 @@ func NodeInventory(ctx workflow.Context, req nodes.InventoryRequest) (nodes.Inve
 		out.Nodes[i].NodeID = ids[i]
 		var inv gpu.Inventory
 		if err := f.Get(ctx, &inv); err != nil {
-			out.Nodes[i].Error = describeNodeError(err)
+			out.Nodes[i].Error = DescribeNodeError(err)
 			continue
 		}
 		out.Nodes[i].Inventory = inv
@@ -57,7 +50,25 @@ func NodeInventory(ctx workflow.Context, req nodes.InventoryRequest) (nodes.Inve
 	return out, nil
 }
 
-func describeNodeError(err error) string {
+// Targets is the nodes a fan-out workflow asks: those named, else every registered node (the
+// ListNodes activity on the control queue).
+func Targets(ctx workflow.Context, named []string) ([]string, error) {
+	if len(named) > 0 {
+		return named, nil
+	}
+	lctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           taskqueue.Control,
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
+	})
+	var ids []string
+	err := workflow.ExecuteActivity(lctx, nodes.ActivityListNodes).Get(ctx, &ids)
+	return ids, err
+}
+
+// DescribeNodeError is a node's failed activity as a report line: a node whose agent did not
+// pick the task up is unreachable; otherwise the error.
+func DescribeNodeError(err error) string {
 	var timeout *temporal.TimeoutError
 	if errors.As(err, &timeout) && timeout.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START {
 		return "unreachable: no agent polled its queue in time"

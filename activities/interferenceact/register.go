@@ -1,0 +1,15 @@
+package interferenceact
+
+import (
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/schooner-ml/schooner/interference"
+)
+
+var _ interference.NodeActivities = (*Profiler)(nil)
+
+// RegisterNode registers a node's interference activity under its contract name.
+func RegisterNode(r worker.ActivityRegistry, a interference.NodeActivities) {
+	r.RegisterActivityWithOptions(a.ProfileInterference, activity.RegisterOptions{Name: interference.ActivityProfile})
+}
