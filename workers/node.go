@@ -38,7 +38,7 @@ type NodeAgent struct {
 	// holder's address when empty.
 	Serving *servingact.Node
 	// Interference runs interference studies on this machine's GPU (ProfileInterference); nil
-	// answers every study that this node has no executor (none for real GPUs is built yet).
+	// answers every study that this node has no executor.
 	Interference gi.Executor
 
 	worker  worker.Worker

@@ -14,6 +14,7 @@ import (
 
 	gi "github.com/schooner-ml/schooner/gpu/interference"
 	"github.com/schooner-ml/schooner/interference"
+	"github.com/schooner-ml/schooner/serving/stage"
 	"github.com/schooner-ml/schooner/taskqueue"
 	"github.com/schooner-ml/schooner/workers"
 	"github.com/schooner-ml/schooner/workflows/interferencewf"
@@ -26,6 +27,7 @@ func newGPUInterferenceRunCommand(g *globals) *cobra.Command {
 	var nodeIDs, pairs, mechs []string
 	var in interference.StudyInput
 	var out string
+	var local, cpuTest bool
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run an interference study on node agents (the InterferenceStudy workflow) and show each node's results",
@@ -34,9 +36,12 @@ none is named) runs each workload alone, then every pair under every mechanism, 
 and the results come back as one study per node, written to --out as NODE.json (the versioned
 format of docs/interference.md) with NODE.svg, and shown as a table.
 
-Which executor a node uses is the node agent's: the simulated market's nodes (schooner dev,
-schooner demo) model a GPU and mark their studies SIMULATED; an executor for real GPUs is not
-built yet, and a real node agent answers so.
+Which executor a node uses is the node agent's: a node agent on a machine with an NVIDIA GPU
+and a python3 with torch runs the Python executor (trainer/python/schooner_interfere); the
+simulated market's nodes (schooner dev, schooner demo) model a GPU and mark their studies
+SIMULATED. --local runs the study here, on this machine's GPU, without Temporal.
+
+  schooner gpu interference run --local --out results/h200
 
   schooner gpu interference run --node i-0abc --pair decode-chain+gemm --mechanism streams --mechanism mps-50
   temporal workflow execute --type InterferenceStudy --task-queue schooner-control \
@@ -50,6 +55,9 @@ built yet, and a real node agent answers so.
 			in = in.WithDefaults()
 			if err := in.Validate(); err != nil {
 				return err
+			}
+			if local {
+				return runLocalStudy(cmd, in.Request, out, cpuTest)
 			}
 			return withSession(cmd, g, cfg, "", func(ctx context.Context, s *session) error {
 				run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
@@ -78,6 +86,8 @@ built yet, and a real node agent answers so.
 	cmd.Flags().IntVar(&in.Request.Repeats, "repeats", 0, "runs per measurement; the median is kept (default 3)")
 	cmd.Flags().DurationVar(&in.Wait, "wait", 0, "how long a node may take to pick the study up before it is reported unreachable (default 30s)")
 	cmd.Flags().StringVar(&out, "out", "interference-results", "folder for each node's NODE.json and NODE.svg")
+	cmd.Flags().BoolVar(&local, "local", false, "run the study on this machine's GPU, without Temporal")
+	cmd.Flags().BoolVar(&cpuTest, "cpu-test", false, "with --local on a machine without a GPU: the executor's CPU test mode (tiny workloads; not a GPU study)")
 	return cmd
 }
 
@@ -155,4 +165,32 @@ func safeName(id string) string {
 		}
 		return r
 	}, id)
+}
+
+// runLocalStudy runs the study on this machine through the Python executor, printing progress,
+// and writes and shows it as a node's study named after this host.
+func runLocalStudy(cmd *cobra.Command, req interference.StudyRequest, dir string, cpuTest bool) error {
+	py, err := stage.FindPython()
+	if err != nil {
+		return err
+	}
+	path, err := stage.FindPythonPath()
+	if err != nil {
+		return err
+	}
+	x := &gi.ProcessExecutor{Python: py, PythonPath: path, Stderr: cmd.ErrOrStderr()}
+	if cpuTest {
+		x.Args = []string{"--scale", "tiny", "--allow-cpu"}
+	}
+	defer x.Close()
+	ctx, stop := interruptible(cmd)
+	defer stop()
+	st, err := gi.RunStudy(ctx, x, req, func(done, total int, what string) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "[%d/%d] %s\n", done+1, total, what)
+	})
+	if err != nil {
+		return err
+	}
+	st.Node = hostname()
+	return writeStudies(cmd.OutOrStdout(), dir, interference.StudyResult{Nodes: []interference.NodeStudy{{NodeID: st.Node, Study: &st}}})
 }

@@ -85,7 +85,12 @@ func drawPanel(b *strings.Builder, ox, oy int, p interference.Pair, rows []Row, 
 		}
 		fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"><title>%s: p99 %.2f× (%.2f ms), BE %.0f%%</title></circle>`+"\n",
 			x(r.BEFraction), y(r.LCP99x), color, html.EscapeString(r.Mechanism.String()), r.LCP99x, r.LCP99Ms, 100*r.BEFraction)
-		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" fill="#333">%s</text>`+"\n", x(r.BEFraction)+5, y(r.LCP99x)-4, html.EscapeString(r.Mechanism.String()))
+		// Labels of points on the right half go to their left, so they stay inside the panel.
+		lx, anchor := x(r.BEFraction)+5, "start"
+		if r.BEFraction > 0.6 {
+			lx, anchor = x(r.BEFraction)-5, "end"
+		}
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="%s" fill="#333">%s</text>`+"\n", lx, y(r.LCP99x)-4, anchor, html.EscapeString(r.Mechanism.String()))
 	}
 }
 

@@ -1,0 +1,165 @@
+package interference
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+
+	"github.com/schooner-ml/schooner/interference"
+)
+
+// ProcessExecutor runs the Python executor (trainer/python/schooner_interfere) as one
+// long-lived child: the CUDA context and the workloads are built once for a whole study, and
+// each run is one JSON line each way. It is the executor of a node agent with a GPU.
+type ProcessExecutor struct {
+	Python     string   // the interpreter (with torch)
+	PythonPath string   // the folder holding schooner_interfere (trainer/python)
+	Args       []string // extra executor arguments, e.g. --scale tiny --allow-cpu (tests)
+	Stderr     io.Writer
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	out  *bufio.Reader
+	dead error
+}
+
+var _ Executor = (*ProcessExecutor)(nil)
+
+func (p *ProcessExecutor) start() error {
+	if p.cmd != nil {
+		return p.dead
+	}
+	args := append([]string{"-m", "schooner_interfere.executor"}, p.Args...)
+	cmd := exec.Command(p.Python, args...)
+	cmd.Dir = p.PythonPath
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+p.PythonPath)
+	cmd.Stderr = p.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting the interference executor (%s): %w", p.Python, err)
+	}
+	p.cmd, p.in, p.out = cmd, in, bufio.NewReaderSize(out, 1<<20)
+	return nil
+}
+
+// call sends one request and decodes its answer into result. A cancelled context kills the
+// child (a run cannot be interrupted otherwise); the next call starts a new one.
+func (p *ProcessExecutor) call(ctx context.Context, req map[string]any, result any) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.start(); err != nil {
+		return err
+	}
+	line, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	defer close(done)
+	proc := p.cmd.Process
+	go func() {
+		select {
+		case <-ctx.Done():
+			_ = proc.Kill() // the read below then fails; lost reaps the child
+		case <-done:
+		}
+	}()
+	if _, err := p.in.Write(append(line, '\n')); err != nil {
+		return p.lost(ctx, err)
+	}
+	ans, err := p.out.ReadBytes('\n')
+	if err != nil {
+		return p.lost(ctx, err)
+	}
+	var msg struct {
+		OK    json.RawMessage `json:"ok"`
+		Error string          `json:"error"`
+	}
+	if err := json.Unmarshal(ans, &msg); err != nil {
+		return fmt.Errorf("the interference executor answered %q: %w", strings.TrimSpace(string(ans)), err)
+	}
+	if msg.Error != "" {
+		return errors.New(msg.Error)
+	}
+	return json.Unmarshal(msg.OK, result)
+}
+
+// lost reports a broken child (or the caller's cancellation) and forgets the child.
+func (p *ProcessExecutor) lost(ctx context.Context, err error) error {
+	p.kill()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return fmt.Errorf("the interference executor stopped: %w", err)
+}
+
+func (p *ProcessExecutor) kill() {
+	if p.cmd != nil && p.cmd.Process != nil {
+		_ = p.cmd.Process.Kill()
+		_ = p.cmd.Wait()
+	}
+	p.cmd = nil
+}
+
+// Close ends the child.
+func (p *ProcessExecutor) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return nil
+	}
+	_ = p.in.Close() // the executor ends at the end of its input
+	err := p.cmd.Wait()
+	p.cmd = nil
+	return err
+}
+
+func (p *ProcessExecutor) GPU(ctx context.Context) (interference.GPUInfo, error) {
+	var g interference.GPUInfo
+	err := p.call(ctx, map[string]any{"op": "gpu"}, &g)
+	return g, err
+}
+
+func (p *ProcessExecutor) Available(ctx context.Context, m interference.Mechanism) error {
+	var a struct {
+		Reason string `json:"reason"`
+	}
+	if err := p.call(ctx, map[string]any{"op": "available", "mechanism": m}, &a); err != nil {
+		return fmt.Errorf("probing %s: %w", m, err)
+	}
+	if a.Reason != "" {
+		return errors.New(a.Reason)
+	}
+	return nil
+}
+
+func (p *ProcessExecutor) Alone(ctx context.Context, w interference.Workload, req interference.StudyRequest) (interference.Run, error) {
+	var r interference.Run
+	err := p.call(ctx, map[string]any{"op": "alone", "workload": w.Name, "request": req}, &r)
+	return r, err
+}
+
+func (p *ProcessExecutor) Shared(ctx context.Context, pair interference.Pair, m interference.Mechanism, req interference.StudyRequest) (interference.Run, error) {
+	var r interference.Run
+	err := p.call(ctx, map[string]any{"op": "shared", "pair": pair, "mechanism": m, "request": req}, &r)
+	return r, err
+}
+
+// Simulated is false: the runs are measured (on a CPU in the executor's test mode, which the
+// GPU model it reports says).
+func (p *ProcessExecutor) Simulated() bool { return false }

@@ -1,0 +1,72 @@
+package interference_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	gi "github.com/schooner-ml/schooner/gpu/interference"
+	"github.com/schooner-ml/schooner/interference"
+)
+
+// pythonWithTorch is an interpreter that imports torch (CI installs Debian's python3-torch).
+func pythonWithTorch(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{"/usr/bin/python3", "python3"} {
+		if exec.Command(p, "-c", "import torch").Run() == nil {
+			return p
+		}
+	}
+	t.Skip("needs python3 with torch (Debian python3-torch) for the interference executor")
+	return ""
+}
+
+// TestTheProcessExecutorRunsAStudyInItsCPUTestMode runs the Python executor for real, on the
+// CPU with the tiny workloads: every answer crosses the JSON-lines protocol into a study that
+// validates and analyses; the mechanisms a CPU lacks come back unavailable with the reason.
+func TestTheProcessExecutorRunsAStudyInItsCPUTestMode(t *testing.T) {
+	py := pythonWithTorch(t)
+	dir, err := filepath.Abs(filepath.Join("..", "..", "trainer", "python"))
+	require.NoError(t, err)
+	x := &gi.ProcessExecutor{Python: py, PythonPath: dir, Args: []string{"--scale", "tiny", "--allow-cpu"}, Stderr: os.Stderr}
+	defer x.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	req := interference.StudyRequest{
+		Pairs: []interference.Pair{{LC: "decode-chain", BE: "gemm"}, {LC: "cnn-infer", BE: "copy"}},
+		Mechanisms: []interference.Mechanism{{Kind: interference.Sequential}, {Kind: interference.TimeSlicing},
+			{Kind: interference.Streams}, {Kind: interference.MPS, Setting: 50}, {Kind: interference.MIG}},
+		Requests: 10, Warmup: 2, ThinkMs: 0.5, Repeats: 1,
+	}
+	st, err := gi.RunStudy(ctx, x, req, nil)
+	require.NoError(t, err)
+	assert.False(t, st.Simulated, "measured, not modelled")
+	assert.Contains(t, st.GPU.Model, "CPU (a test run, not a GPU)")
+	assert.Len(t, st.Runs, 4+2*2, "four workloads alone, two pairs under sequential and time-slicing")
+	reasons := map[interference.MechanismKind]string{}
+	for _, u := range st.Unavailable {
+		reasons[u.Mechanism.Kind] = u.Reason
+	}
+	assert.Equal(t, "streams needs a CUDA GPU", reasons[interference.Streams])
+	assert.Equal(t, "mps needs a CUDA GPU", reasons[interference.MPS])
+	assert.Contains(t, reasons[interference.MIG], "never changes a GPU's MIG setting")
+	rows, err := gi.Analyze(st)
+	require.NoError(t, err)
+	require.Len(t, rows, 4)
+	for _, r := range rows {
+		assert.Positive(t, r.LCP50x, "%s under %s", r.Pair, r.Mechanism)
+		assert.Positive(t, r.BEFraction, "%s under %s", r.Pair, r.Mechanism)
+	}
+
+	// A request the executor refuses is an error naming it, and the executor goes on.
+	_, err = x.Alone(ctx, interference.Workload{Name: "nope"}, req)
+	require.ErrorContains(t, err, "workload 'nope' is not one of")
+	_, err = x.GPU(ctx)
+	require.NoError(t, err)
+}

@@ -1,0 +1,46 @@
+"""One side of a pair in its own process (time-slicing and MPS put the two sides in two
+processes). The best-effort side prints {"ready": true} after its warm-up, runs until its
+standard input closes, then prints its throughput; the latency-critical side runs its requests
+and prints their latencies. One JSON line each.
+
+  python3 -m schooner_interfere.child be --workload gemm --scale h200
+  python3 -m schooner_interfere.child lc --workload decode-chain --request '{"requests":200,...}'
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import torch
+
+from . import measure, workloads
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python3 -m schooner_interfere.child")
+    p.add_argument("side", choices=("lc", "be"))
+    p.add_argument("--workload", required=True)
+    p.add_argument("--scale", default="h200", choices=sorted(workloads.SCALES))
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="")
+    p.add_argument("--request", default="{}", help="lc: the study request (requests, warmup, think_ms, seed)")
+    a = p.parse_args(argv)
+    device = torch.device(a.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    w = workloads.build(a.workload, device, a.scale, a.seed)
+    if a.side == "lc":
+        print(json.dumps(measure.latency_run(w, json.loads(a.request), device)), flush=True)
+        return
+    loop = measure.ThroughputLoop(w, device)
+    loop.start()
+    loop.ready.wait()
+    if loop.error is not None:
+        raise SystemExit(f"best-effort {a.workload}: {loop.error}")
+    print(json.dumps({"ready": True}), flush=True)
+    sys.stdin.read()  # the parent closes our stdin to stop us
+    print(json.dumps(loop.stop()), flush=True)
+
+
+if __name__ == "__main__":
+    main()

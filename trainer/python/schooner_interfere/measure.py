@@ -1,0 +1,89 @@
+"""Timing one side of a run: a latency-critical side's requests (Poisson arrivals, each timed on
+its own stream to completion) and a best-effort side's throughput (units finished per second
+until told to stop)."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import random
+import threading
+import time
+
+import torch
+
+
+def _stream_ctx(stream):
+    return torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext()
+
+
+def _wait(device: torch.device, stream) -> None:
+    """Waits for this side's own work only: a device-wide sync would wait for the other side."""
+    if device.type == "cuda":
+        (stream if stream is not None else torch.cuda.current_stream(device)).synchronize()
+
+
+def percentile(sorted_ms, q: float) -> float:
+    """Nearest-rank percentile of sorted values."""
+    k = max(0, math.ceil(q / 100 * len(sorted_ms)) - 1)
+    return sorted_ms[k]
+
+
+def latency_run(w, req: dict, device: torch.device, stream=None, lock: threading.Lock | None = None) -> dict:
+    """req: requests, warmup, think_ms, seed. Each request waits an exponential think time, then
+    runs one unit and waits for it; the warm-up requests are not counted."""
+    rng = random.Random(req.get("seed", 0))
+    think = float(req.get("think_ms", 0))
+    lat = []
+    for i in range(int(req.get("warmup", 0)) + int(req["requests"])):
+        if think > 0:
+            time.sleep(rng.expovariate(1 / think) / 1000)
+        with lock if lock is not None else contextlib.nullcontext():
+            t0 = time.perf_counter()
+            with _stream_ctx(stream):
+                w.run()
+            _wait(device, stream)
+            t1 = time.perf_counter()
+        if i >= int(req.get("warmup", 0)):
+            lat.append((t1 - t0) * 1e3)
+    lat.sort()
+    return {"requests": len(lat), "p50_ms": percentile(lat, 50), "p99_ms": percentile(lat, 99),
+            "mean_ms": sum(lat) / len(lat)}
+
+
+class ThroughputLoop(threading.Thread):
+    """Runs a best-effort workload unit after unit until stop() and reports units per second.
+    `ready` is set after the warm-up units, when counting starts."""
+
+    def __init__(self, w, device: torch.device, stream=None, lock: threading.Lock | None = None, warmup: int = 3):
+        super().__init__(daemon=True)
+        self.w, self.device, self.stream, self.lock, self.warmup = w, device, stream, lock, warmup
+        self.ready, self._halt, self.result, self.error = threading.Event(), threading.Event(), None, None
+
+    def _unit(self):
+        with self.lock if self.lock is not None else contextlib.nullcontext():
+            with _stream_ctx(self.stream):
+                self.w.run()
+            _wait(self.device, self.stream)
+
+    def run(self):
+        try:
+            for _ in range(self.warmup):
+                self._unit()
+            self.ready.set()
+            n, t0 = 0, time.perf_counter()
+            while not self._halt.is_set():
+                self._unit()
+                n += 1
+            dt = time.perf_counter() - t0
+            self.result = {"per_second": n * self.w.units / dt if dt > 0 else 0.0, "unit": self.w.unit}
+        except BaseException as e:  # noqa: BLE001 — reported to the caller
+            self.error = e
+            self.ready.set()
+
+    def stop(self) -> dict:
+        self._halt.set()
+        self.join()
+        if self.error is not None:
+            raise RuntimeError(f"best-effort {self.w.name}: {self.error}") from self.error
+        return self.result
