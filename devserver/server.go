@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -92,25 +93,24 @@ func Start(opts Options) (*Server, error) {
 		}
 		dbFile = DatabaseFile(opts.DataDir)
 	}
-	httpPort, err := FreePort(opts.IP)
-	if err != nil {
-		return nil, err
-	}
-	cfg, hosts, err := buildConfig(opts, httpPort, dbFile)
-	if err != nil {
-		return nil, err
-	}
 	level, err := zerolog.ParseLevel(opts.ServerLogLevel)
 	if err != nil {
 		return nil, fmt.Errorf("invalid server log level %q: %w", opts.ServerLogLevel, err)
 	}
 	logger := serverLogger{zl: opts.Logger.With().Str("component", "temporal-server").Logger().Level(level)}
-	srv, err := temporal.NewServer(serverOptions(cfg, hosts, logger, opts, httpPort)...)
-	if err != nil {
-		return nil, fmt.Errorf("building Temporal server: %w", err)
+	// The server's internal ports (HTTP API, history, matching, worker) are picked free and
+	// bound a moment later; another process may take one in between. Such a start is tried
+	// again with other ports (the user's own ports were checked above and are not retried).
+	var srv temporal.Server
+	for attempt := 1; ; attempt++ {
+		srv, err = newTemporalServer(opts, dbFile, logger)
+		if err == nil || attempt == internalPortAttempts || !isInternalPortRace(err, opts) {
+			break
+		}
+		opts.Logger.Warn().Err(err).Int("attempt", attempt).Msg("an internal port of the embedded server was taken meanwhile; trying other ports")
 	}
-	if err := srv.Start(); err != nil {
-		return nil, fmt.Errorf("starting Temporal server: %w", err)
+	if err != nil {
+		return nil, err
 	}
 	s := &Server{temporal: srv, opts: opts}
 	if !opts.Headless {
@@ -151,4 +151,42 @@ func (s *Server) Stop() {
 			s.opts.Logger.Warn().Err(err).Msg("stopping Temporal server")
 		}
 	})
+}
+
+// internalPortAttempts bounds the retries of a start that lost an internal port to a race.
+const internalPortAttempts = 4
+
+// newTemporalServer builds and starts the server on freshly picked internal ports.
+func newTemporalServer(opts Options, dbFile string, logger serverLogger) (temporal.Server, error) {
+	httpPort, err := FreePort(opts.IP)
+	if err != nil {
+		return nil, err
+	}
+	cfg, hosts, err := buildConfig(opts, httpPort, dbFile)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := temporal.NewServer(serverOptions(cfg, hosts, logger, opts, httpPort)...)
+	if err != nil {
+		return nil, fmt.Errorf("building Temporal server: %w", err)
+	}
+	if err := srv.Start(); err != nil {
+		return nil, fmt.Errorf("starting Temporal server: %w", err)
+	}
+	return srv, nil
+}
+
+// isInternalPortRace is a failed start whose cause is a port in use that is not one the user
+// chose (the frontend's gRPC port or the UI's).
+func isInternalPortRace(err error, opts Options) bool {
+	msg := err.Error()
+	if !strings.Contains(msg, "address already in use") {
+		return false
+	}
+	for _, p := range []int{opts.Port, opts.UIPort} {
+		if p != 0 && strings.Contains(msg, net.JoinHostPort(opts.IP, strconv.Itoa(p))+": bind") {
+			return false
+		}
+	}
+	return true
 }

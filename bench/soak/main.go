@@ -9,7 +9,7 @@
 // metrics handler and the simulated EC2 and Compute API faces), on the default simulated
 // cloud (AWS boots in 2 simulated minutes) at -time-scale.
 //
-//	go run ./bench/soak [-jobs 200] [-batch 25] [-iterations 60] [-time-scale 120] \
+//	go run ./bench/soak [-jobs 200] [-batch 25] [-rounds 1] [-iterations 60] [-time-scale 120] \
 //	    [-idle 30s] [-settle 2m] [-json bench/soak/data/<date>.json] [-compare <earlier run's json>]
 //
 // With -compare the table puts an earlier run (another build, e.g. before a fix) beside this
@@ -34,6 +34,7 @@ func main() {
 	var o options
 	flag.IntVar(&o.jobs, "jobs", 200, "training jobs in all")
 	flag.IntVar(&o.batch, "batch", 25, "jobs submitted at once; the next batch starts when all of a batch have closed")
+	flag.IntVar(&o.rounds, "rounds", 1, "run the jobs this many times in the same process, measuring the idle process after each round")
 	flag.Int64Var(&o.iterations, "iterations", 60, "iterations per job (checkpoint every third of them)")
 	flag.Float64Var(&o.scale, "time-scale", 120, "simulated seconds per wall second")
 	flag.DurationVar(&o.idle, "idle", 30*time.Second, "window over which idle CPU is measured, at start and after the jobs")

@@ -24,6 +24,7 @@ import (
 
 type options struct {
 	jobs, batch       int
+	rounds            int
 	iterations        int64
 	scale             float64
 	idle, settle      time.Duration
@@ -46,6 +47,10 @@ type result struct {
 	Batches   []batch `json:"batches"`    // one per batch, sampled when it closed
 	After     sample  `json:"after"`      // idle again, -settle after the last job closed
 	IdleAfter idleCPU `json:"idle_after"` // CPU over the idle window after the jobs
+	// Rounds is each round's idle sample and CPU (-rounds: the jobs again, in the same
+	// process): a leak per job grows round after round; a one-time warm-up (caches filling to
+	// their bounds, heap spans the allocator keeps) does not. After is the last round's.
+	Rounds []round `json:"rounds,omitempty"`
 
 	Completed  int      `json:"completed"`
 	Verified   int      `json:"state_verified"`
@@ -58,6 +63,12 @@ type result struct {
 	StopJobsRunning int     `json:"stop_jobs_running"`
 	StopSeconds     float64 `json:"stop_seconds"`
 	StopErr         string  `json:"stop_error,omitempty"`
+}
+
+type round struct {
+	Jobs      int     `json:"jobs_done"`
+	After     sample  `json:"after"`
+	IdleAfter idleCPU `json:"idle_after"`
 }
 
 type batch struct {
@@ -186,14 +197,51 @@ func run(ctx context.Context, o options) (result, error) {
 		r.Start.RSSMiB, r.Start.HeapInuseMiB, r.Start.Goroutines, r.IdleStart.Percent)
 
 	began := time.Now()
+	for rnd := 1; rnd <= max(o.rounds, 1); rnd++ {
+		if err := runRound(ctx, s, o, rnd, began, &r); err != nil {
+			return r, err
+		}
+		last := rnd == max(o.rounds, 1)
+		time.Sleep(o.settle)
+		after := s.sample(true)
+		idle := measureIdle(o.idle, func() {
+			if o.profiles == "" || !last {
+				return
+			}
+			if f, err := os.Create(filepath.Join(o.profiles, "idle-cpu.pprof")); err == nil {
+				if pprof.StartCPUProfile(f) == nil {
+					time.AfterFunc(o.idle-time.Second, func() { pprof.StopCPUProfile(); _ = f.Close() })
+				}
+			}
+		})
+		r.Rounds = append(r.Rounds, round{Jobs: rnd * o.jobs, After: after, IdleAfter: idle})
+		r.After, r.IdleAfter = after, idle
+		fmt.Printf("round %d: after %d jobs, idle: RSS %.0f MiB (%.0f with free pages returned), heap %.0f MiB (live %.0f), %d goroutines, idle CPU %.1f%%\n",
+			rnd, rnd*o.jobs, after.RSSMiB, after.RSSFreedMiB, after.HeapInuseMiB, after.HeapLiveMiB, after.Goroutines, idle.Percent)
+	}
+	r.JobsWall = time.Since(began).Seconds()
+	r.PeakRSSMiB = float64(process.PeakRSSKiB()) / 1024
+	if o.profiles != "" {
+		writeProfile(filepath.Join(o.profiles, "heap.pprof"), "heap", 0)
+		writeProfile(filepath.Join(o.profiles, "goroutines.txt"), "goroutine", 1)
+	}
+	return r, gracefulStop(ctx, s, o, &r, &stopped)
+}
+
+// runRound runs -jobs jobs, -batch at a time, recording each batch and every job that did not
+// complete verified.
+func runRound(ctx context.Context, s *soakStack, o options, rnd int, began time.Time, r *result) error {
 	for first := 0; first < o.jobs; first += o.batch {
 		n := min(o.batch, o.jobs-first)
 		ids := make([]string, n)
 		for i := range ids {
 			ids[i] = fmt.Sprintf("soak-%03d", first+i)
+			if rnd > 1 {
+				ids[i] = fmt.Sprintf("soak-r%d-%03d", rnd, first+i)
+			}
 		}
 		if err := s.submit(ctx, ids, o.iterations); err != nil {
-			return r, err
+			return err
 		}
 		done, err := s.wait(ctx, ids)
 		for _, id := range ids {
@@ -212,43 +260,26 @@ func run(ctx context.Context, o options) (result, error) {
 				}
 			}
 		}
-		b := batch{Done: first + n, Wall: time.Since(began).Seconds(), Sample: s.sample(false)}
+		b := batch{Done: (rnd-1)*o.jobs + first + n, Wall: time.Since(began).Seconds(), Sample: s.sample(false)}
 		r.Batches = append(r.Batches, b)
 		fmt.Printf("%3d jobs closed after %5.0f s: RSS %.0f MiB, heap %.0f MiB, %d goroutines, %d node agents, %d metric series\n",
 			b.Done, b.Wall, b.Sample.RSSMiB, b.Sample.HeapInuseMiB, b.Sample.Goroutines, b.Sample.NodeWorkers, b.Sample.MetricSeries)
 		if err != nil {
-			return r, err
+			return err
 		}
 	}
-	r.JobsWall = time.Since(began).Seconds()
+	return nil
+}
 
-	time.Sleep(o.settle)
-	r.After = s.sample(true)
-	r.IdleAfter = measureIdle(o.idle, func() {
-		if o.profiles == "" {
-			return
-		}
-		if f, err := os.Create(filepath.Join(o.profiles, "idle-cpu.pprof")); err == nil {
-			if pprof.StartCPUProfile(f) == nil {
-				time.AfterFunc(o.idle-time.Second, func() { pprof.StopCPUProfile(); _ = f.Close() })
-			}
-		}
-	})
-	r.PeakRSSMiB = float64(process.PeakRSSKiB()) / 1024
-	fmt.Printf("after %d jobs, idle: RSS %.0f MiB, heap %.0f MiB, %d goroutines, idle CPU %.1f%%\n",
-		o.jobs, r.After.RSSMiB, r.After.HeapInuseMiB, r.After.Goroutines, r.IdleAfter.Percent)
-	if o.profiles != "" {
-		writeProfile(filepath.Join(o.profiles, "heap.pprof"), "heap", 0)
-		writeProfile(filepath.Join(o.profiles, "goroutines.txt"), "goroutine", 1)
-	}
-
-	// Graceful stop with a batch running, as Ctrl-C on `schooner dev` in the middle of work.
+// gracefulStop stops the stack with a batch of jobs running, as Ctrl-C on `schooner dev` in
+// the middle of work, and fails the run when any job did not complete verified.
+func gracefulStop(ctx context.Context, s *soakStack, o options, r *result, stopped *bool) error {
 	ids := make([]string, o.batch)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("soak-stop-%03d", i)
 	}
 	if err := s.submit(ctx, ids, o.iterations*10); err != nil {
-		return r, err
+		return err
 	}
 	deadline := time.Now().Add(time.Minute)
 	for len(s.Agents.Nodes.Nodes()) < o.batch/2 && time.Now().Before(deadline) {
@@ -257,16 +288,16 @@ func run(ctx context.Context, o options) (result, error) {
 	time.Sleep(2 * time.Second)
 	r.StopJobsRunning = len(ids)
 	t0 := time.Now()
-	stopped = true
+	*stopped = true
 	if err := s.Stop(time.Minute); err != nil {
 		r.StopErr = err.Error()
 	}
 	r.StopSeconds = time.Since(t0).Seconds()
 	fmt.Printf("graceful stop with %d jobs running: %.2f s\n", len(ids), r.StopSeconds)
 	if len(r.Failures) > 0 {
-		return r, fmt.Errorf("%d of %d jobs did not complete verified; first: %s", len(r.Failures), o.jobs, r.Failures[0])
+		return fmt.Errorf("%d of %d jobs did not complete verified; first: %s", len(r.Failures), o.jobs*max(o.rounds, 1), r.Failures[0])
 	}
-	return r, nil
+	return nil
 }
 
 func writeProfile(path, name string, debug int) {

@@ -28,7 +28,9 @@ func printTable(w io.Writer, r result, base *result) {
 		}
 		fmt.Fprintln(w)
 	}
-	row("jobs completed / state verified", func(x result) string { return fmt.Sprintf("%d / %d of %d", x.Completed, x.Verified, x.Jobs) })
+	row("jobs completed / state verified", func(x result) string {
+		return fmt.Sprintf("%d / %d of %d", x.Completed, x.Verified, x.Jobs*max(1, len(x.Rounds)))
+	})
 	row("wall time of the jobs", func(x result) string { return fmt.Sprintf("%.0f s", x.JobsWall) })
 	row("RSS: start → idle after", func(x result) string { return fmt.Sprintf("%.0f → %.0f MiB", x.Start.RSSMiB, x.After.RSSMiB) })
 	row("heap in use: start → idle after", func(x result) string {
@@ -46,6 +48,19 @@ func printTable(w io.Writer, r result, base *result) {
 	})
 	row("simulated node agents left", func(x result) string { return fmt.Sprintf("%d", x.After.NodeWorkers) })
 	row("metric series: start → after", func(x result) string { return fmt.Sprintf("%d → %d", x.Start.MetricSeries, x.After.MetricSeries) })
+	row("RSS (free pages returned) / live heap after each round", func(x result) string {
+		if len(x.Rounds) == 0 {
+			return "one round"
+		}
+		out := ""
+		for i, rd := range x.Rounds {
+			if i > 0 {
+				out += ", "
+			}
+			out += fmt.Sprintf("%.0f (%.0f) / %.0f MiB", rd.After.RSSMiB, rd.After.RSSFreedMiB, rd.After.HeapLiveMiB)
+		}
+		return out
+	})
 	row("peak RSS", func(x result) string { return fmt.Sprintf("%.0f MiB", x.PeakRSSMiB) })
 	row("graceful stop, a batch running", func(x result) string {
 		if x.StopErr != "" {
