@@ -137,6 +137,12 @@ func serverOptions(conf *config.Config, hosts map[primitives.ServiceName]static.
 		// And let an idle dev box give that memory back: an entry unused for two minutes is
 		// dropped (a running job touches its own at every event), instead of after an hour.
 		dynamicconfig.HistoryCacheTTL.Key(): 2 * time.Minute,
+		// The TTL alone drops an entry only when something touches it again, and timer tasks
+		// that fire after a workflow closed (its activities' timeouts) load its state where
+		// nothing touches it again: the soak's idle process kept ~10 MiB more live heap after
+		// every 200 jobs (bench/soak -rounds). A background sweep drops expired entries.
+		dynamicconfig.HistoryCacheBackgroundEvict.Key(): dynamicconfig.CacheBackgroundEvictSettings{
+			Enabled: true, LoopInterval: 30 * time.Second, MaxEntryPerCall: 1024},
 		// The cross-cluster replication cache (8 MiB by default) serves no purpose on one
 		// cluster; in the soak's heap it held the most objects of all.
 		dynamicconfig.XDCCacheMaxSizeBytes.Key(): 1 << 20,
