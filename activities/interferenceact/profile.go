@@ -14,16 +14,15 @@ import (
 	"github.com/schooner-ml/schooner/interference"
 )
 
-// Profiler runs studies on one node. Executor is nil on a node agent that has none (no GPU, or
-// no python3 with torch and trainer/python for the executor; the simulated market's nodes use
-// a model).
+// Profiler runs studies on one node. Executor is nil on a node agent without a GPU (the
+// simulated market's nodes use a model).
 type Profiler struct {
 	NodeID   string
 	Executor gi.Executor
 }
 
 // ErrNoExecutor is the non-retryable answer of a node without an executor.
-var ErrNoExecutor = errors.New("this node agent has no interference executor: it has no GPU, or no python3 with torch and trainer/python (see its log at start)")
+var ErrNoExecutor = errors.New("this node agent has no interference executor: it has no NVIDIA GPU")
 
 // ProfileInterference runs req and returns the study, heartbeating each run as it starts (so a
 // stuck GPU is noticed by the heartbeat timeout, and the UI shows how far the study is).

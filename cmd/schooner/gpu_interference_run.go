@@ -170,15 +170,7 @@ func safeName(id string) string {
 // runLocalStudy runs the study on this machine through the Python executor, printing progress,
 // and writes and shows it as a node's study named after this host.
 func runLocalStudy(cmd *cobra.Command, req interference.StudyRequest, dir string, cpuTest bool) error {
-	py, err := stage.FindPython()
-	if err != nil {
-		return err
-	}
-	path, err := stage.FindPythonPath()
-	if err != nil {
-		return err
-	}
-	x := &gi.ProcessExecutor{Python: py, PythonPath: path, Stderr: cmd.ErrOrStderr()}
+	x := pythonInterferenceExecutor(cmd.ErrOrStderr())
 	if cpuTest {
 		x.Args = []string{"--scale", "tiny", "--allow-cpu"}
 	}
@@ -193,4 +185,10 @@ func runLocalStudy(cmd *cobra.Command, req interference.StudyRequest, dir string
 	}
 	st.Node = hostname()
 	return writeStudies(cmd.OutOrStdout(), dir, interference.StudyResult{Nodes: []interference.NodeStudy{{NodeID: st.Node, Study: &st}}})
+}
+
+// pythonInterferenceExecutor is the Python executor (trainer/python/schooner_interfere), its
+// interpreter and path found as the inference worker's are, at its first run.
+func pythonInterferenceExecutor(stderr io.Writer) *gi.ProcessExecutor {
+	return &gi.ProcessExecutor{Command: stage.PythonModule("", "", gi.ExecutorModule), Stderr: stderr}
 }

@@ -8,9 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	gi "github.com/schooner-ml/schooner/gpu/interference"
 	"github.com/schooner-ml/schooner/gpu/nvml"
-	"github.com/schooner-ml/schooner/serving/stage"
 	"github.com/schooner-ml/schooner/workers"
 )
 
@@ -69,11 +67,10 @@ func newNodeWorkerCommand(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withSession(cmd, g, cfg, metricsAddr, func(ctx context.Context, s *session) error {
 				agent := &workers.NodeAgent{ID: nodeID, Hostname: hostname(), GPUs: nvml.Real{}, Client: s.client, Logger: s.log}
-				if x, why := interferenceExecutor(nodeID); x != nil {
+				if inv := nvml.Discover(nvml.Real{}, nodeID, hostname(), time.Now().UTC()); len(inv.GPUs) > 0 {
+					x := pythonInterferenceExecutor(os.Stderr)
 					agent.Interference = x
 					defer x.Close()
-				} else {
-					s.log.Info().Str("why", why).Msg("no interference executor: studies on this node answer so")
 				}
 				if err := agent.Start(ctx); err != nil {
 					return err
@@ -90,22 +87,4 @@ func newNodeWorkerCommand(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", "", "serve worker metrics for Prometheus on this host:port")
 	cmd.Flags().BoolVar(&deregister, "deregister-on-exit", false, "remove this node from the registry when stopped (for machines that will not return)")
 	return cmd
-}
-
-// interferenceExecutor is the node's executor of interference studies: the Python executor
-// (trainer/python/schooner_interfere) when the machine has an NVIDIA GPU and a python3 with
-// torch, else nil and why.
-func interferenceExecutor(nodeID string) (*gi.ProcessExecutor, string) {
-	if inv := nvml.Discover(nvml.Real{}, nodeID, hostname(), time.Now().UTC()); len(inv.GPUs) == 0 {
-		return nil, "no GPU: " + inv.Reason
-	}
-	py, err := stage.FindPython()
-	if err != nil {
-		return nil, err.Error()
-	}
-	dir, err := stage.FindPythonPath()
-	if err != nil {
-		return nil, err.Error()
-	}
-	return &gi.ProcessExecutor{Python: py, PythonPath: dir, Stderr: os.Stderr}, ""
 }

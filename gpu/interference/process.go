@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -19,28 +18,32 @@ import (
 // long-lived child: the CUDA context and the workloads are built once for a whole study, and
 // each run is one JSON line each way. It is the executor of a node agent with a GPU.
 type ProcessExecutor struct {
-	Python     string   // the interpreter (with torch)
-	PythonPath string   // the folder holding schooner_interfere (trainer/python)
-	Args       []string // extra executor arguments, e.g. --scale tiny --allow-cpu (tests)
-	Stderr     io.Writer
+	// Command makes the executor's command (`python3 -m schooner_interfere.executor` with
+	// trainer/python on PYTHONPATH) with args appended; it is called when a child is needed,
+	// so an agent finds its interpreter at its first study, not at its start.
+	Command func(args []string) (*exec.Cmd, error)
+	Args    []string // extra executor arguments, e.g. --scale tiny --allow-cpu (tests)
+	Stderr  io.Writer
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	in   io.WriteCloser
-	out  *bufio.Reader
-	dead error
+	mu  sync.Mutex
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
 }
 
 var _ Executor = (*ProcessExecutor)(nil)
 
+// ExecutorModule is the Python module ProcessExecutor's command runs.
+const ExecutorModule = "schooner_interfere.executor"
+
 func (p *ProcessExecutor) start() error {
 	if p.cmd != nil {
-		return p.dead
+		return nil
 	}
-	args := append([]string{"-m", "schooner_interfere.executor"}, p.Args...)
-	cmd := exec.Command(p.Python, args...)
-	cmd.Dir = p.PythonPath
-	cmd.Env = append(os.Environ(), "PYTHONPATH="+p.PythonPath)
+	cmd, err := p.Command(p.Args)
+	if err != nil {
+		return fmt.Errorf("the interference executor: %w", err)
+	}
 	cmd.Stderr = p.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -51,7 +54,7 @@ func (p *ProcessExecutor) start() error {
 		return err
 	}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting the interference executor (%s): %w", p.Python, err)
+		return fmt.Errorf("starting the interference executor (%s): %w", cmd.Path, err)
 	}
 	p.cmd, p.in, p.out = cmd, in, bufio.NewReaderSize(out, 1<<20)
 	return nil

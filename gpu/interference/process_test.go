@@ -34,7 +34,11 @@ func TestTheProcessExecutorRunsAStudyInItsCPUTestMode(t *testing.T) {
 	py := pythonWithTorch(t)
 	dir, err := filepath.Abs(filepath.Join("..", "..", "trainer", "python"))
 	require.NoError(t, err)
-	x := &gi.ProcessExecutor{Python: py, PythonPath: dir, Args: []string{"--scale", "tiny", "--allow-cpu"}, Stderr: os.Stderr}
+	x := &gi.ProcessExecutor{Command: func(args []string) (*exec.Cmd, error) {
+		c := exec.Command(py, append([]string{"-m", gi.ExecutorModule}, args...)...)
+		c.Env = append(os.Environ(), "PYTHONPATH="+dir)
+		return c, nil
+	}, Args: []string{"--scale", "tiny", "--allow-cpu"}, Stderr: os.Stderr}
 	defer x.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

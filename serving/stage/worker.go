@@ -91,6 +91,12 @@ func WorkerArgs(a serving.StageAssignment, listen string, p Peers) []string {
 // as the interpreter (FindPython when empty) and pythonPath prepended to PYTHONPATH
 // (FindPythonPath when empty).
 func PythonCommand(python, pythonPath string) func(args []string) (*exec.Cmd, error) {
+	return PythonModule(python, pythonPath, WorkerModule)
+}
+
+// PythonModule is a command running `python -m module args...` from trainer/python, the
+// interpreter and the path found as PythonCommand finds them, when the command is made.
+func PythonModule(python, pythonPath, module string) func(args []string) (*exec.Cmd, error) {
 	return func(args []string) (*exec.Cmd, error) {
 		py, err := python, error(nil)
 		if py == "" {
@@ -104,7 +110,7 @@ func PythonCommand(python, pythonPath string) func(args []string) (*exec.Cmd, er
 				return nil, err
 			}
 		}
-		cmd := exec.Command(py, append([]string{"-m", WorkerModule}, args...)...)
+		cmd := exec.Command(py, append([]string{"-m", module}, args...)...)
 		pp := dir
 		if old := os.Getenv("PYTHONPATH"); old != "" {
 			pp += string(os.PathListSeparator) + old

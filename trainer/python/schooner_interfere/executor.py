@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 
 import torch
 
@@ -113,7 +114,7 @@ class Executor:
             lc_stream = be_stream = None
             lock = threading.Lock() if kind == "sequential" else None
             if kind in ("streams", "priority"):
-                lo, hi = torch.cuda.Stream.priority_range() if hasattr(torch.cuda.Stream, "priority_range") else (0, -3)
+                _, hi = torch.cuda.Stream.priority_range() if hasattr(torch.cuda.Stream, "priority_range") else (0, -3)
                 lc_stream = torch.cuda.Stream(self.device, priority=hi if kind == "priority" else 0)
                 be_stream = torch.cuda.Stream(self.device, priority=0)
             elif kind == "green-context":
@@ -200,7 +201,6 @@ def _smi(fields: str) -> str:
 
 def _sleep_like(req: dict) -> None:
     """A dedicated best-effort run lasts about as long as the latency-critical side's run."""
-    import time
     time.sleep(max(0.2, (int(req.get("warmup", 0)) + int(req["requests"])) * float(req.get("think_ms", 0)) / 1000))
 
 
