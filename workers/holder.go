@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/schooner-ml/schooner/activities/colocationact"
 	"github.com/schooner-ml/schooner/activities/interferenceact"
 	"github.com/schooner-ml/schooner/activities/servingact"
 	"github.com/schooner-ml/schooner/activities/trainingact"
@@ -213,6 +214,8 @@ func NodeWorkerStarterWithServing(c client.Client, opts worker.Options) ServingN
 		servingact.RegisterNode(w, n)
 		// A simulated node has a modelled GPU: its studies are marked simulated.
 		interferenceact.RegisterNode(w, &interferenceact.Profiler{NodeID: id, Executor: fake.New()})
+		// It has no GPU to share: a pair placed there is refused with that reason.
+		colocationact.RegisterNode(w, &colocationact.Node{NodeID: id})
 		if err := w.Start(); err != nil {
 			return nil, fmt.Errorf("starting the worker of node %s: %w", id, err)
 		}

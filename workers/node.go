@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/schooner-ml/schooner/activities/colocationact"
 	"github.com/schooner-ml/schooner/activities/interferenceact"
 	"github.com/schooner-ml/schooner/activities/nodesact"
 	"github.com/schooner-ml/schooner/activities/servingact"
@@ -40,6 +41,9 @@ type NodeAgent struct {
 	// Interference runs interference studies on this machine's GPU (ProfileInterference); nil
 	// answers every study that this node has no executor.
 	Interference gi.Executor
+	// Colocation runs colocated pairs on this machine's GPU (RunColocated); nil answers every
+	// pair that this node has no GPU.
+	Colocation colocationact.PairRunner
 
 	worker  worker.Worker
 	holder  *NodeHolder
@@ -72,6 +76,7 @@ func (a *NodeAgent) Start(ctx context.Context) error {
 	}
 	servingact.RegisterNode(a.worker, a.Serving)
 	interferenceact.RegisterNode(a.worker, &interferenceact.Profiler{NodeID: a.ID, Executor: a.Interference})
+	colocationact.RegisterNode(a.worker, &colocationact.Node{NodeID: a.ID, Runner: a.Colocation})
 	if err := a.worker.Start(); err != nil {
 		a.stopServing()
 		return fmt.Errorf("starting node worker %s: %w", a.ID, err)

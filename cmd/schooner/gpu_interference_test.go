@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -18,13 +17,7 @@ import (
 
 func runInterference(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	cmd := newGPUInterferenceCommand(&globals{logLevel: "info", logFormat: "console"})
-	var out bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
-	cmd.SetArgs(args)
-	err := cmd.ExecuteContext(context.Background())
-	return out.String(), err
+	return execute(newGPUInterferenceCommand(testGlobals()), args...)
 }
 
 func TestGPUInterferenceShowPrintsTheTableAndDrawsThePlot(t *testing.T) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -44,15 +43,7 @@ func TestPlanSearchCommand(t *testing.T) {
 		{"region":"us-central1","zone":"us-central1-a","gpu":"V100-16","gpus_per_node":4,"gpus":16,"usd_per_gpu_hour":2.55}
 	]`), 0o600))
 
-	run := func(args ...string) (string, error) {
-		cmd := newPlanSearchCommand(&globals{})
-		var out bytes.Buffer
-		cmd.SetOut(&out)
-		cmd.SetErr(&out)
-		cmd.SetArgs(args)
-		err := cmd.Execute()
-		return out.String(), err
-	}
+	run := func(args ...string) (string, error) { return execute(newPlanSearchCommand(&globals{}), args...) }
 
 	out, err := run("--model", "OPT-350M", "--global-batch", "256", "--offerings", path, "--top", "3")
 	require.NoError(t, err, out)

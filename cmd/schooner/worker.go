@@ -71,6 +71,7 @@ func newNodeWorkerCommand(g *globals) *cobra.Command {
 					x := pythonInterferenceExecutor(os.Stderr)
 					agent.Interference = x
 					defer x.Close()
+					agent.Colocation = newColocationRunner(os.Stderr)
 				}
 				if err := agent.Start(ctx); err != nil {
 					return err

@@ -1,7 +1,8 @@
 """One side of a pair in its own process (time-slicing and MPS put the two sides in two
 processes). The best-effort side prints {"ready": true} after its warm-up, runs until its
-standard input closes, then prints its throughput; the latency-critical side runs its requests
-and prints their latencies. One JSON line each.
+standard input closes (or, with --until-signal, until SIGTERM or SIGINT: how `schooner colocate
+run` stops a BE program), then prints its throughput; the latency-critical side runs its
+requests and prints their latencies. One JSON line each.
 
   python3 -m schooner_interfere.child be --workload gemm --scale h200
   python3 -m schooner_interfere.child lc --workload decode-chain --request '{"requests":200,...}'
@@ -11,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
 
 import torch
 
@@ -26,6 +29,7 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="")
     p.add_argument("--request", default="{}", help="lc: the study request (requests, warmup, think_ms, seed)")
+    p.add_argument("--until-signal", action="store_true", help="be: run until SIGTERM/SIGINT instead of until stdin closes")
     a = p.parse_args(argv)
     device = torch.device(a.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     w = workloads.build(a.workload, device, a.scale, a.seed)
@@ -38,7 +42,14 @@ def main(argv=None):
     if loop.error is not None:
         raise SystemExit(f"best-effort {a.workload}: {loop.error}")
     print(json.dumps({"ready": True}), flush=True)
-    sys.stdin.read()  # the parent closes our stdin to stop us
+    if a.until_signal:
+        stop = threading.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stop.set())
+        while not stop.wait(0.5):
+            pass
+    else:
+        sys.stdin.read()  # the parent closes our stdin to stop us
     print(json.dumps(loop.stop()), flush=True)
 
 

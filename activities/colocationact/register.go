@@ -1,0 +1,15 @@
+package colocationact
+
+import (
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/schooner-ml/schooner/colocation"
+)
+
+var _ colocation.NodeActivities = (*Node)(nil)
+
+// RegisterNode registers a node's colocation activity under its contract name.
+func RegisterNode(r worker.ActivityRegistry, a colocation.NodeActivities) {
+	r.RegisterActivityWithOptions(a.RunColocated, activity.RegisterOptions{Name: colocation.ActivityRunColocated})
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Issue 18's colocation table on one GPU machine, in one run:
+#   bash bench/colocation/h200.sh OUTDIR        (then, on the build machine: go run ./bench/colocation -dir OUTDIR)
+# Needs bin/schooner-agent.gz (task gpu:build) and python3 with torch and a GPU. For each pair
+# (HP: decode-chain and cnn-infer with Poisson arrivals; BE: train-step and gemm) it runs the
+# interference study's mechanisms (dedicated, streams, priority, MPS 100% and 50%, green
+# context, time-slicing), then the same two workloads as two unmodified programs under
+# `schooner colocate run` (the launch shim, the supervisor, the GEMM splitter, MPS where it
+# works). The HP program sleeps BE_WARMUP seconds first (default 15), so its requests meet the
+# BE program in its steady state. Every step has a time limit, so what finished comes back.
+# CPU_TEST=1 SCALE=tiny runs the plumbing on a machine without a GPU (no kernel is gated there).
+set -u
+out=${1:?usage: h200.sh OUTDIR}
+mkdir -p "$out"
+root=$(cd "$(dirname "$0")/../.." && pwd)
+bin=/tmp/schooner-bench
+gunzip -c "$root/bin/schooner-agent.gz" > "$bin" && chmod +x "$bin"
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; free -g; python3 -c 'import torch; print(torch.__version__)'; } > "$out/machine.txt" 2>&1
+export SCHOONER_PYTHONPATH="$root/trainer/python" PYTHONPATH="$root/trainer/python${PYTHONPATH:+:$PYTHONPATH}"
+requests=${REQUESTS:-400}
+request="{\"requests\":$requests,\"warmup\":50,\"think_ms\":2,\"seed\":1}"
+pairs=${PAIRS:-"decode-chain+train-step decode-chain+gemm cnn-infer+train-step cnn-infer+gemm"}
+scale=${SCALE:-h200}
+log() { echo "$* ($(date -u +%T))" >> "$out/steps.log"; }
+
+pairflags=""
+for p in $pairs; do pairflags="$pairflags --pair $p"; done
+log "== study"
+timeout "${STUDY_LIMIT:-900}" "$bin" gpu interference run --local $pairflags --requests "$requests" --repeats 3 \
+  --out "$out/study" ${CPU_TEST:+--cpu-test} > "$out/study.log" 2>&1
+log "   exit $?"
+
+for p in $pairs; do
+  lc=${p%+*} be=${p#*+}
+  dir="$out/runtime-$lc-$be"
+  mkdir -p "$dir"
+  device=${CPU_TEST:+--device cpu}
+  log "== runtime $p"
+  timeout "${PAIR_LIMIT:-300}" "$bin" colocate run --json --out "$dir/result.json" --profiles "$out/profiles/$p" \
+    --hp "sleep ${BE_WARMUP:-15}; python3 -m schooner_interfere.child lc --workload $lc --scale $scale $device --request '$request' > $dir/hp.json" \
+    --be "python3 -m schooner_interfere.child be --workload $be --scale $scale $device --until-signal > $dir/be.json" \
+    > "$dir/run.log" 2>&1
+  log "   exit $?"
+done

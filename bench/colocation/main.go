@@ -1,0 +1,165 @@
+// Command colocation reports issue 18's table from what bench/colocation/h200.sh wrote: for each
+// pair, every mechanism of the interference study and schooner's runtime, each against the same
+// run's dedicated figures (HP p50 and p99 over alone, BE throughput over alone).
+//
+//	go run ./bench/colocation -dir bench/colocation/data-2026-12-xx-h200
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	gi "github.com/schooner-ml/schooner/gpu/interference"
+	"github.com/schooner-ml/schooner/interference"
+)
+
+func main() {
+	dir := flag.String("dir", "", "the folder bench/colocation/h200.sh wrote")
+	flag.Parse()
+	if *dir == "" {
+		fmt.Fprintln(os.Stderr, "usage: go run ./bench/colocation -dir OUTDIR")
+		os.Exit(2)
+	}
+	if err := report(os.Stdout, *dir); err != nil {
+		fmt.Fprintln(os.Stderr, "colocation report:", err)
+		os.Exit(1)
+	}
+}
+
+// Line is one row of the table.
+type Line struct {
+	Pair      interference.Pair `json:"pair"`
+	Mechanism string            `json:"mechanism"`
+	P50x      float64           `json:"hp_p50_x"`
+	P99x      float64           `json:"hp_p99_x"`
+	P99Ms     float64           `json:"hp_p99_ms"`
+	BEShare   float64           `json:"be_share"`
+	Note      string            `json:"note,omitempty"`
+}
+
+func report(w io.Writer, dir string) error {
+	studies, err := filepath.Glob(filepath.Join(dir, "study", "*.json"))
+	if err != nil || len(studies) != 1 {
+		return fmt.Errorf("want one study under %s/study, found %d", dir, len(studies))
+	}
+	f, err := os.Open(studies[0])
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := interference.Decode(f)
+	if err != nil {
+		return fmt.Errorf("%s: %w", studies[0], err)
+	}
+	lines, err := Lines(st, dir)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "GPU %s, driver %s, %s; study %s\n\n", st.GPU.Model, st.GPU.Driver, st.GPU.Runtime, filepath.Base(studies[0]))
+	fmt.Fprintln(w, "| pair | mechanism | HP p50 × | HP p99 × | HP p99 ms | BE vs alone | note |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---|")
+	for _, l := range lines {
+		fmt.Fprintf(w, "| %s | %s | %.2f | %.2f | %.2f | %.0f%% | %s |\n", l.Pair, l.Mechanism, l.P50x, l.P99x, l.P99Ms, 100*l.BEShare, l.Note)
+	}
+	return json.NewEncoder(w).Encode(lines)
+}
+
+// Lines are the study's rows and, for each pair with a runtime run under dir, the runtime's.
+func Lines(st interference.Study, dir string) ([]Line, error) {
+	rows, err := gi.Analyze(st)
+	if err != nil {
+		return nil, err
+	}
+	var out []Line
+	for _, r := range rows {
+		out = append(out, Line{Pair: r.Pair, Mechanism: r.Mechanism.String(), P50x: r.LCP50x, P99x: r.LCP99x, P99Ms: r.LCP99Ms, BEShare: r.BEFraction})
+	}
+	for _, p := range st.Request.Pairs {
+		l, err := runtimeLine(st, p, filepath.Join(dir, "runtime-"+p.LC+"-"+p.BE))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			out = append(out, Line{Pair: p, Mechanism: "schooner runtime", Note: "no result: " + err.Error()})
+			continue
+		}
+		out = append(out, l)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Pair.String() < out[j].Pair.String() })
+	return out, nil
+}
+
+// runtimeLine is the runtime's row of a pair: the HP child's latencies and the BE child's
+// throughput against the study's dedicated runs of the same workloads.
+func runtimeLine(st interference.Study, p interference.Pair, dir string) (Line, error) {
+	var lc interference.Latency
+	if err := lastJSON(filepath.Join(dir, "hp.json"), &lc); err != nil {
+		return Line{}, err
+	}
+	var be interference.Throughput
+	if err := lastJSON(filepath.Join(dir, "be.json"), &be); err != nil {
+		return Line{}, err
+	}
+	aloneLC, aloneBE := dedicated(st, p)
+	if aloneLC == nil || aloneBE == nil || aloneLC.P50Ms <= 0 || aloneBE.PerSecond <= 0 {
+		return Line{}, fmt.Errorf("the study has no dedicated run of %s", p)
+	}
+	l := Line{Pair: p, Mechanism: "schooner runtime", P50x: lc.P50Ms / aloneLC.P50Ms, P99x: lc.P99Ms / aloneLC.P99Ms, P99Ms: lc.P99Ms, BEShare: be.PerSecond / aloneBE.PerSecond}
+	var res struct {
+		Evicted bool   `json:"evicted"`
+		MPS     bool   `json:"mps"`
+		BEState string `json:"be_state"`
+	}
+	if lastJSON(filepath.Join(dir, "result.json"), &res) == nil {
+		l.Note = fmt.Sprintf("MPS %v, BE %s", res.MPS, res.BEState)
+	}
+	return l, nil
+}
+
+func dedicated(st interference.Study, p interference.Pair) (*interference.Latency, *interference.Throughput) {
+	var lc *interference.Latency
+	var be *interference.Throughput
+	for _, r := range st.Runs {
+		if r.Mechanism.Kind != interference.Dedicated {
+			continue
+		}
+		if r.Pair.LC == p.LC && r.LC != nil {
+			lc = r.LC
+		}
+		if r.Pair.BE == p.BE && r.BE != nil {
+			be = r.BE
+		}
+	}
+	return lc, be
+}
+
+// lastJSON decodes the last JSON line of a file (a BE child prints {"ready": true} first); a
+// whole-file JSON document is read as one.
+func lastJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if json.Unmarshal(b, v) == nil {
+		return nil
+	}
+	var last string
+	sc := bufio.NewScanner(strings.NewReader(string(b)))
+	for sc.Scan() {
+		if t := strings.TrimSpace(sc.Text()); strings.HasPrefix(t, "{") {
+			last = t
+		}
+	}
+	if last == "" {
+		return fmt.Errorf("%s: no JSON line", path)
+	}
+	return json.Unmarshal([]byte(last), v)
+}

@@ -1,0 +1,87 @@
+/*
+ * A program launching fake kernels the three ways PyTorch's kernels reach the GPU: "runtime"
+ * (__cudaLaunchKernel, as nvcc 13's stubs), "proc-address" (cuLaunchKernel from
+ * cuGetProcAddress, as cuBLASLt), "dlsym" (cuLaunchKernelEx from dlsym on libcuda's handle, as
+ * Triton). Usage: fakeapp WAY KERNEL-NAME COUNT MS GRID. Prints the monotonic time after each
+ * launch call returned ("launched NS") and after all have run ("done NS").
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct {
+	char name[64];
+	int64_t dur_ns;
+} fake_fn;
+typedef struct {
+	unsigned x, y, z;
+} dim3;
+typedef struct {
+	unsigned gx, gy, gz, bx, by, bz, smem;
+	void *stream;
+	void *attrs;
+	unsigned n;
+} launch_config;
+
+int __cudaLaunchKernel(void *k, dim3 g, dim3 b, void **args, size_t smem, void *s);
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 6) {
+		fprintf(stderr, "usage: fakeapp runtime|proc-address|dlsym KERNEL COUNT MS GRID\n");
+		return 2;
+	}
+	static fake_fn fn;
+	snprintf(fn.name, sizeof fn.name, "%s", argv[2]);
+	int count = atoi(argv[3]);
+	fn.dur_ns = (int64_t)(atof(argv[4]) * 1e6);
+	unsigned grid = (unsigned)atoi(argv[5]);
+
+	void *cuda = dlopen("libcuda.so.1", RTLD_NOW);
+	if (!cuda) {
+		fprintf(stderr, "fakeapp: %s\n", dlerror());
+		return 1;
+	}
+	int (*sync)(void) = (int (*)(void))dlsym(cuda, "cuCtxSynchronize");
+	int (*getproc)(const char *, void **, int, uint64_t, int *) =
+		(int (*)(const char *, void **, int, uint64_t, int *))dlsym(cuda, "cuGetProcAddress_v2");
+	int (*launch)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *, void **,
+		      void **) = NULL;
+	int (*launch_ex)(const launch_config *, void *, void **, void **) =
+		(int (*)(const launch_config *, void *, void **, void **))dlsym(cuda, "cuLaunchKernelEx");
+	if (getproc("cuLaunchKernel", (void **)&launch, 12000, 0, NULL) != 0) {
+		fprintf(stderr, "fakeapp: cuGetProcAddress failed\n");
+		return 1;
+	}
+	for (int i = 0; i < count; i++) {
+		int r;
+		if (strcmp(argv[1], "runtime") == 0) {
+			r = __cudaLaunchKernel(&fn, (dim3){grid, 1, 1}, (dim3){256, 1, 1}, NULL, 0, NULL);
+		} else if (strcmp(argv[1], "proc-address") == 0) {
+			r = launch(&fn, grid, 1, 1, 256, 1, 1, 0, NULL, NULL, NULL);
+		} else {
+			launch_config c = {grid, 1, 1, 256, 1, 1, 0, NULL, NULL, 0};
+			r = launch_ex(&c, &fn, NULL, NULL);
+		}
+		if (r != 0) {
+			fprintf(stderr, "fakeapp: launch %d failed: %d\n", i, r);
+			return 1;
+		}
+		printf("launched %lld\n", (long long)now_ns());
+		fflush(stdout);
+	}
+	sync();
+	printf("done %lld\n", (long long)now_ns());
+	return 0;
+}

@@ -1,0 +1,167 @@
+/*
+ * A fake libcuda.so.1 for testing the launch shim on a machine without a GPU: a kernel
+ * "runs" on its stream's timeline for the duration its fake function names, events complete
+ * when their stream's timeline passes them, and cuGetProcAddress hands out these functions.
+ * Streams do not contend with each other; only the order and timing of launches matter here.
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+typedef int CUresult;
+typedef struct {
+	char name[64];
+	int64_t dur_ns;
+} fake_fn; /* what a fake CUfunction points to (the app builds them) */
+
+typedef struct {
+	int64_t at;
+} fake_event;
+
+static int64_t busy_until[64];
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int64_t *timeline(void *stream) { return &busy_until[(uintptr_t)stream % 64]; }
+
+static void run_on(void *stream, int64_t dur)
+{
+	int64_t *t = timeline(stream), n = now_ns();
+	*t = (*t > n ? *t : n) + dur;
+}
+
+CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+			unsigned smem, void *s, void **p, void **e)
+{
+	(void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)smem, (void)p, (void)e;
+	run_on(s, ((fake_fn *)f)->dur_ns);
+	return 0;
+}
+
+typedef struct {
+	unsigned gx, gy, gz, bx, by, bz, smem;
+	void *stream;
+	void *attrs;
+	unsigned n;
+} launch_config;
+
+CUresult cuLaunchKernelEx(const launch_config *c, void *f, void **p, void **e)
+{
+	(void)p, (void)e;
+	run_on(c->stream, ((fake_fn *)f)->dur_ns);
+	return 0;
+}
+
+CUresult cuEventCreate(void **e, unsigned flags)
+{
+	(void)flags;
+	static fake_event pool[1 << 16];
+	static int used;
+	if (used == (1 << 16))
+		return 2; /* out of memory */
+	*e = &pool[used++];
+	return 0;
+}
+
+CUresult cuEventRecord(void *e, void *s)
+{
+	int64_t t = *timeline(s), n = now_ns();
+	((fake_event *)e)->at = t > n ? t : n;
+	return 0;
+}
+
+CUresult cuEventQuery(void *e) { return now_ns() >= ((fake_event *)e)->at ? 0 : 600; }
+
+CUresult cuEventElapsedTime(float *ms, void *a, void *b)
+{
+	*ms = (float)(((fake_event *)b)->at - ((fake_event *)a)->at) / 1e6f;
+	return 0;
+}
+
+CUresult cuCtxGetCurrent(void **c)
+{
+	*c = (void *)1;
+	return 0;
+}
+
+CUresult cuCtxSetCurrent(void *c)
+{
+	(void)c;
+	return 0;
+}
+
+CUresult cuCtxGetDevice(int *d)
+{
+	*d = 0;
+	return 0;
+}
+
+CUresult cuDeviceGetAttribute(int *v, int attr, int dev)
+{
+	(void)dev;
+	*v = attr == 16 ? 132 : 0;
+	return 0;
+}
+
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, void *f, int threads, size_t smem)
+{
+	(void)f, (void)threads, (void)smem;
+	*n = 1;
+	return 0;
+}
+
+CUresult cuFuncGetName(const char **name, void *f)
+{
+	*name = ((fake_fn *)f)->name;
+	return 0;
+}
+
+/* A fake cudaKernel_t is the fake function itself (fakecudart hands the stub pointer on). */
+CUresult cuKernelGetFunction(void **f, void *kernel)
+{
+	*f = kernel;
+	return 0;
+}
+
+/* Waits until every stream's timeline has passed. */
+CUresult cuCtxSynchronize(void)
+{
+	int64_t last = 0;
+	for (int i = 0; i < 64; i++)
+		if (busy_until[i] > last)
+			last = busy_until[i];
+	while (now_ns() < last) {
+		struct timespec nap = {0, 200000};
+		nanosleep(&nap, NULL);
+	}
+	return 0;
+}
+
+CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int version, uint64_t flags, int *status)
+{
+	(void)version, (void)flags;
+	static const struct {
+		const char *name;
+		void *fn;
+	} table[] = {{"cuLaunchKernel", (void *)cuLaunchKernel},
+		     {"cuLaunchKernelEx", (void *)cuLaunchKernelEx},
+		     {"cuEventRecord", (void *)cuEventRecord},
+		     {"cuCtxSynchronize", (void *)cuCtxSynchronize},
+		     {"cuGetProcAddress", (void *)cuGetProcAddress_v2}};
+	for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+		if (strcmp(sym, table[i].name) == 0) {
+			*pfn = table[i].fn;
+			if (status)
+				*status = 0;
+			return 0;
+		}
+	}
+	*pfn = NULL;
+	return 500; /* CUDA_ERROR_NOT_FOUND */
+}

@@ -1,0 +1,375 @@
+/*
+ * The gate: before a launch, the BE side waits for the admission rule (../board.c) and both
+ * sides record a start event; after it, an end event; a tracker thread polls the end events
+ * and, as each launch completes, updates the kernel's profile and the board's books (the HP
+ * side's outstanding work and slowdown, the BE side's outstanding budget).
+ */
+#define _GNU_SOURCE
+#include "shim.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TICKETS 4096
+
+struct sch_ticket {
+	sch_profile *p;
+	CUevent start, end;
+	int verdict;
+	int64_t charge;
+	int sms, bound;
+	sch_ticket *next_free;
+};
+
+static int role = ROLE_OFF;
+static sch_board *board;
+static int sm_count;
+static int64_t poll_ns = 5000;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static pthread_once_t device_once = PTHREAD_ONCE_INIT;
+static const char *profiles_out, *stats_out;
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER; /* tickets, pending, events */
+static pthread_cond_t have_pending = PTHREAD_COND_INITIALIZER;
+static sch_ticket tickets[TICKETS];
+static sch_ticket *free_tickets;
+static sch_ticket *pending[TICKETS];
+static int npending;
+static CUevent event_pool[2 * TICKETS];
+static int nevents;
+static CUcontext ctx;
+
+static struct {
+	int64_t seen[SRC_COUNT];
+	int64_t via_proc_address, via_dlsym;
+	int64_t untracked, failed_events;
+	int64_t waits, wait_ns;
+} stats;
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void init(void)
+{
+	const char *r = getenv("SCHOONER_COLOCATE_ROLE");
+	const char *path = getenv("SCHOONER_COLOCATE_BOARD");
+	if (!r || !path)
+		return;
+	int want = strcmp(r, "hp") == 0 ? ROLE_HP : strcmp(r, "be") == 0 ? ROLE_BE : ROLE_OFF;
+	if (want == ROLE_OFF) {
+		fprintf(stderr, "schooner-colocate: SCHOONER_COLOCATE_ROLE=%s is not hp or be: launches pass ungated\n", r);
+		return;
+	}
+	int fd = open(path, O_RDWR);
+	if (fd < 0) {
+		fprintf(stderr, "schooner-colocate: board %s: %s: launches pass ungated\n", path, strerror(errno));
+		return;
+	}
+	void *m = mmap(NULL, sizeof(sch_board), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED || !sch_board_valid((sch_board *)m)) {
+		fprintf(stderr, "schooner-colocate: %s holds no board of version %d: launches pass ungated\n", path,
+			SCH_BOARD_VERSION);
+		return;
+	}
+	board = m;
+	sm_count = (int)board->sm_count;
+	const char *p = getenv("SCHOONER_COLOCATE_POLL_US");
+	if (p && atoi(p) > 0)
+		poll_ns = (int64_t)atoi(p) * 1000;
+	const char *in = getenv("SCHOONER_COLOCATE_PROFILES");
+	if (in && *in)
+		sch_profiles_load(in);
+	profiles_out = getenv("SCHOONER_COLOCATE_PROFILE_OUT");
+	stats_out = getenv("SCHOONER_COLOCATE_STATS");
+	for (int i = 0; i < TICKETS; i++) {
+		tickets[i].next_free = free_tickets;
+		free_tickets = &tickets[i];
+	}
+	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0); /* sleeps of a few µs, not 50 */
+	role = want;
+}
+
+int sch_role(void)
+{
+	pthread_once(&once, init);
+	return role;
+}
+
+void sch_count_lookup(int via_proc_address)
+{
+	if (via_proc_address)
+		__atomic_fetch_add(&stats.via_proc_address, 1, __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_add(&stats.via_dlsym, 1, __ATOMIC_RELAXED);
+}
+
+/* The device's SM count, once a context exists (the first launch): never a constant. */
+static void read_device(void)
+{
+	CUdevice dev;
+	int n = 0;
+	if (drv_cuCtxGetDevice && drv_cuDeviceGetAttribute && drv_cuCtxGetDevice(&dev) == CUDA_SUCCESS &&
+	    drv_cuDeviceGetAttribute(&n, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) == CUDA_SUCCESS && n > 0) {
+		sm_count = n;
+		/* The supervisor may not know the device: the first side to see it tells it. */
+		uint32_t unknown = 0;
+		__atomic_compare_exchange_n(&board->sm_count, &unknown, (uint32_t)n, 0, __ATOMIC_ACQ_REL,
+					    __ATOMIC_ACQUIRE);
+	}
+	if (drv_cuCtxGetCurrent)
+		drv_cuCtxGetCurrent(&ctx);
+}
+
+static void *tracker(void *arg);
+
+/* At the first launch, once a context exists: the device, and the tracker thread (which also
+ * writes the statistics of a BE side that waits from its first launch on). */
+static void start(void)
+{
+	read_device();
+	pthread_t th;
+	if (pthread_create(&th, NULL, tracker, NULL) == 0)
+		pthread_detach(th);
+}
+
+static CUevent take_event(void)
+{
+	if (nevents > 0)
+		return event_pool[--nevents];
+	CUevent e = NULL;
+	if (drv_cuEventCreate(&e, CU_EVENT_DEFAULT) != CUDA_SUCCESS)
+		return NULL;
+	return e;
+}
+
+static void give_event(CUevent e)
+{
+	if (e && nevents < 2 * TICKETS)
+		event_pool[nevents++] = e;
+}
+
+/* Takes a launch off the board's books (measured and fastest: the HP kernel's times, 0 when
+ * unknown) and frees its events and ticket; call with mu held. */
+static void retire_locked(sch_ticket *t, int64_t measured, int64_t fastest)
+{
+	if (role == ROLE_HP)
+		sch_hp_completed(board, t->bound, measured, fastest);
+	else
+		sch_be_completed(board, t->verdict, t->charge, t->sms);
+	give_event(t->start);
+	give_event(t->end);
+	t->next_free = free_tickets;
+	free_tickets = t;
+}
+
+/* Completes what has completed; call with mu held. */
+static void poll_locked(void)
+{
+	for (int i = 0; i < npending;) {
+		sch_ticket *t = pending[i];
+		CUresult r = drv_cuEventQuery(t->end);
+		if (r == CUDA_ERROR_NOT_READY) {
+			i++;
+			continue;
+		}
+		float ms = 0;
+		int64_t ns = 0;
+		if (r == CUDA_SUCCESS && drv_cuEventElapsedTime(&ms, t->start, t->end) == CUDA_SUCCESS && ms > 0)
+			ns = (int64_t)(ms * 1e6);
+		else if (r != CUDA_SUCCESS)
+			stats.failed_events++;
+		int64_t fastest = 0;
+		if (ns > 0) {
+			sch_profile_lock();
+			if (t->p->fastest_ns == 0 || ns < t->p->fastest_ns)
+				t->p->fastest_ns = ns;
+			t->p->runs++;
+			fastest = t->p->fastest_ns;
+			sch_profile_unlock();
+		}
+		retire_locked(t, ns, ns > 0 ? fastest : 0);
+		pending[i] = pending[--npending];
+	}
+}
+
+static void write_files(void);
+static void write_stats(void);
+
+/* Polls completions while launches are pending; every second, even when idle, it also writes
+ * the statistics and profiles: a program stopped by a signal runs no destructor. */
+static void *tracker(void *arg)
+{
+	(void)arg;
+	if (ctx && drv_cuCtxSetCurrent)
+		drv_cuCtxSetCurrent(ctx);
+	struct timespec nap = {0, poll_ns};
+	int64_t next_write = now_ns() + 1000000000LL;
+	for (;;) {
+		pthread_mutex_lock(&mu);
+		while (npending == 0 && now_ns() < next_write) {
+			struct timespec until;
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec += 1;
+			pthread_cond_timedwait(&have_pending, &mu, &until);
+		}
+		poll_locked();
+		pthread_mutex_unlock(&mu);
+		if (now_ns() >= next_write) {
+			write_files();
+			next_write = now_ns() + 1000000000LL;
+		}
+		nanosleep(&nap, NULL);
+	}
+	return NULL;
+}
+
+/* Spins for one poll interval, yielding: a BE launch waiting for the rule reacts within
+ * microseconds, which a sleep (50 µs of timer slack by default) would not. */
+static void spin_poll(void)
+{
+	int64_t until = now_ns() + poll_ns;
+	while (now_ns() < until)
+		sched_yield();
+}
+
+sch_ticket *sch_before(const sch_shape *shape, CUstream stream)
+{
+	__atomic_fetch_add(&stats.seen[shape->src], 1, __ATOMIC_RELAXED);
+	if (sch_role() == ROLE_OFF || !drv_cuEventCreate)
+		return NULL;
+	pthread_once(&device_once, start);
+	sch_profile_lock();
+	sch_profile *p = sch_profile_of(shape, sm_count);
+	int64_t fastest = p->fastest_ns;
+	int sms = p->sms, bound = p->bound;
+	sch_profile_unlock();
+
+	int verdict = 0;
+	int64_t charge = 0;
+	if (role == ROLE_BE) {
+		int64_t waited_from = 0;
+		for (;;) {
+			charge = sch_charge_ns(board, fastest);
+			verdict = sch_admit(board, charge, sms, bound);
+			if (verdict > 0)
+				break;
+			if (!waited_from)
+				waited_from = now_ns();
+			pthread_mutex_lock(&mu);
+			poll_locked();
+			pthread_mutex_unlock(&mu);
+			spin_poll();
+		}
+		if (waited_from) {
+			int64_t w = now_ns() - waited_from;
+			sch_be_waited(board, w);
+			stats.waits++;
+			stats.wait_ns += w;
+		}
+	}
+
+	pthread_mutex_lock(&mu);
+	sch_ticket *t = free_tickets;
+	CUevent start = t ? take_event() : NULL;
+	CUevent end = start ? take_event() : NULL;
+	if (!t || !end) {
+		give_event(start);
+		pthread_mutex_unlock(&mu);
+		stats.untracked++;
+		return NULL; /* not tracked: the books never saw it, so they stay balanced */
+	}
+	free_tickets = t->next_free;
+	pthread_mutex_unlock(&mu);
+	*t = (sch_ticket){.p = p, .start = start, .end = end, .verdict = verdict, .charge = charge, .sms = sms,
+			  .bound = bound};
+	if (role == ROLE_HP)
+		sch_hp_launched(board, bound);
+	else
+		sch_be_launched(board, verdict, charge, sms);
+	drv_cuEventRecord(t->start, stream);
+	return t;
+}
+
+void sch_after(sch_ticket *t, int launched, CUstream stream)
+{
+	if (!t)
+		return;
+	if (launched)
+		launched = drv_cuEventRecord(t->end, stream) == CUDA_SUCCESS;
+	pthread_mutex_lock(&mu);
+	if (!launched) {
+		retire_locked(t, 0, 0); /* the kernel never ran: balance the books at once */
+		pthread_mutex_unlock(&mu);
+		return;
+	}
+	pending[npending++] = t;
+	pthread_cond_signal(&have_pending);
+	pthread_mutex_unlock(&mu);
+}
+
+static const char *src_names[SRC_COUNT] = {"runtime", "runtime_ex", "driver", "driver_ex", "graph"};
+
+/* At exit the process's GPU work is done or abandoned: whatever is still pending is taken
+ * off the books (the supervisor also resets a side whose process died without this). */
+static void drain(void)
+{
+	pthread_mutex_lock(&mu);
+	poll_locked();
+	for (int i = 0; i < npending; i++)
+		retire_locked(pending[i], 0, 0);
+	npending = 0;
+	pthread_mutex_unlock(&mu);
+}
+
+__attribute__((destructor)) static void finish(void)
+{
+	if (role == ROLE_OFF)
+		return;
+	drain();
+	write_files();
+}
+
+/* Writes the profiles and the statistics, each whole or not at all (temporary file, rename). */
+static void write_files(void)
+{
+	static pthread_mutex_t writing = PTHREAD_MUTEX_INITIALIZER;
+	pthread_mutex_lock(&writing);
+	if (profiles_out && *profiles_out)
+		sch_profiles_save(profiles_out);
+	if (stats_out && *stats_out)
+		write_stats();
+	pthread_mutex_unlock(&writing);
+}
+
+static void write_stats(void)
+{
+	char tmp[4096];
+	snprintf(tmp, sizeof tmp, "%s.tmp", stats_out);
+	FILE *f = fopen(tmp, "w");
+	if (!f)
+		return;
+	fprintf(f, "{\"role\":\"%s\",\"sm_count\":%d,\"launches\":{", role == ROLE_HP ? "hp" : "be", sm_count);
+	for (int i = 0; i < SRC_COUNT; i++)
+		fprintf(f, "%s\"%s\":%lld", i ? "," : "", src_names[i], (long long)stats.seen[i]);
+	fprintf(f, "},\"entry_points_via_cuGetProcAddress\":%lld,\"entry_points_via_dlsym\":%lld,",
+		(long long)stats.via_proc_address, (long long)stats.via_dlsym);
+	fprintf(f, "\"untracked\":%lld,\"failed_events\":%lld,\"waits\":%lld,\"wait_ns\":%lld}\n",
+		(long long)stats.untracked, (long long)stats.failed_events, (long long)stats.waits,
+		(long long)stats.wait_ns);
+	if (fclose(f) == 0)
+		rename(tmp, stats_out);
+}

@@ -1,0 +1,175 @@
+package colocate
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/schooner-ml/schooner/colocation"
+	"github.com/schooner-ml/schooner/gpu/colocate/fakegpu"
+)
+
+// fakeGPU is the launch shim and a fake CUDA (package fakegpu): no GPU is used.
+type fakeGPU struct {
+	dir, shim, app string
+	board          *SharedBoard
+}
+
+func newFakeGPU(t *testing.T) *fakeGPU {
+	t.Helper()
+	dir := t.TempDir()
+	shim, err := BuildShim(context.Background(), dir)
+	require.NoError(t, err)
+	fake, err := fakegpu.Build(context.Background(), dir)
+	require.NoError(t, err)
+	p := colocation.DefaultParams()
+	sup, err := NewSupervisor(p, 132)
+	require.NoError(t, err)
+	board, err := CreateSharedBoard(filepath.Join(dir, "board"), 132, sup.Control())
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, board.Close()) })
+	return &fakeGPU{dir: dir, shim: shim, app: fake.App, board: board}
+}
+
+// side is one fake program running under the shim.
+type side struct {
+	cmd      *exec.Cmd
+	launched []int64
+	done     int64
+	lines    chan string
+	stats    string
+	profiles string
+}
+
+func (g *fakeGPU) start(t *testing.T, role, way, kernel string, count int, ms float64, grid int) *side {
+	t.Helper()
+	s := &side{lines: make(chan string, 64), stats: filepath.Join(g.dir, role+"-stats.json"), profiles: filepath.Join(g.dir, role+"-profiles.tsv")}
+	s.cmd = exec.Command(g.app, way, kernel, strconv.Itoa(count), strconv.FormatFloat(ms, 'f', -1, 64), strconv.Itoa(grid))
+	s.cmd.Env = append(os.Environ(),
+		"LD_LIBRARY_PATH="+g.dir, "LD_PRELOAD="+g.shim,
+		"SCHOONER_COLOCATE_ROLE="+role, "SCHOONER_COLOCATE_BOARD="+g.board.Path(),
+		"SCHOONER_COLOCATE_STATS="+s.stats, "SCHOONER_COLOCATE_PROFILE_OUT="+s.profiles)
+	s.cmd.Stderr = os.Stderr
+	out, err := s.cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, s.cmd.Start())
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			s.lines <- sc.Text()
+		}
+		close(s.lines)
+	}()
+	return s
+}
+
+// next reads the side's next line: its kind and monotonic time.
+func (s *side) next(t *testing.T) (string, int64) {
+	t.Helper()
+	select {
+	case l, ok := <-s.lines:
+		require.True(t, ok, "the program ended early")
+		kind, ns, _ := strings.Cut(l, " ")
+		v, err := strconv.ParseInt(ns, 10, 64)
+		require.NoError(t, err, l)
+		if kind == "launched" {
+			s.launched = append(s.launched, v)
+		} else {
+			s.done = v
+		}
+		return kind, v
+	case <-time.After(30 * time.Second):
+		t.Fatal("no line from the program in 30 s")
+		return "", 0
+	}
+}
+
+func (s *side) wait(t *testing.T) map[string]any {
+	t.Helper()
+	for {
+		if kind, _ := s.next(t); kind == "done" {
+			break
+		}
+	}
+	require.NoError(t, s.cmd.Wait())
+	b, err := os.ReadFile(s.stats)
+	require.NoError(t, err)
+	var st map[string]any
+	require.NoError(t, json.Unmarshal(b, &st))
+	return st
+}
+
+const ms = int64(time.Millisecond)
+
+// A BE kernel of the HP kernel's bound waits until the HP kernel is done, whichever way each
+// side launches; the HP side's books show its kernel; the runtime launch is counted once
+// though it also passes the driver entry point.
+func TestShimHoldsABEKernelBackWhileHPWorkOfTheSameBoundRuns(t *testing.T) {
+	g := newFakeGPU(t)
+	hp := g.start(t, "hp", "runtime", "hp_gemm_kernel", 1, 300, 132)
+	_, hpLaunched := hp.next(t)
+	be := g.start(t, "be", "dlsym", "be_gemm_kernel", 3, 20, 132)
+	hpStats := hp.wait(t)
+	beStats := be.wait(t)
+
+	require.GreaterOrEqual(t, be.launched[0], hpLaunched+290*ms, "the BE launch went while the HP kernel ran")
+	require.Equal(t, map[string]any{"runtime": 1.0, "runtime_ex": 0.0, "driver": 0.0, "driver_ex": 0.0, "graph": 0.0}, hpStats["launches"])
+	require.Equal(t, 3.0, beStats["launches"].(map[string]any)["driver_ex"])
+	require.GreaterOrEqual(t, beStats["entry_points_via_dlsym"], 1.0, "Triton's way in")
+	require.GreaterOrEqual(t, beStats["waits"], 1.0)
+
+	snap := g.board.Snapshot()
+	require.Equal(t, int64(1), snap.HPKernels)
+	require.Zero(t, snap.HPOutstanding)
+	require.InDelta(t, 300*ms, int64(snap.HPMeasured), float64(20*ms))
+	require.Equal(t, int64(3), snap.BEKernels)
+	require.Zero(t, snap.BEOutstanding)
+	require.Zero(t, snap.BEAdmittedBeside)
+
+	prof, err := os.ReadFile(be.profiles)
+	require.NoError(t, err)
+	require.Regexp(t, `(?m)^be_gemm_kernel\t132,1,1\t256,1,1\t0\t2\d{7}\t132\tcompute$`, string(prof))
+}
+
+// A memory-bound BE kernel on few SMs complements a compute-bound HP kernel: it goes beside
+// it at once, through cuGetProcAddress's entry point, within the SM limit.
+func TestShimLetsAComplementaryBEKernelRunBesideHPWork(t *testing.T) {
+	g := newFakeGPU(t)
+	hp := g.start(t, "hp", "proc-address", "hp_gemm_kernel", 1, 300, 132)
+	_, hpLaunched := hp.next(t)
+	be := g.start(t, "be", "proc-address", "vectorized_elementwise_kernel", 1, 20, 10)
+	beStats := be.wait(t)
+	hpStats := hp.wait(t)
+
+	require.Less(t, be.launched[0], hpLaunched+250*ms, "the complementary kernel waited for the HP side")
+	require.Equal(t, 1.0, hpStats["launches"].(map[string]any)["driver"])
+	require.GreaterOrEqual(t, beStats["entry_points_via_cuGetProcAddress"], 1.0, "cuBLASLt's way in")
+	snap := g.board.Snapshot()
+	require.Equal(t, int64(1), snap.BEAdmittedBeside)
+	require.Zero(t, snap.BEOutstanding)
+}
+
+// Throttled, the BE side launches nothing until the supervisor lets it go again.
+func TestShimHoldsTheBESideWhileThrottled(t *testing.T) {
+	g := newFakeGPU(t)
+	c := g.board.Snapshot()
+	g.board.SetControl(c.Budget, c.SMLimit, colocation.Throttled)
+	be := g.start(t, "be", "runtime", "be_gemm_kernel", 1, 1, 132)
+	time.Sleep(200 * time.Millisecond)
+	require.Empty(t, be.launched)
+	released := time.Now()
+	g.board.SetControl(c.Budget, c.SMLimit, colocation.Running)
+	be.wait(t)
+	require.Len(t, be.launched, 1)
+	require.Greater(t, time.Since(released), time.Duration(0))
+	require.Equal(t, int64(1), g.board.Snapshot().BEWaits)
+}

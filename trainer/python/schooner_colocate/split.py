@@ -1,0 +1,106 @@
+"""Cuts a best-effort program's large matrix products into shorter kernels.
+
+GemmSplitter is a TorchDispatchMode: it sees every aten.mm, aten.addmm and aten.bmm the
+program runs, forward and backward (the autograd engine carries the mode to its threads), and
+runs one whose estimated time exceeds the target as several products over row blocks (batch
+blocks for bmm) written into the one output, so the results are the same products, the output
+is allocated once, and bias epilogues stay fused. The estimate is the product's FLOPs over the
+rate measured on the first large product of each device and dtype. The target is the runtime's
+budget, read from the shared board at every large product, so it follows the supervisor.
+"""
+import math
+import time
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+aten = torch.ops.aten
+
+# Row blocks smaller than this lose the GEMM's tensor-core tiles; a product is never cut finer.
+MIN_ROWS = 128
+# Products below this many FLOPs are never cut (nor timed): they are short on any GPU.
+MIN_FLOPS = 2 * 512 ** 3
+
+
+class GemmSplitter(TorchDispatchMode):
+    """target_s: a callable giving the longest a product's kernel should run, in seconds."""
+
+    def __init__(self, target_s, min_rows=MIN_ROWS, min_flops=MIN_FLOPS):
+        super().__init__()
+        self.target_s = target_s
+        self.min_rows = min_rows
+        self.min_flops = min_flops
+        self.rates = {}  # (device type, dtype) -> FLOP/s
+        self.split = 0  # products cut
+        self.pieces = 0  # kernels they became
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is aten.mm.default and not kwargs:
+            a, b = args
+            return self._rows(a, b, lambda a_, out: aten.mm.out(a_, b, out=out), None, func, args)
+        if func is aten.addmm.default:
+            bias, a, b = args
+            beta, alpha = kwargs.get("beta", 1), kwargs.get("alpha", 1)
+            return self._rows(a, b, lambda a_, out, bias_=bias: aten.addmm.out(bias_, a_, b, beta=beta, alpha=alpha, out=out),
+                              bias, func, args, kwargs)
+        if func is aten.bmm.default and not kwargs:
+            return self._batches(*args, func=func)
+        return func(*args, **kwargs)
+
+    def _pieces(self, flops, key, run_whole):
+        """How many pieces a product of flops should become; 1 when it is short. The first large
+        product of a key runs whole, timed, to learn the rate (returned as its result)."""
+        rate = self.rates.get(key)
+        if rate is None:
+            start = time.perf_counter()
+            out = run_whole()
+            if out.is_cuda:
+                torch.cuda.synchronize(out.device)
+            self.rates[key] = flops / max(time.perf_counter() - start, 1e-9)
+            return 0, out
+        return max(1, math.ceil(flops / rate / self.target_s())), None
+
+    def _rows(self, a, b, piece, bias, func, args, kwargs=None):
+        m, k = a.shape
+        n = b.shape[1]
+        flops = 2 * m * n * k
+        if flops < self.min_flops or m < 2 * self.min_rows or a.dtype != b.dtype:
+            return func(*args, **(kwargs or {}))
+        count, whole = self._pieces(flops, (a.device.type, a.dtype), lambda: func(*args, **(kwargs or {})))
+        if whole is not None:
+            return whole
+        count = min(count, m // self.min_rows)
+        if count <= 1:
+            return func(*args, **(kwargs or {}))
+        out = torch.empty((m, n), dtype=a.dtype, device=a.device)
+        rows = math.ceil(m / count)
+        for i in range(0, m, rows):
+            j = min(i + rows, m)
+            if bias is not None and bias.dim() == 2 and bias.shape[0] == m:
+                piece(a[i:j], out[i:j], bias[i:j])
+            else:
+                piece(a[i:j], out[i:j])
+            self.pieces += 1
+        self.split += 1
+        return out
+
+    def _batches(self, a, b, func):
+        batch, m, k = a.shape
+        n = b.shape[2]
+        flops = 2 * batch * m * n * k
+        if flops < self.min_flops or batch < 2 or a.dtype != b.dtype:
+            return func(a, b)
+        count, whole = self._pieces(flops, (a.device.type, a.dtype), lambda: func(a, b))
+        if whole is not None:
+            return whole
+        count = min(count, batch)
+        if count <= 1:
+            return func(a, b)
+        out = torch.empty((batch, m, n), dtype=a.dtype, device=a.device)
+        step = math.ceil(batch / count)
+        for i in range(0, batch, step):
+            aten.bmm.out(a[i:i + step], b[i:i + step], out=out[i:i + step])
+            self.pieces += 1
+        self.split += 1
+        return out

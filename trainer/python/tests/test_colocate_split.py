@@ -1,0 +1,105 @@
+"""The best-effort side's GEMM splitter, on CPU: the products it cuts are the same products."""
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import torch
+
+from schooner_colocate.board import Board, BUDGET_OFFSET, MAGIC
+from schooner_colocate.split import GemmSplitter
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def splitter(target_s=1e-9, **kw):
+    # A tiny target cuts every large product as finely as MIN_ROWS allows.
+    return GemmSplitter(lambda: target_s, min_rows=16, min_flops=2 * 32 ** 3, **kw)
+
+
+class SplitTest(unittest.TestCase):
+    def setUp(self):
+        torch.manual_seed(0)
+
+    def run_mode(self, mode, fn):
+        with mode:
+            return fn()
+
+    def test_mm_addmm_bmm_are_the_same_products_in_pieces(self):
+        a, b = torch.randn(256, 96, dtype=torch.float64), torch.randn(96, 80, dtype=torch.float64)
+        bias_row, bias_full = torch.randn(80, dtype=torch.float64), torch.randn(256, 80, dtype=torch.float64)
+        x, y = torch.randn(8, 64, 48, dtype=torch.float64), torch.randn(8, 48, 40, dtype=torch.float64)
+        mode = splitter()
+        # The first large product of a dtype runs whole (timed); the next ones are cut.
+        self.run_mode(mode, lambda: a @ b)
+        self.assertEqual(mode.split, 0)
+        got = self.run_mode(mode, lambda: (a @ b, torch.addmm(bias_row, a, b), torch.addmm(bias_full, a, b, beta=0.5, alpha=2), torch.bmm(x, y)))
+        want = (a @ b, torch.addmm(bias_row, a, b), torch.addmm(bias_full, a, b, beta=0.5, alpha=2), torch.bmm(x, y))
+        for g, w in zip(got, want):
+            self.assertEqual(g.shape, w.shape)
+            self.assertTrue(torch.allclose(g, w, rtol=1e-12, atol=1e-12))
+        self.assertEqual(mode.split, 4)
+        self.assertEqual(mode.pieces, 3 * (256 // 16) + 8)
+
+    def test_a_training_step_gets_the_same_gradients(self):
+        model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 32)).double()
+        x, target = torch.randn(512, 64, dtype=torch.float64), torch.randn(512, 32, dtype=torch.float64)
+
+        def step():
+            model.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(x), target)
+            loss.backward()
+            return loss.detach().clone(), [p.grad.clone() for p in model.parameters()]
+
+        want_loss, want_grads = step()
+        mode = splitter()
+        self.run_mode(mode, step)  # learns the rate
+        got_loss, got_grads = self.run_mode(mode, step)
+        self.assertGreater(mode.split, 3, "forward and backward products were cut")
+        self.assertTrue(torch.allclose(got_loss, want_loss, rtol=1e-12))
+        for g, w in zip(got_grads, want_grads):
+            self.assertTrue(torch.allclose(g, w, rtol=1e-10, atol=1e-12))
+
+    def test_short_products_and_long_targets_leave_products_whole(self):
+        a, b = torch.randn(256, 96), torch.randn(96, 80)
+        mode = GemmSplitter(lambda: 10.0, min_rows=16, min_flops=2 * 32 ** 3)
+        self.run_mode(mode, lambda: (a @ b, a @ b))
+        self.assertEqual(mode.split, 0, "a 10 s target cuts nothing")
+        small = GemmSplitter(lambda: 1e-9)
+        self.run_mode(small, lambda: (a @ b, a @ b))
+        self.assertEqual(small.split, 0, "below MIN_FLOPS")
+
+
+class BoardTest(unittest.TestCase):
+    def test_reads_the_budget_and_refuses_what_is_not_a_board(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "board")
+            mem = bytearray(256)
+            struct.pack_into("<QII", mem, 0, MAGIC, 1, 132)
+            struct.pack_into("<q", mem, BUDGET_OFFSET, 250_000)
+            with open(path, "wb") as f:
+                f.write(mem)
+            self.assertAlmostEqual(Board.open(path).budget_s(), 250e-6)
+            struct.pack_into("<I", mem, 8, 2)
+            with open(path, "wb") as f:
+                f.write(mem)
+            self.assertIsNone(Board.open(path), "another version")
+            self.assertIsNone(Board.open(os.path.join(d, "missing")))
+
+
+class BootTest(unittest.TestCase):
+    def test_sitecustomize_switches_the_splitter_on_for_the_be_side_only(self):
+        code = "import sitecustomize as s; print(type(getattr(s, 'splitter', None)).__name__)"
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "schooner_colocate", "boot"), ROOT]))
+        env.pop("SCHOONER_COLOCATE_BOARD", None)
+        for role, want in (("be", "GemmSplitter"), ("hp", "NoneType")):
+            env["SCHOONER_COLOCATE_ROLE"] = role
+            out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+            self.assertEqual(out.stdout.strip(), want, out.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
