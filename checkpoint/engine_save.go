@@ -126,7 +126,7 @@ func (e *Engine) begin(req SaveRequest) *inflight {
 // slot beyond the KeepCommitted newest that nobody has pinned. nil when every slot is in use.
 func (e *Engine) pickSlotLocked() *slot {
 	for _, s := range e.slots {
-		if s.state == slotFree {
+		if s.state == slotFree && s.pins == 0 { // a free slot is pinned only while Reserve grows it
 			return s
 		}
 	}

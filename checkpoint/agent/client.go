@@ -54,6 +54,13 @@ func (c *Client) Hello(ctx context.Context, rank int, plan checkpoint.PlanInfo) 
 	return *resp.Latest, nil
 }
 
+// Reserve readies the rank's slots for shards of n bytes (after Hello) and returns how many
+// hold that now.
+func (c *Client) Reserve(ctx context.Context, n int64) (int, error) {
+	resp, err := c.call(ctx, Request{Op: OpReserve, Bytes: n})
+	return resp.Slots, err
+}
+
 // Wait blocks until step is committed locally or durable in the store, and returns the step
 // that is: step itself, or a newer one that superseded it.
 func (c *Client) Wait(ctx context.Context, step int64, d Durability) (int64, error) {

@@ -140,6 +140,8 @@ func (c *conn) handle(line []byte) (resp Response) {
 		resp, err = c.status()
 	case OpPoll:
 		resp, err = c.poll()
+	case OpReserve:
+		resp, err = c.reserve(req)
 	default:
 		err = badRequest("unknown op %q", req.Op)
 	}

@@ -23,6 +23,9 @@ type engine interface {
 	Intact(ctx context.Context) (checkpoint.ShardMeta, error)
 	// Acquire pins a committed step so its slot is not reused while it is read.
 	Acquire(step int64) (*openShard, error)
+	// Reserve grows the slots to hold a shard of n bytes ahead of the first save and says how
+	// many hold it now.
+	Reserve(n int64) (int, error)
 	Close() error
 }
 

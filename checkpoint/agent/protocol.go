@@ -16,6 +16,9 @@ const (
 	OpLoad   = "load"   // restore a step into a fresh shared-memory file
 	OpStatus = "status" // what the agent holds and is doing
 	OpPoll   = "poll"   // cheap: should the trainer checkpoint now?
+	// OpReserve readies the rank's slots for shards of Bytes bytes after hello, so the first
+	// saves do not pay for allocating and syncing the space.
+	OpReserve = "reserve"
 )
 
 // Durability says how far a step must have got before Wait returns.
@@ -77,6 +80,9 @@ type Request struct {
 	Stage  *int  `json:"stage,omitempty"`
 	Layers []int `json:"layers,omitempty"`
 	All    bool  `json:"all,omitempty"`
+
+	// Bytes is the shard size to reserve slots for (reserve).
+	Bytes int64 `json:"bytes,omitempty"`
 }
 
 // Response is the answer to one Request. OK false comes with Error and Code.
@@ -112,6 +118,10 @@ type Response struct {
 
 	// Status is the answer to status.
 	Status *Status `json:"status,omitempty"`
+
+	// Reserve: how many of the rank's slots hold a shard of the size asked for now (0 in
+	// remote mode, which keeps no slots).
+	Slots int `json:"slots,omitempty"`
 }
 
 // Status is what an agent holds and is doing, for people (schooner ckpt agent-status) and

@@ -43,6 +43,26 @@ func (c *conn) hello(req Request) (Response, error) {
 	return Response{ShmDir: c.a.opts.ShmDir, Mode: c.a.opts.Mode, Latest: &latest}, nil
 }
 
+// reserve grows the rank's slots for shards of req.Bytes; a disk too small says so (the slots
+// grown before it keep their space, which the saves would have needed anyway).
+func (c *conn) reserve(req Request) (Response, error) {
+	r := c.rank
+	if r == nil {
+		return Response{}, badRequest("reserve before hello")
+	}
+	if req.Bytes <= 0 {
+		return Response{}, badRequest("reserve of %d bytes: give the shard's size", req.Bytes)
+	}
+	if r.eng == nil {
+		return Response{}, nil
+	}
+	n, err := r.eng.Reserve(req.Bytes)
+	if err != nil {
+		return Response{}, fmt.Errorf("reserving slots of rank %d: %w", r.rank, err)
+	}
+	return Response{Slots: n}, nil
+}
+
 // save hands the shard the client laid out in its shared-memory buffer to the rank's engine
 // (or, in remote mode, encodes it for upload). It replies once the bytes are copied out of the
 // buffer, so the client may overwrite it with the next step.

@@ -65,6 +65,8 @@ func (a engineAdapter) Acquire(step int64) (*openShard, error) {
 	return &openShard{Meta: r.Meta, Data: r.ReaderAt, Close: r.Close}, nil
 }
 
+func (a engineAdapter) Reserve(n int64) (int, error) { return a.e.Reserve(n) }
+
 func (a engineAdapter) Close() error { return a.e.Close() }
 
 // newRemote is the remote tier over the agent's store.

@@ -8,7 +8,7 @@ torch only when called, so the core works where torch is not installed.
 from .client import AgentError, Client, Entry, NO_LAYER, NoCheckpoint, Restored
 from .default import default_client
 from .env import Config, config_from_env
-from .torch_state import load, load_tensors, save
+from .torch_state import load, load_tensors, prepare, save
 
 __all__ = [
     "AgentError",
@@ -22,5 +22,6 @@ __all__ = [
     "default_client",
     "load",
     "load_tensors",
+    "prepare",
     "save",
 ]

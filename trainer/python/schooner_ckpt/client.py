@@ -82,14 +82,29 @@ def _align(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
 
 
+def layout(entries: Sequence[Entry]) -> Tuple[List[Dict[str, Any]], int]:
+    """Where each entry lies in a save's shared-memory buffer, and the buffer's size."""
+    index, size = [], 0
+    for e in entries:
+        size = _align(size)
+        n = e.nbytes
+        index.append({"name": e.name, "layer": int(e.layer), "dtype": e.dtype, "shape": [int(d) for d in e.shape], "offset": size, "length": n})
+        size += n
+    return index, size
+
+
 class _SaveBuffer:
     """The client's shared-memory file, mapped read-write and reused while big enough."""
 
-    def __init__(self, directory: str, size: int):
+    def __init__(self, directory: str, size: int, allocate: bool = False):
         self.path = os.path.join(directory, f"{_SHM_PREFIX}save-{os.getpid()}-{secrets.token_hex(8)}")
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             os.ftruncate(fd, size)
+            if allocate:
+                # Pages of a shared-memory file are allocated at first touch; allocating them
+                # now moves that cost (seconds for gigabytes) out of the first save.
+                os.posix_fallocate(fd, 0, size)
             self.mm = mmap.mmap(fd, size)
         except BaseException:
             os.close(fd)
@@ -197,12 +212,7 @@ class Client:
         itself (the PyTorch layer copies tensors straight from the device)."""
         if self.shm_dir is None:
             raise RuntimeError("save before hello")
-        index, size = [], 0
-        for e in entries:
-            size = _align(size)
-            n = e.nbytes
-            index.append({"name": e.name, "layer": int(e.layer), "dtype": e.dtype, "shape": [int(d) for d in e.shape], "offset": size, "length": n})
-            size += n
+        index, size = layout(entries)
         buf = self._buffer(size)
         for e, meta in zip(entries, index):
             n, off = meta["length"], meta["offset"]
@@ -220,10 +230,20 @@ class Client:
             req["extra"] = {str(k): str(v) for k, v in extra.items()}
         return bool(self._call(req).get("emergency", False))
 
-    def _buffer(self, size: int) -> _SaveBuffer:
+    def reserve(self, size: int) -> int:
+        """Readies everything a save of size bytes needs, ahead of the first save: this
+        client's shared-memory buffer (its pages allocated) and the agent's slots for the rank
+        (space allocated and synced). Returns how many of the agent's slots hold size now."""
+        if self.shm_dir is None:
+            raise RuntimeError("reserve before hello")
+        slots = int(self._call({"op": "reserve", "bytes": int(size)}).get("slots", 0))
+        self._buffer(size, allocate=True)
+        return slots
+
+    def _buffer(self, size: int, allocate: bool = False) -> _SaveBuffer:
         if self._buf is None or self._buf.size < size:
             want = max(size + size // 2, 1 << 20)
-            new = _SaveBuffer(self.shm_dir, want)
+            new = _SaveBuffer(self.shm_dir, want, allocate)
             if self._buf is not None:
                 self._buf.close()
             self._buf = new

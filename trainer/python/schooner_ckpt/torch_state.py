@@ -8,9 +8,9 @@ __tree__/rank-<rank> of no layer, which load uses to rebuild the nesting.
 
 import json
 import re
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .client import NO_LAYER, Client, Entry, Restored
+from .client import NO_LAYER, Client, Entry, Restored, layout
 from .default import default_client
 from .tree import flatten, unflatten
 
@@ -71,6 +71,31 @@ def _fill(entry: Entry, buf, offset: int) -> None:
     del dst  # release the buffer export before the buffer may be closed
 
 
+def _entries(state: Any, c: Client, prefix: Optional[str], layer_of: Optional[Callable[[str], Optional[int]]]) -> List[Entry]:
+    """The entries a save of state writes: its tensors, named by path after prefix, and the
+    JSON tree of everything else as the rank's __tree__ entry."""
+    torch = _torch()
+    if c.rank is None:
+        raise RuntimeError("save through a client that has not said hello")
+    r = c.rank
+    if prefix is None:
+        prefix = "" if (c.world or 1) <= 1 else f"rank-{r}/"
+    layer_of = layer_of or default_layer_of
+    tree, tensors = flatten(state, torch.is_tensor, prefix)
+    names = _dtype_names(torch)
+    entries = []
+    for name, t in tensors:
+        if t.dtype not in names:
+            raise TypeError(f"tensor {name}: dtype {t.dtype} cannot be checkpointed (want one of {', '.join(str(d) for d in names)})")
+        if t.layout != torch.strided:
+            raise TypeError(f"tensor {name}: only dense tensors can be checkpointed, not {t.layout}")
+        layer = layer_of(name)
+        entries.append(Entry(name, NO_LAYER if layer is None else int(layer), names[t.dtype], tuple(t.shape), t))
+    blob = json.dumps({"version": _TREE_VERSION, "tree": tree}, separators=(",", ":")).encode()
+    entries.append(Entry(f"{TREE_PREFIX}{r}", NO_LAYER, "U8", (len(blob),), blob))
+    return entries
+
+
 def save(
     state: Any,
     step: int,
@@ -91,27 +116,29 @@ def save(
     prefix starts every tensor name: by default "" in a world of one rank and "rank-<r>/"
     otherwise, so ranks never clash; give "" when names are globally meaningful and
     data-parallel replicas hold identical copies."""
-    torch = _torch()
     c = _client(client, rank, world, plan)
-    if c.rank is None:
-        raise RuntimeError("save through a client that has not said hello")
-    r = c.rank
-    if prefix is None:
-        prefix = "" if (c.world or 1) <= 1 else f"rank-{r}/"
-    layer_of = layer_of or default_layer_of
-    tree, tensors = flatten(state, torch.is_tensor, prefix)
-    names = _dtype_names(torch)
-    entries = []
-    for name, t in tensors:
-        if t.dtype not in names:
-            raise TypeError(f"tensor {name}: dtype {t.dtype} cannot be checkpointed (want one of {', '.join(str(d) for d in names)})")
-        if t.layout != torch.strided:
-            raise TypeError(f"tensor {name}: only dense tensors can be checkpointed, not {t.layout}")
-        layer = layer_of(name)
-        entries.append(Entry(name, NO_LAYER if layer is None else int(layer), names[t.dtype], tuple(t.shape), t))
-    blob = json.dumps({"version": _TREE_VERSION, "tree": tree}, separators=(",", ":")).encode()
-    entries.append(Entry(f"{TREE_PREFIX}{r}", NO_LAYER, "U8", (len(blob),), blob))
+    entries = _entries(state, c, prefix, layer_of)
     return c.save(step, entries, extra=extra, emergency=emergency, fill=_fill)
+
+
+def prepare(
+    state: Any,
+    prefix: Optional[str] = None,
+    client: Optional[Client] = None,
+    rank: Optional[int] = None,
+    world: Optional[int] = None,
+    plan: Optional[Dict[str, Any]] = None,
+    slack: float = 0.05,
+) -> int:
+    """Readies the first save of state ahead of time: the client's shared-memory buffer and the
+    agent's slots are allocated now for a shard of state's size (plus slack, for a state that
+    grows a little, as an optimizer's does after its first step), not at the first save.
+    Call it after building the model and optimizer; returns the bytes reserved."""
+    c = _client(client, rank, world, plan)
+    _, size = layout(_entries(state, c, prefix, None))
+    size = int(size * (1 + slack)) + (1 << 20)
+    c.reserve(size)
+    return size
 
 
 def _converter(map_location: Any) -> Callable[[Entry, Any, int], Any]:

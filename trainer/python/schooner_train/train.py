@@ -130,6 +130,7 @@ def main(argv=None) -> int:
         dist.barrier()
 
     times, stalls, losses = [], [], []
+    prepare_s = 0.0
     is_report = lay.stage == lay.pp - 1 and lay.dp_rank == 0 and lay.tp_rank == 0
     for it in range(start, iterations):
         if cuda:
@@ -148,6 +149,17 @@ def main(argv=None) -> int:
         opt.zero_grad(set_to_none=False)
         step = it + 1
         stall = 0.0
+        if it == start and ckpt is not None and saver:
+            # After the first step the optimizer holds its state: reserve the save buffer and
+            # the agent's slots for a full checkpoint now, not at the first save. The time is
+            # reported apart and kept out of the iteration's.
+            p0 = time.perf_counter()
+            prep = {"model": stage.state_dict(), "iteration": step}
+            if a.ckpt_state == "full":
+                prep["optimizer"] = opt.state_dict()
+            ckpt.prepare(prep, client=client, prefix="")
+            prepare_s = time.perf_counter() - p0
+            t0 += prepare_s
         urgent = ckpt is not None and saver and client.poll()["checkpoint_now"]
         if every > 0 and saver and (a.torch_save_dir or ckpt is not None) and (step % every == 0 or step == iterations or urgent):
             if cuda:
@@ -199,7 +211,7 @@ def main(argv=None) -> int:
                "micro_batch": lay.micro_batch, "global_batch": lay.global_batch,
                "stages": [{"first": f, "end": e} for f, e in lay.stages],
                "iter_seconds": statistics.median(iters) if iters else None, "iter_seconds_all": iters, "losses": mean_loss,
-               "peak_mem_bytes": per_stage, "checkpoint_every": every, "checkpoint_stalls": stalls,
+               "peak_mem_bytes": per_stage, "checkpoint_every": every, "checkpoint_stalls": stalls, "checkpoint_prepare_s": prepare_s,
                "checkpoint": "torch.save" if a.torch_save_dir else ("agent" if ckpt else "none"),
                "gpu": torch.cuda.get_device_name(device) if cuda else "cpu", "gpu_type": os.environ.get("SCHOONER_GPU_TYPE", "H200-141"),
                "torch": torch.__version__, "params": sum(q.numel() for q in stage.parameters())}

@@ -49,6 +49,24 @@ class TorchTest(unittest.TestCase):
         opt2.load_state_dict(back["optimizer"])
         self.assertEqual(opt2.state_dict()["param_groups"], opt.state_dict()["param_groups"])
 
+    def test_prepare_allocates_the_buffer_and_slots_before_the_first_save(self):
+        model = torch.nn.Linear(256, 256)
+        opt = torch.optim.Adam(model.parameters())
+        model(torch.randn(4, 256)).sum().backward()
+        opt.step()
+        state = {"model": model.state_dict(), "optimizer": opt.state_dict()}
+        size = self.ckpt.prepare(state, client=self.client)
+        self.assertGreater(size, 3 * 256 * 257 * 4, "weights and both Adam moments")
+        buf = self.client._buf
+        self.assertIsNotNone(buf, "the shared-memory buffer exists before the first save")
+        self.assertGreaterEqual(buf.size, size)
+        step = next_step()
+        self.ckpt.save(state, step, client=self.client)
+        self.assertIs(self.client._buf, buf, "the first save reused the prepared buffer")
+        self.client.wait(step)
+        back = self.ckpt.load(step, client=self.client)
+        self.assertTrue(torch.equal(back["model"]["weight"], state["model"]["weight"]))
+
     @unittest.skipUnless(torch is not None and torch.cuda.is_available(), "no CUDA device")
     def test_cuda_tensors_go_straight_to_shared_memory(self):
         state = {"w": torch.randn(1024, 1024, device="cuda"), "b": torch.randn(7, device="cuda", dtype=torch.bfloat16)}
