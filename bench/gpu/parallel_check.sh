@@ -8,6 +8,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 R=${1:-${RESULTS:-gpu-results}}
 mkdir -p "$R"
+source "$here/bench/gpu/launch.sh"
 export PYTHONPATH="$here/trainer/python${PYTHONPATH:+:$PYTHONPATH}" CUDA_VISIBLE_DEVICES="" OMP_NUM_THREADS=1
 out="$R/parallel.jsonl"
 : > "$out"
@@ -15,7 +16,7 @@ dims=(--name tiny --layers 4 --hidden 64 --heads 4 --ffn 256 --vocab 128 --seq-l
 run() { # dp pp tp
   local n=$(($1 * $2 * $3))
   SCHOONER_DP=$1 SCHOONER_PP=$2 SCHOONER_TP=$3 SCHOONER_MICRO_BATCH=2 SCHOONER_GLOBAL_BATCH=8 \
-    python3 -m torch.distributed.run --standalone --nproc-per-node=$n -m schooner_train.train "${dims[@]}" \
+    launch $n python3 -m schooner_train.train "${dims[@]}" \
     > "$R/parallel-dp$1-pp$2-tp$3.log" 2>&1 || { echo "dp=$1 pp=$2 tp=$3 failed:"; tail -30 "$R/parallel-dp$1-pp$2-tp$3.log"; }
 }
 run 1 1 1; run 1 2 1; run 1 1 2; run 2 1 1; run 2 2 2

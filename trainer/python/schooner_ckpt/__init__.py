@@ -8,6 +8,7 @@ torch only when called, so the core works where torch is not installed.
 from .client import AgentError, Client, Entry, NO_LAYER, NoCheckpoint, Restored
 from .default import default_client
 from .env import Config, config_from_env
+from . import rng
 from .torch_state import load, load_tensors, prepare, save
 
 __all__ = [
@@ -23,5 +24,6 @@ __all__ = [
     "load",
     "load_tensors",
     "prepare",
+    "rng",
     "save",
 ]

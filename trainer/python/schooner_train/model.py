@@ -10,6 +10,8 @@ and then sliced, so the same model comes out of any layout.
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
@@ -111,12 +113,23 @@ class Block(nn.Module):
         y = self.tp.copy(self.ln1(x))
         qkv = F.linear(y, self.qkv_w, self.qkv_b).view(b, s, 3, self.heads, self.head_dim)
         q, k, v = (qkv[:, :, i].transpose(1, 2) for i in range(3))
-        att = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        att = causal_attention(q, k, v)
         att = att.transpose(1, 2).reshape(b, s, self.heads * self.head_dim)
         x = x + self.tp.reduce(F.linear(att, self.proj_w)) + self.proj_b
         y = self.tp.copy(self.ln2(x))
         y = F.gelu(F.linear(y, self.fc1_w, self.fc1_b))
         return x + self.tp.reduce(F.linear(y, self.fc2_w)) + self.fc2_b
+
+
+def causal_attention(q, k, v):
+    """Causal softmax attention: torch's fused kernel where it has one (2.0 on), the same
+    arithmetic written out where it has not (Debian's 1.13, on which CI runs the trainer)."""
+    if hasattr(F, "scaled_dot_product_attention"):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    s = q.shape[-2]
+    scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+    mask = torch.ones(s, s, dtype=torch.bool, device=q.device).tril()
+    return scores.masked_fill(~mask, float("-inf")).softmax(-1) @ v
 
 
 class Head(nn.Module):

@@ -69,6 +69,26 @@ def _new_groups(lay, groups):
     return mine
 
 
+def checkpoint_state(stage, opt, stage_index, step):
+    """What a stage's checkpoint holds: the model's tensors under their global layer names (so a
+    restore under another pipeline split finds them), the optimizer's state under the stage's
+    own name (its parameters are numbered per stage, so two stages' would clash), the iteration."""
+    state = {"model": stage.state_dict(), "iteration": step}
+    if opt is not None:
+        state["optimizer"] = {f"stage-{stage_index}": opt.state_dict()}
+    return state
+
+
+def optimizer_of(state, stage_index):
+    """The stage's optimizer state in a checkpoint, None when it holds none."""
+    saved = state.get("optimizer")
+    if saved is None:
+        return None
+    if "state" in saved and "param_groups" in saved:  # written before stages had their own names
+        return saved
+    return saved.get(f"stage-{stage_index}")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python3 -m schooner_train.train", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -114,17 +134,19 @@ def main(argv=None) -> int:
             raise SystemExit("checkpointing a TP>1 layout through the agent is not supported by the reference trainer yet")
         import schooner_ckpt
         ckpt = schooner_ckpt
-        client = schooner_ckpt.Client(timeout=600) if saver else None
-        if client is not None:
-            client.hello(rank=lay.stage, world=lay.pp)
+        # Every rank speaks for its pipeline stage: the data-parallel replica 0 saves the
+        # stage's shard, and every replica restores from it.
+        client = schooner_ckpt.Client(timeout=600)
+        client.hello(rank=lay.stage, world=lay.pp)
     start, last_ckpt = 0, -1
     if restore >= 0:
-        if ckpt is None or not saver:
+        if ckpt is None:
             raise SystemExit("SCHOONER_RESTORE_STEP needs the checkpoint agent (SCHOONER_CKPT_SOCKET and SCHOONER_CHECKPOINT_EVERY)")
         state = ckpt.load(restore, client=client)
         stage.load_state_dict({k: v.to(device) for k, v in state["model"].items()})
-        if "optimizer" in state:
-            opt.load_state_dict(state["optimizer"])
+        saved_opt = optimizer_of(state, lay.stage)
+        if saved_opt is not None:
+            opt.load_state_dict(saved_opt)
         start = last_ckpt = int(state["iteration"])
     if lay.world > 1:
         dist.barrier()
@@ -154,10 +176,7 @@ def main(argv=None) -> int:
             # the agent's slots for a full checkpoint now, not at the first save. The time is
             # reported apart and kept out of the iteration's.
             p0 = time.perf_counter()
-            prep = {"model": stage.state_dict(), "iteration": step}
-            if a.ckpt_state == "full":
-                prep["optimizer"] = opt.state_dict()
-            ckpt.prepare(prep, client=client, prefix="")
+            ckpt.prepare(checkpoint_state(stage, opt if a.ckpt_state == "full" else None, lay.stage, step), client=client, prefix="")
             prepare_s = time.perf_counter() - p0
             t0 += prepare_s
         urgent = ckpt is not None and saver and client.poll()["checkpoint_now"]
@@ -165,9 +184,7 @@ def main(argv=None) -> int:
             if cuda:
                 torch.cuda.synchronize()
             c0 = time.perf_counter()
-            state = {"model": stage.state_dict(), "iteration": step}
-            if a.ckpt_state == "full":
-                state["optimizer"] = opt.state_dict()
+            state = checkpoint_state(stage, opt if a.ckpt_state == "full" else None, lay.stage, step)
             if a.torch_save_dir:
                 # As a careful trainer does: write beside, make it durable, rename over the last.
                 path = os.path.join(a.torch_save_dir, f"stage-{lay.stage}.pt")
@@ -217,7 +234,7 @@ def main(argv=None) -> int:
                "torch": torch.__version__, "params": sum(q.numel() for q in stage.parameters())}
         with open(a.measure_out, "a") as f:
             f.write(json.dumps(rec) + "\n")
-    if ckpt is not None and saver:
+    if ckpt is not None:
         client.close()
     if lay.world > 1:
         dist.barrier()
