@@ -173,3 +173,19 @@ func TestShimHoldsTheBESideWhileThrottled(t *testing.T) {
 	require.Greater(t, time.Since(released), time.Duration(0))
 	require.Equal(t, int64(1), g.board.Snapshot().BEWaits)
 }
+
+// CUDA-graph capture under the default global mode fails if any thread queries an event while
+// it is open: the shim must stay quiet from the capture's beginning to its end, though it has
+// a launch's end event pending the whole time.
+func TestShimLeavesAGraphCaptureIntact(t *testing.T) {
+	g := newFakeGPU(t)
+	for _, role := range []string{"hp", "be"} {
+		s := g.start(t, role, "capture", "hp_gemm_kernel", 8, 200, 132)
+		st := s.wait(t)
+		require.Equal(t, 8.0, st["captured"], "%s: launches into the capture pass untracked", role)
+		require.Equal(t, 1.0, st["launches"].(map[string]any)["driver"].(float64)-8, role)
+	}
+	snap := g.board.Snapshot()
+	require.Zero(t, snap.HPOutstanding)
+	require.Zero(t, snap.BEOutstanding)
+}

@@ -68,6 +68,11 @@ typedef CUresult (*pfn_cuDeviceGetAttribute)(int *, int, CUdevice);
 typedef CUresult (*pfn_cuOccupancy)(int *, CUfunction, int, size_t);
 typedef CUresult (*pfn_cuFuncGetName)(const char **, CUfunction);
 typedef CUresult (*pfn_cuKernelGetFunction)(CUfunction *, void *);
+typedef CUresult (*pfn_cuStreamIsCapturing)(CUstream, int *);
+typedef CUresult (*pfn_cuStreamBeginCapture)(CUstream, int);
+typedef CUresult (*pfn_cuStreamEndCapture)(CUstream, void **);
+typedef cudaError_t (*pfn_cudaStreamBeginCapture)(cudaStream_t, int);
+typedef cudaError_t (*pfn_cudaStreamEndCapture)(cudaStream_t, void **);
 
 /* Runtime entry points the shim wraps (resolved from the next library, libcudart). */
 typedef cudaError_t (*pfn_cudaLaunchKernel)(const void *, dim3, dim3, void **, size_t, cudaStream_t);

@@ -48,10 +48,26 @@ static CUevent event_pool[2 * TICKETS];
 static int nevents;
 static CUcontext ctx;
 
+/* Under the default (global) capture mode an event query from any thread invalidates a CUDA
+ * graph capture in progress, so the shim polls nothing while a capture is open (the capture
+ * calls are hooked: captures_open) and does not track launches into one (the graph's launch is
+ * tracked). A launch seen capturing through a call the shim did not see begin (another capture
+ * API) also quiets polling for a second (capture_quiet_until). */
+static int64_t capture_quiet_until;
+static int64_t captures_open; /* graph captures begun and not yet ended */
+
+void sch_capture_begin(void) { __atomic_fetch_add(&captures_open, 1, __ATOMIC_ACQ_REL); }
+
+void sch_capture_end(void)
+{
+	if (__atomic_sub_fetch(&captures_open, 1, __ATOMIC_ACQ_REL) < 0)
+		__atomic_store_n(&captures_open, 0, __ATOMIC_RELEASE);
+}
+
 static struct {
 	int64_t seen[SRC_COUNT];
 	int64_t via_proc_address, via_dlsym;
-	int64_t untracked, failed_events;
+	int64_t untracked, failed_events, captured;
 	int64_t waits, wait_ns;
 } stats;
 
@@ -176,9 +192,13 @@ static void retire_locked(sch_ticket *t, int64_t measured, int64_t fastest)
 	free_tickets = t;
 }
 
-/* Completes what has completed; call with mu held. */
+/* Completes what has completed; call with mu held. Nothing is queried while a capture may be
+ * open (capture_quiet_until). */
 static void poll_locked(void)
 {
+	if (__atomic_load_n(&captures_open, __ATOMIC_ACQUIRE) > 0 ||
+	    now_ns() < __atomic_load_n(&capture_quiet_until, __ATOMIC_ACQUIRE))
+		return;
 	for (int i = 0; i < npending;) {
 		sch_ticket *t = pending[i];
 		CUresult r = drv_cuEventQuery(t->end);
@@ -251,6 +271,13 @@ sch_ticket *sch_before(const sch_shape *shape, CUstream stream)
 	__atomic_fetch_add(&stats.seen[shape->src], 1, __ATOMIC_RELAXED);
 	if (sch_role() == ROLE_OFF || !drv_cuEventCreate)
 		return NULL;
+	int capture = 0;
+	if (drv_cuStreamIsCapturing && drv_cuStreamIsCapturing(stream, &capture) == CUDA_SUCCESS && capture != 0) {
+		/* Recorded into a graph, not run now: pass it through untouched. */
+		__atomic_store_n(&capture_quiet_until, now_ns() + 1000000000LL, __ATOMIC_RELEASE);
+		__atomic_fetch_add(&stats.captured, 1, __ATOMIC_RELAXED);
+		return NULL;
+	}
 	pthread_once(&device_once, start);
 	sch_profile_lock();
 	sch_profile *p = sch_profile_of(shape, sm_count);
@@ -283,6 +310,17 @@ sch_ticket *sch_before(const sch_shape *shape, CUstream stream)
 	}
 
 	pthread_mutex_lock(&mu);
+	/* Every ticket in flight: wait (up to a second) for launches to complete rather than
+	 * launch untracked, which for the HP side would hide busy work from the BE side. The
+	 * driver's own launch queue is shallower than the tickets, so this is rare. */
+	for (int64_t give_up = now_ns() + 1000000000LL; !free_tickets && now_ns() < give_up;) {
+		poll_locked();
+		if (!free_tickets) {
+			pthread_mutex_unlock(&mu);
+			spin_poll();
+			pthread_mutex_lock(&mu);
+		}
+	}
 	sch_ticket *t = free_tickets;
 	CUevent start = t ? take_event() : NULL;
 	CUevent end = start ? take_event() : NULL;
@@ -367,9 +405,9 @@ static void write_stats(void)
 		fprintf(f, "%s\"%s\":%lld", i ? "," : "", src_names[i], (long long)stats.seen[i]);
 	fprintf(f, "},\"entry_points_via_cuGetProcAddress\":%lld,\"entry_points_via_dlsym\":%lld,",
 		(long long)stats.via_proc_address, (long long)stats.via_dlsym);
-	fprintf(f, "\"untracked\":%lld,\"failed_events\":%lld,\"waits\":%lld,\"wait_ns\":%lld}\n",
-		(long long)stats.untracked, (long long)stats.failed_events, (long long)stats.waits,
-		(long long)stats.wait_ns);
+	fprintf(f, "\"untracked\":%lld,\"captured\":%lld,\"failed_events\":%lld,\"waits\":%lld,\"wait_ns\":%lld}\n",
+		(long long)stats.untracked, (long long)stats.captured, (long long)stats.failed_events,
+		(long long)stats.waits, (long long)stats.wait_ns);
 	if (fclose(f) == 0)
 		rename(tmp, stats_out);
 }

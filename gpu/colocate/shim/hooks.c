@@ -1,5 +1,5 @@
 /*
- * The launch shim's entry points (LD_PRELOAD): every way a PyTorch 2.11 process launches a
+ * The launch shim's entry points (LD_PRELOAD), and the graph-capture ones it must know about: every way a PyTorch 2.11 process launches a
  * kernel passes here. libtorch_cuda calls the runtime's __cudaLaunchKernel and
  * cudaLaunchKernelExC; cuBLASLt, cuDNN and a statically linked runtime reach the driver through
  * entry points they look up with cuGetProcAddress; Triton's launcher looks cuLaunchKernelEx up
@@ -27,6 +27,7 @@ pfn_cuDeviceGetAttribute drv_cuDeviceGetAttribute;
 pfn_cuOccupancy drv_cuOccupancy;
 pfn_cuFuncGetName drv_cuFuncGetName;
 pfn_cuKernelGetFunction drv_cuKernelGetFunction;
+pfn_cuStreamIsCapturing drv_cuStreamIsCapturing;
 pfn_cudaGetFuncBySymbol rt_cudaGetFuncBySymbol;
 
 static void *(*real_dlsym)(void *, const char *);
@@ -43,6 +44,10 @@ static __thread int inside;
 static pfn_cuLaunchKernel real_cuLaunchKernel, real_cuLaunchKernel_ptsz;
 static pfn_cuLaunchKernelEx real_cuLaunchKernelEx, real_cuLaunchKernelEx_ptsz;
 static pfn_cuGraphLaunch real_cuGraphLaunch, real_cuGraphLaunch_ptsz;
+static pfn_cuStreamBeginCapture real_cuStreamBeginCapture, real_cuStreamBeginCapture_ptsz;
+static pfn_cuStreamEndCapture real_cuStreamEndCapture, real_cuStreamEndCapture_ptsz;
+static pfn_cudaStreamBeginCapture real_cudaStreamBeginCapture;
+static pfn_cudaStreamEndCapture real_cudaStreamEndCapture;
 static pfn_cuGetProcAddress_v2 real_cuGetProcAddress_v2;
 static pfn_cuGetProcAddress real_cuGetProcAddress;
 static pfn_cudaLaunchKernel real_cudaLaunchKernel, real_cudaLaunchKernel_ptsz, real___cudaLaunchKernel;
@@ -85,6 +90,7 @@ static void open_driver(void)
 	drv_cuOccupancy = (pfn_cuOccupancy)driver_sym("cuOccupancyMaxActiveBlocksPerMultiprocessor");
 	drv_cuFuncGetName = (pfn_cuFuncGetName)driver_sym("cuFuncGetName");
 	drv_cuKernelGetFunction = (pfn_cuKernelGetFunction)driver_sym("cuKernelGetFunction");
+	drv_cuStreamIsCapturing = (pfn_cuStreamIsCapturing)driver_sym("cuStreamIsCapturing");
 	if (!drv_cuEventCreate || !drv_cuEventRecord || !drv_cuEventQuery || !drv_cuEventElapsedTime)
 		fprintf(stderr, "schooner-colocate: libcuda.so.1 lacks the event API: launches pass ungated\n");
 }
@@ -196,6 +202,79 @@ EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec g, CUstream s)
 	return launch_graph(real_cuGraphLaunch_ptsz, g, s);
 }
 
+/* Graph capture: while a stream of the process captures, the tracker must not query events
+ * (under the default global capture mode that invalidates the capture), so the shim counts
+ * the captures open from their beginning to their end (sch_capture_begin/end). */
+static CUresult begin_capture(pfn_cuStreamBeginCapture real, CUstream s, int mode)
+{
+	if (inside)
+		return real(s, mode);
+	sch_capture_begin();
+	CUresult r = real(s, mode);
+	if (r != CUDA_SUCCESS)
+		sch_capture_end();
+	return r;
+}
+
+static CUresult end_capture(pfn_cuStreamEndCapture real, CUstream s, void **graph)
+{
+	if (inside)
+		return real(s, graph);
+	CUresult r = real(s, graph);
+	sch_capture_end();
+	return r;
+}
+
+EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, int mode)
+{
+	sch_resolve_driver();
+	REAL(real_cuStreamBeginCapture, "cuStreamBeginCapture_v2", driver_sym("cuStreamBeginCapture_v2"));
+	return begin_capture(real_cuStreamBeginCapture, s, mode);
+}
+
+EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, int mode)
+{
+	sch_resolve_driver();
+	REAL(real_cuStreamBeginCapture_ptsz, "cuStreamBeginCapture_v2_ptsz", driver_sym("cuStreamBeginCapture_v2_ptsz"));
+	return begin_capture(real_cuStreamBeginCapture_ptsz, s, mode);
+}
+
+EXPORT CUresult cuStreamEndCapture(CUstream s, void **graph)
+{
+	sch_resolve_driver();
+	REAL(real_cuStreamEndCapture, "cuStreamEndCapture", driver_sym("cuStreamEndCapture"));
+	return end_capture(real_cuStreamEndCapture, s, graph);
+}
+
+EXPORT CUresult cuStreamEndCapture_ptsz(CUstream s, void **graph)
+{
+	sch_resolve_driver();
+	REAL(real_cuStreamEndCapture_ptsz, "cuStreamEndCapture_ptsz", driver_sym("cuStreamEndCapture_ptsz"));
+	return end_capture(real_cuStreamEndCapture_ptsz, s, graph);
+}
+
+EXPORT cudaError_t cudaStreamBeginCapture(cudaStream_t s, int mode)
+{
+	REAL(real_cudaStreamBeginCapture, "cudaStreamBeginCapture", raw_dlsym(RTLD_NEXT, "cudaStreamBeginCapture"));
+	inside = 1;
+	sch_capture_begin();
+	cudaError_t r = real_cudaStreamBeginCapture(s, mode);
+	if (r != 0)
+		sch_capture_end();
+	inside = 0;
+	return r;
+}
+
+EXPORT cudaError_t cudaStreamEndCapture(cudaStream_t s, void **graph)
+{
+	REAL(real_cudaStreamEndCapture, "cudaStreamEndCapture", raw_dlsym(RTLD_NEXT, "cudaStreamEndCapture"));
+	inside = 1;
+	cudaError_t r = real_cudaStreamEndCapture(s, graph);
+	sch_capture_end();
+	inside = 0;
+	return r;
+}
+
 /* The wrapper to hand out instead of a real entry point, remembering the real one; NULL when
  * the symbol is not one the shim wraps. per_thread: the lookup asked for the per-thread
  * default stream flavour. */
@@ -213,11 +292,18 @@ static void *substitute(const char *sym, void *real, int per_thread)
 		SWAP("cuLaunchKernel", real_cuLaunchKernel_ptsz, cuLaunchKernel_ptsz);
 		SWAP("cuLaunchKernelEx", real_cuLaunchKernelEx_ptsz, cuLaunchKernelEx_ptsz);
 		SWAP("cuGraphLaunch", real_cuGraphLaunch_ptsz, cuGraphLaunch_ptsz);
+		SWAP("cuStreamBeginCapture", real_cuStreamBeginCapture_ptsz, cuStreamBeginCapture_v2_ptsz);
+		SWAP("cuStreamEndCapture", real_cuStreamEndCapture_ptsz, cuStreamEndCapture_ptsz);
 	} else {
 		SWAP("cuLaunchKernel", real_cuLaunchKernel, cuLaunchKernel);
 		SWAP("cuLaunchKernelEx", real_cuLaunchKernelEx, cuLaunchKernelEx);
 		SWAP("cuGraphLaunch", real_cuGraphLaunch, cuGraphLaunch);
+		SWAP("cuStreamBeginCapture", real_cuStreamBeginCapture, cuStreamBeginCapture_v2);
+		SWAP("cuStreamEndCapture", real_cuStreamEndCapture, cuStreamEndCapture);
 	}
+	SWAP("cuStreamBeginCapture_v2", real_cuStreamBeginCapture, cuStreamBeginCapture_v2);
+	SWAP("cuStreamBeginCapture_v2_ptsz", real_cuStreamBeginCapture_ptsz, cuStreamBeginCapture_v2_ptsz);
+	SWAP("cuStreamEndCapture_ptsz", real_cuStreamEndCapture_ptsz, cuStreamEndCapture_ptsz);
 	SWAP("cuLaunchKernel_ptsz", real_cuLaunchKernel_ptsz, cuLaunchKernel_ptsz);
 	SWAP("cuLaunchKernelEx_ptsz", real_cuLaunchKernelEx_ptsz, cuLaunchKernelEx_ptsz);
 	SWAP("cuGraphLaunch_ptsz", real_cuGraphLaunch_ptsz, cuGraphLaunch_ptsz);

@@ -48,6 +48,7 @@ extern pfn_cuDeviceGetAttribute drv_cuDeviceGetAttribute;
 extern pfn_cuOccupancy drv_cuOccupancy;
 extern pfn_cuFuncGetName drv_cuFuncGetName;
 extern pfn_cuKernelGetFunction drv_cuKernelGetFunction;
+extern pfn_cuStreamIsCapturing drv_cuStreamIsCapturing;
 extern pfn_cudaGetFuncBySymbol rt_cudaGetFuncBySymbol;
 int sch_resolve_driver(void);
 
@@ -56,6 +57,8 @@ int sch_role(void);
 sch_ticket *sch_before(const sch_shape *shape, CUstream stream);
 void sch_after(sch_ticket *t, int launched, CUstream stream);
 void sch_count_lookup(int via_proc_address);
+void sch_capture_begin(void);
+void sch_capture_end(void);
 
 /* profile.c */
 sch_profile *sch_profile_of(const sch_shape *shape, int sm_count);

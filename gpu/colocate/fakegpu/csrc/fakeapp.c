@@ -2,8 +2,10 @@
  * A program launching fake kernels the three ways PyTorch's kernels reach the GPU: "runtime"
  * (__cudaLaunchKernel, as nvcc 13's stubs), "proc-address" (cuLaunchKernel from
  * cuGetProcAddress, as cuBLASLt), "dlsym" (cuLaunchKernelEx from dlsym on libcuda's handle, as
- * Triton). Usage: fakeapp WAY KERNEL-NAME COUNT MS GRID. Prints the monotonic time after each
- * launch call returned ("launched NS") and after all have run ("done NS").
+ * Triton); and "capture": one kernel run, then COUNT kernels captured into a graph on another
+ * stream while the first still runs, as CUDA-graph warm-up does (exit 3 if the capture was
+ * invalidated). Usage: fakeapp WAY KERNEL-NAME COUNT MS GRID. Prints the monotonic time after
+ * each launch call returned ("launched NS") and after all have run ("done NS").
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -63,6 +65,28 @@ int main(int argc, char **argv)
 	if (getproc("cuLaunchKernel", (void **)&launch, 12000, 0, NULL) != 0) {
 		fprintf(stderr, "fakeapp: cuGetProcAddress failed\n");
 		return 1;
+	}
+	if (strcmp(argv[1], "capture") == 0) {
+		int (*begin)(void *, int) = NULL;
+		int (*end)(void *, void **) = NULL;
+		if (getproc("cuStreamBeginCapture", (void **)&begin, 12000, 0, NULL) != 0 ||
+		    getproc("cuStreamEndCapture", (void **)&end, 12000, 0, NULL) != 0)
+			return 1;
+		void *side = (void *)5, *graph = NULL;
+		launch(&fn, grid, 1, 1, 256, 1, 1, 0, NULL, NULL, NULL); /* runs: its end event is pending */
+		begin(side, 0);
+		struct timespec nap = {0, 50 * 1000000}; /* a tracker that polls now breaks the capture */
+		nanosleep(&nap, NULL);
+		for (int i = 0; i < count; i++)
+			launch(&fn, grid, 1, 1, 256, 1, 1, 0, side, NULL, NULL);
+		nanosleep(&nap, NULL);
+		if (end(side, &graph) != 0) {
+			fprintf(stderr, "fakeapp: the graph capture was invalidated\n");
+			return 3;
+		}
+		sync();
+		printf("done %lld\n", (long long)now_ns());
+		return 0;
 	}
 	for (int i = 0; i < count; i++) {
 		int r;

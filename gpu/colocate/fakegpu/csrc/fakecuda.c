@@ -20,6 +20,11 @@ typedef struct {
 } fake_event;
 
 static int64_t busy_until[64];
+/* Graph capture, as the real driver's global mode has it: a stream capturing records launches
+ * instead of running them, and an event query anywhere while a capture is open invalidates it
+ * (its end then fails). */
+static int capturing[64];
+static int captures_open, capture_invalidated;
 
 static int64_t now_ns(void)
 {
@@ -40,6 +45,8 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
 			unsigned smem, void *s, void **p, void **e)
 {
 	(void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)smem, (void)p, (void)e;
+	if (capturing[(uintptr_t)s % 64])
+		return 0; /* recorded into the graph */
 	run_on(s, ((fake_fn *)f)->dur_ns);
 	return 0;
 }
@@ -76,7 +83,40 @@ CUresult cuEventRecord(void *e, void *s)
 	return 0;
 }
 
-CUresult cuEventQuery(void *e) { return now_ns() >= ((fake_event *)e)->at ? 0 : 600; }
+CUresult cuEventQuery(void *e)
+{
+	if (captures_open) {
+		capture_invalidated = 1;
+		return 900; /* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED */
+	}
+	return now_ns() >= ((fake_event *)e)->at ? 0 : 600;
+}
+
+CUresult cuStreamBeginCapture_v2(void *s, int mode)
+{
+	(void)mode;
+	capturing[(uintptr_t)s % 64] = 1;
+	captures_open++;
+	return 0;
+}
+
+CUresult cuStreamEndCapture(void *s, void **graph)
+{
+	capturing[(uintptr_t)s % 64] = 0;
+	captures_open--;
+	*graph = (void *)1;
+	if (capture_invalidated) {
+		capture_invalidated = 0;
+		return 901; /* CUDA_ERROR_STREAM_CAPTURE_INVALIDATED */
+	}
+	return 0;
+}
+
+CUresult cuStreamIsCapturing(void *s, int *status)
+{
+	*status = capturing[(uintptr_t)s % 64];
+	return 0;
+}
 
 CUresult cuEventElapsedTime(float *ms, void *a, void *b)
 {
@@ -153,6 +193,8 @@ CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int version, uint64_t 
 		     {"cuLaunchKernelEx", (void *)cuLaunchKernelEx},
 		     {"cuEventRecord", (void *)cuEventRecord},
 		     {"cuCtxSynchronize", (void *)cuCtxSynchronize},
+		     {"cuStreamBeginCapture", (void *)cuStreamBeginCapture_v2},
+		     {"cuStreamEndCapture", (void *)cuStreamEndCapture},
 		     {"cuGetProcAddress", (void *)cuGetProcAddress_v2}};
 	for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
 		if (strcmp(sym, table[i].name) == 0) {
