@@ -176,25 +176,31 @@ func isFile(p string) bool {
 // fails the test if versitygw can be neither found nor built, or does not come up.
 func Start(t testing.TB) *Gateway {
 	t.Helper()
-	bin, err := Binary()
+	g, stop, err := Launch(t.TempDir())
 	if err != nil {
 		t.Fatal(err.Error())
 	}
-	root := t.TempDir()
-	var lastErr error
-	for range 3 { // the free port may be taken between choosing and binding it
-		port, err := freePort()
-		if err != nil {
-			t.Fatalf("choosing a port for versitygw: %v", err)
-		}
-		g, err := launch(t, bin, root, port)
-		if err == nil {
-			return g
-		}
-		lastErr = err
+	t.Cleanup(stop)
+	return g
+}
+
+// Launch runs a gateway over root with a bucket named "ckpt", outside a test (the benchmarks);
+// stop ends it.
+func Launch(root string) (g *Gateway, stop func(), err error) {
+	bin, err := Binary()
+	if err != nil {
+		return nil, nil, err
 	}
-	t.Fatalf("starting versitygw: %v", lastErr)
-	return nil
+	for range 3 { // the free port may be taken between choosing and binding it
+		port, perr := freePort()
+		if perr != nil {
+			return nil, nil, fmt.Errorf("choosing a port for versitygw: %w", perr)
+		}
+		if g, stop, err = launch(bin, root, port); err == nil {
+			return g, stop, nil
+		}
+	}
+	return nil, nil, fmt.Errorf("starting versitygw: %w", err)
 }
 
 // freePort asks the OS for a port that is free now.
@@ -208,14 +214,14 @@ func freePort() (int, error) {
 }
 
 // launch starts versitygw on port, waits until it answers S3 requests and makes the bucket.
-func launch(t testing.TB, bin, root string, port int) (*Gateway, error) {
+func launch(bin, root string, port int) (*Gateway, func(), error) {
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	var logs syncBuffer
 	cmd := exec.Command(bin, "--port", addr, "--access", AccessKey, "--secret", SecretKey,
 		"--region", "us-east-1", "--quiet", "posix", root)
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("running %s: %w", bin, err)
+		return nil, nil, fmt.Errorf("running %s: %w", bin, err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -224,7 +230,12 @@ func launch(t testing.TB, bin, root string, port int) (*Gateway, error) {
 		<-exited
 	}
 	g := &Gateway{Endpoint: "http://" + addr, Bucket: "ckpt", Dir: root}
-	client := g.Client(t)
+	s, err := g.NewStore("")
+	if err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("making an s3 client: %w", err)
+	}
+	client := s.Client()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -235,17 +246,16 @@ func launch(t testing.TB, bin, root string, port int) (*Gateway, error) {
 		}
 		select {
 		case werr := <-exited:
-			return nil, fmt.Errorf("versitygw exited (%v): %s", werr, logs.String())
+			return nil, nil, fmt.Errorf("versitygw exited (%v): %s", werr, logs.String())
 		default:
 		}
 		if time.Now().After(deadline) {
 			stop()
-			return nil, fmt.Errorf("versitygw at %s did not answer within 30s: %w; output: %s", addr, err, logs.String())
+			return nil, nil, fmt.Errorf("versitygw at %s did not answer within 30s: %w; output: %s", addr, err, logs.String())
 		}
 		time.Sleep(20 * time.Millisecond) // polling for readiness, not waiting on an outcome
 	}
-	t.Cleanup(stop)
-	return g, nil
+	return g, stop, nil
 }
 
 // Client is an SDK client for the gateway, for setup and for poking at objects directly.
@@ -262,6 +272,11 @@ func (g *Gateway) Client(t testing.TB) *s3.Client {
 // allows, so multipart paths run on objects of a few MiB.
 func (g *Gateway) Store(t testing.TB, prefix string) (*store.S3, error) {
 	t.Helper()
+	return g.NewStore(prefix)
+}
+
+// NewStore is Store outside a test.
+func (g *Gateway) NewStore(prefix string) (*store.S3, error) {
 	return store.NewS3(context.Background(), store.S3Options{
 		Bucket: g.Bucket, Prefix: prefix, Endpoint: g.Endpoint, Region: "us-east-1",
 		AccessKeyID: AccessKey, SecretAccessKey: SecretKey, PartSize: store.MinPartSize,
