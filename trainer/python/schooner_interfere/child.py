@@ -36,6 +36,11 @@ def main(argv=None):
     if a.side == "lc":
         print(json.dumps(measure.latency_run(w, json.loads(a.request), device)), flush=True)
         return
+    stop = threading.Event()
+    if a.until_signal:
+        # From the start: a stop during the warm-up or right after "ready" must find them.
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stop.set())
     loop = measure.ThroughputLoop(w, device)
     loop.start()
     loop.ready.wait()
@@ -43,9 +48,6 @@ def main(argv=None):
         raise SystemExit(f"best-effort {a.workload}: {loop.error}")
     print(json.dumps({"ready": True}), flush=True)
     if a.until_signal:
-        stop = threading.Event()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: stop.set())
         while not stop.wait(0.5):
             pass
     else:
