@@ -22,6 +22,22 @@ const (
 // KnownTypes lists every Type in a stable order.
 var KnownTypes = []Type{V100, V100_32, T4, A10G, L4, A100_40, A100_80, H100, H200, GH200}
 
+// ValidName reports whether t can name a GPU type at all: 1 to 64 letters, digits, '-', '_'
+// or '.'. A type schooner has no datasheet for (a GPU known only from its profile, such as
+// Sailor's RTX-3090) is valid by name; Known says whether schooner also has its figures.
+func ValidName(t Type) bool {
+	if len(t) == 0 || len(t) > 64 {
+		return false
+	}
+	for _, r := range t {
+		ok := r == '-' || r == '_' || r == '.' || (r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z')
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // Known reports whether t is one of KnownTypes.
 func Known(t Type) bool {
 	for _, k := range KnownTypes {

@@ -88,8 +88,19 @@ func printEstimate(out io.Writer, p *planner.Plan, m *planner.ModelProfile, est 
 	fmt.Fprintf(tw, "cost\t$%.4f per iteration\t($%.4f GPUs + $%.4f egress), $%.2f per hour of GPUs\n",
 		est.USDPerIteration, est.USDPerIteration-est.EgressUSDPerIteration, est.EgressUSDPerIteration, est.USDPerHour)
 	memory := "every replica fits"
-	if !est.Fits {
+	unchecked := 0
+	for _, se := range est.Stages {
+		if se.MemLimitBytes <= 0 {
+			unchecked++
+		}
+	}
+	switch {
+	case !est.Fits:
 		memory = "OUT OF MEMORY: some replica needs more than its GPU has (see FITS below)"
+	case unchecked == len(est.Stages):
+		memory = "unchecked: no stage's GPU has a datasheet here (a type known by its profile alone); peak memory is predicted below"
+	case unchecked > 0:
+		memory = fmt.Sprintf("fits where checked; %d of %d stages unchecked (GPU without a datasheet)", unchecked, len(est.Stages))
 	}
 	fmt.Fprintf(tw, "memory\t%s\n", memory)
 	_ = tw.Flush()

@@ -68,8 +68,8 @@ func checkModel(m *planner.ModelProfile) error {
 	}
 	for _, g := range sortedKeys(m.Compute) {
 		c := m.Compute[g]
-		if !gpu.Known(g) {
-			add("compute: unknown GPU type %q (known: %v)", g, gpu.KnownTypes)
+		if !gpu.ValidName(g) {
+			add("compute: %q is not a GPU type name (letters, digits, '-', '_', '.'; e.g. %v)", g, gpu.KnownTypes)
 		}
 		if c == nil {
 			add("compute %s is null", g)
@@ -115,8 +115,8 @@ func checkNetwork(n *planner.Network) error {
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	checkLinks := func(kind string, m map[gpu.Type]map[int]planner.Link) {
 		for _, g := range sortedKeys(m) {
-			if !gpu.Known(g) {
-				add("%s: unknown GPU type %q", kind, g)
+			if !gpu.ValidName(g) {
+				add("%s: %q is not a GPU type name", kind, g)
 			}
 			for _, c := range sortedKeys(m[g]) {
 				if c <= 0 {

@@ -105,9 +105,9 @@ func TestReadModelBadInput(t *testing.T) {
 		{name: "compute without memory", edit: func(m *planner.ModelProfile) {
 			m.Compute[gpu.A100_40].Times[4] = m.Compute[gpu.A100_40].Times[1]
 		}, want: []string{"compute A100-40 has tp 4, mem does not"}},
-		{name: "unknown GPU", edit: func(m *planner.ModelProfile) {
-			m.Compute["RTX-9090"] = &planner.Compute{Times: m.Compute[gpu.A100_40].Times}
-		}, want: []string{`unknown GPU type "RTX-9090"`}},
+		{name: "not a GPU type name", edit: func(m *planner.ModelProfile) {
+			m.Compute["RTX 9090"] = &planner.Compute{Times: m.Compute[gpu.A100_40].Times}
+		}, want: []string{`"RTX 9090" is not a GPU type name`}},
 		{name: "no name, no seq_len, no mem", edit: func(m *planner.ModelProfile) {
 			m.Name, m.SeqLen, m.Mem, m.Compute = "", 0, nil, nil
 		}, want: []string{"model has no name", "seq_len must be positive", "mem is empty"}},
@@ -163,7 +163,7 @@ func TestReadNetworkBadInput(t *testing.T) {
 		"malformed":      {`{"format": "schooner.network-profile/v1", "zones": {`, "malformed JSON"},
 		"wrong format":   {`{"format": "schooner.model-profile/v1"}`, `want "schooner.network-profile/v1"`},
 		"negative peak":  {`{"format": "schooner.network-profile/v1", "inter_node": {"A100-40": {"1": {"coeffs": [0,0,1], "peak_bps": -5}}}}`, "inter_node A100-40 1 GPUs per node: peak_bps is -5"},
-		"unknown gpu":    {`{"format": "schooner.network-profile/v1", "intra_node": {"RTX-2080": {"2": {"coeffs": [0,0,1]}}}}`, `intra_node: unknown GPU type "RTX-2080"`},
+		"bad gpu name":   {`{"format": "schooner.network-profile/v1", "intra_node": {"RTX 2080/x": {"2": {"coeffs": [0,0,1]}}}}`, `intra_node: "RTX 2080/x" is not a GPU type name`},
 		"bad count":      {`{"format": "schooner.network-profile/v1", "intra_node": {"A100-40": {"0": {"coeffs": [0,0,1]}}}}`, "GPUs per node 0 is not positive"},
 		"negative price": {`{"format": "schooner.network-profile/v1", "egress": {"a": {"b": -1}}, "egress_inter_zone": -2}`, "egress a -> b is -1"},
 	} {

@@ -36,18 +36,19 @@ var sailorGPUs = map[string]gpu.Type{
 	"GH-96":   gpu.GH200,
 }
 
-// sailorSkippedGPUs are GPU types Sailor profiled that no cloud schooner uses offers.
-var sailorSkippedGPUs = map[string]bool{"RTX-2080": true, "RTX-3090": true, "Titan-RTX": true}
-
-// sailorGPU maps a Sailor GPU name to a schooner type; schooner's own names pass through.
+// sailorGPU maps a Sailor GPU name to a schooner type: Sailor's names for GPUs schooner has a
+// datasheet for map to schooner's, schooner's own names pass through, and any other valid
+// name (RTX-2080, RTX-3090, Titan-RTX) is a type of its own, known by its profile alone.
 func sailorGPU(name string) (gpu.Type, bool) {
 	if t, ok := sailorGPUs[name]; ok {
 		return t, true
 	}
-	if gpu.Known(gpu.Type(name)) {
-		return gpu.Type(name), true
-	}
-	return "", false
+	return gpu.Type(name), gpu.ValidName(gpu.Type(name))
+}
+
+// profileOnlyNote is what the import says of a GPU type schooner has no datasheet for.
+func profileOnlyNote(file string, g gpu.Type) string {
+	return fmt.Sprintf("%s: %s has no datasheet in schooner: imported by its profile alone (simulated from the measured times; memory is predicted, its capacity not checked)", file, g)
 }
 
 // sailorArchitecture is the model Sailor actually profiled under name, which Load uses to
@@ -101,7 +102,8 @@ func dirSource(dir string) sailorSource {
 // ImportSailor reads Sailor's model data as laid out in its repository, dir being the folder
 // that holds Planner/ and providers/: memory from Planner/llm_info.json, measured compute
 // from Planner/sailor_planner/profiles/<model>/<gpu>/profile.json. GPU directories map to
-// schooner's types (GH-96 is GH200-96); RTX-2080, RTX-3090 and Titan-RTX are skipped. See
+// schooner's types (GH-96 is GH200-96); GPUs schooner has no datasheet for (RTX-2080, RTX-3090,
+// Titan-RTX) are imported under their own names, known by their profiles alone. See
 // ImportSailorWithNotes for what is skipped or filled in.
 func ImportSailor(dir string) (map[string]*planner.ModelProfile, error) {
 	models, _, err := ImportSailorWithNotes(dir)
@@ -109,7 +111,7 @@ func ImportSailor(dir string) (map[string]*planner.ModelProfile, error) {
 }
 
 // ImportSailorWithNotes is ImportSailor, also returning a note for everything it skipped or
-// filled in: profiles of GPUs schooner does not offer; profiles whose layer count differs
+// filled in: GPUs imported by profile alone; profiles whose layer count differs
 // from llm_info.json's (Sailor's GPT-Neo-2.7/GH-96 is a copy of OPT-350's); memory for TP
 // degrees a profile has but llm_info.json lacks, computed with TransformerMem when the
 // model's architecture is known (else those entries are dropped).
@@ -169,12 +171,11 @@ func importSailorModels(src sailorSource) (map[string]*planner.ModelProfile, []s
 			rel := path.Join(sailorProfiles, me.Name(), ge.Name(), "profile.json")
 			g, ok := sailorGPU(ge.Name())
 			if !ok {
-				why := "unknown GPU type"
-				if sailorSkippedGPUs[ge.Name()] {
-					why = "not a cloud GPU schooner offers"
-				}
-				notes = append(notes, fmt.Sprintf("%s: %s, skipped", src.name(rel), why))
+				notes = append(notes, fmt.Sprintf("%s: %q is not a GPU type name, skipped", src.name(rel), ge.Name()))
 				continue
+			}
+			if !gpu.Known(g) {
+				notes = append(notes, profileOnlyNote(src.name(rel), g))
 			}
 			c, layers, err := sailorCompute(src, rel, g)
 			if err != nil {

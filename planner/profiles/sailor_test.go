@@ -41,8 +41,8 @@ func TestImportSailorEqualsBundle(t *testing.T) {
 
 	joined := strings.Join(notes, "\n")
 	assert.Contains(t, joined, "GPT-Neo-2.7/GH-96/profile.json: 26 layers")
-	for _, skipped := range []string{"RTX-2080", "RTX-3090", "Titan-RTX"} {
-		assert.Contains(t, joined, skipped+"/profile.json: not a cloud GPU schooner offers, skipped")
+	for _, g := range []string{"RTX-2080", "RTX-3090", "Titan-RTX"} {
+		assert.Contains(t, joined, g+"/profile.json: "+g+" has no datasheet in schooner: imported by its profile alone")
 	}
 	assert.Contains(t, joined, "OPT-30/V100-16/profile.json: tp 8 has no memory")
 }
@@ -57,7 +57,7 @@ func TestBundledModels(t *testing.T) {
 		layers, seq int
 		gpus        []gpu.Type
 	}{
-		"OPT-350":     {26, 2048, []gpu.Type{gpu.A100_40, gpu.A100_80, gpu.V100, gpu.GH200}},
+		"OPT-350":     {26, 2048, []gpu.Type{gpu.A100_40, gpu.A100_80, gpu.V100, gpu.GH200, "RTX-2080", "RTX-3090", "Titan-RTX"}},
 		"GPT-Neo-2.7": {34, 2048, []gpu.Type{gpu.A100_40, gpu.A100_80, gpu.V100}},
 		"LLAMA-3-8":   {35, 8192, []gpu.Type{gpu.A100_40, gpu.V100, gpu.GH200}},
 		"OPT-30":      {50, 2048, []gpu.Type{gpu.A100_40, gpu.V100, gpu.GH200}},
@@ -99,8 +99,9 @@ func TestBundledNetwork(t *testing.T) {
 	_, n, err := Bundled()
 	require.NoError(t, err)
 	require.NoError(t, checkNetwork(n))
-	assert.ElementsMatch(t, []gpu.Type{gpu.A100_40, gpu.A100_80, gpu.V100, gpu.GH200}, mapKeys(n.IntraNode))
-	assert.ElementsMatch(t, []gpu.Type{gpu.A100_40, gpu.A100_80, gpu.V100, gpu.GH200}, mapKeys(n.InterNode))
+	measured := []gpu.Type{gpu.A100_40, gpu.A100_80, gpu.V100, gpu.GH200, "RTX-2080", "RTX-3090", "Titan-RTX"}
+	assert.ElementsMatch(t, measured, mapKeys(n.IntraNode))
+	assert.ElementsMatch(t, measured, mapKeys(n.InterNode))
 	assert.Equal(t, 248876169884.0839, n.IntraNode[gpu.A100_40][2].PeakBps)
 	assert.Equal(t, 22934533176.529446, n.InterNode[gpu.GH200][1].PeakBps)
 
@@ -117,16 +118,21 @@ func TestBundledNetwork(t *testing.T) {
 	_, same := n.Egress["us-central1-a"]["us-central1-a"]
 	assert.False(t, same, "same-zone prices are implicit")
 
-	// The defaults copy Sailor's fits exactly.
+	// The defaults copy Sailor's fits exactly for the types schooner offers (a type known by
+	// its profile alone has its links in the imported network only).
 	def := planner.DefaultNetwork()
 	for g, byCount := range n.IntraNode {
 		for c, l := range byCount {
-			assert.Equal(t, l, def.IntraNode[g][c], "intra %s %d", g, c)
+			if gpu.Known(g) {
+				assert.Equal(t, l, def.IntraNode[g][c], "intra %s %d", g, c)
+			}
 		}
 	}
 	for g, byCount := range n.InterNode {
 		for c, l := range byCount {
-			assert.Equal(t, l, def.InterNode[g][c], "inter %s %d", g, c)
+			if gpu.Known(g) {
+				assert.Equal(t, l, def.InterNode[g][c], "inter %s %d", g, c)
+			}
 		}
 	}
 	assert.Equal(t, n.Zones["us-central1-a"]["us-central1-b"], def.InterZone)
@@ -270,4 +276,24 @@ func mapKeys[K comparable, V any](m map[K]V) []K {
 		out = append(out, k)
 	}
 	return out
+}
+
+// A GPU type schooner has no datasheet for is simulated from its profile alone: the plan
+// runs, its times come from Sailor's RTX measurements, its memory is predicted and unchecked.
+func TestPlanOnGPUsKnownByProfileAloneSimulates(t *testing.T) {
+	t.Parallel()
+	models, net, err := Bundled()
+	require.NoError(t, err)
+	p, err := planner.ParsePlan([]byte(`{"model": "OPT-350", "global_batch": 64, "micro_batch": 2, "stages": [
+		{"first_layer": 0, "last_layer": 12, "replicas": [{"gpu": "RTX-3090", "tp": 1, "zone": "us-central1-a", "region": "us-central1", "gpus_per_node": 2}]},
+		{"first_layer": 13, "last_layer": 25, "replicas": [{"gpu": "Titan-RTX", "tp": 1, "zone": "us-central1-a", "region": "us-central1", "gpus_per_node": 2}]}]}`))
+	require.NoError(t, err)
+	est, err := planner.Simulate(p, models["OPT-350"], net)
+	require.NoError(t, err)
+	assert.Greater(t, est.IterTime, 0.0)
+	assert.False(t, est.Derived, "measured times, not datasheet-derived ones")
+	for i, st := range est.Stages {
+		assert.Zero(t, st.MemLimitBytes, "stage %d: no datasheet, no capacity", i)
+		assert.Greater(t, st.PeakMemBytes, 0.0, "stage %d: memory still predicted", i)
+	}
 }
