@@ -53,6 +53,24 @@ func compareAll(ms []measurement, dir string) ([]row, error) {
 
 // compare builds the plan the trainer ran, every replica on one 8-GPU machine type in one
 // place, and simulates it.
+// planOf is the plan the measured configuration ran: its stages, each with DP replicas of
+// the measured GPU type on one machine.
+func planOf(m *measurement, model string) (*planner.Plan, error) {
+	g := gpu.Type(m.GPUType)
+	if !gpu.Known(g) {
+		return nil, fmt.Errorf("unknown gpu_type %q (known: %v)", m.GPUType, gpu.KnownTypes)
+	}
+	p := &planner.Plan{Model: model, GlobalBatch: m.GlobalBatch, MicroBatch: m.MicroBatch}
+	for _, s := range m.Stages {
+		st := planner.Stage{FirstLayer: s.First, LastLayer: s.End - 1}
+		for j := 0; j < m.DP; j++ {
+			st.Replicas = append(st.Replicas, planner.Replica{GPU: g, TP: m.TP, Zone: "local", Region: "local", GPUsPerNode: 8})
+		}
+		p.Stages = append(p.Stages, st)
+	}
+	return p, nil
+}
+
 func compare(m *measurement, prof *planner.ModelProfile, net *planner.Network) (row, error) {
 	if want := m.Layers + 2; prof.NumLayers() != want {
 		return row{}, fmt.Errorf("the profile of %s has %d layers, the measurement %d (embedding, %d blocks, head)",
@@ -61,17 +79,9 @@ func compare(m *measurement, prof *planner.ModelProfile, net *planner.Network) (
 	if m.SeqLen > 0 && prof.SeqLen != m.SeqLen {
 		return row{}, fmt.Errorf("the profile of %s is for sequence length %d, the measurement ran %d", prof.Name, prof.SeqLen, m.SeqLen)
 	}
-	g := gpu.Type(m.GPUType)
-	if !gpu.Known(g) {
-		return row{}, fmt.Errorf("unknown gpu_type %q (known: %v)", m.GPUType, gpu.KnownTypes)
-	}
-	p := &planner.Plan{Model: prof.Name, GlobalBatch: m.GlobalBatch, MicroBatch: m.MicroBatch}
-	for _, s := range m.Stages {
-		st := planner.Stage{FirstLayer: s.First, LastLayer: s.End - 1}
-		for j := 0; j < m.DP; j++ {
-			st.Replicas = append(st.Replicas, planner.Replica{GPU: g, TP: m.TP, Zone: "local", Region: "local", GPUsPerNode: 8})
-		}
-		p.Stages = append(p.Stages, st)
+	p, err := planOf(m, prof.Name)
+	if err != nil {
+		return row{}, err
 	}
 	est, err := planner.Simulate(p, prof, net)
 	if err != nil {

@@ -37,6 +37,7 @@ func run(args []string, out io.Writer) error {
 	profilesDir := fs.String("profiles", "", "profiles directory written by schooner_train.profile (one file per model)")
 	measured := fs.String("measured", "", "JSON lines of measured configurations written by schooner_train.train --measure-out")
 	markdown := fs.Bool("markdown", false, "print a Markdown table")
+	casesOut := fs.String("cases-out", "", "also write each measured configuration as a bench/planaccuracy case into this directory")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -46,6 +47,11 @@ func run(args []string, out io.Writer) error {
 	ms, err := readMeasurements(*measured)
 	if err != nil {
 		return err
+	}
+	if *casesOut != "" {
+		if err := writeCases(ms, *casesOut); err != nil {
+			return err
+		}
 	}
 	rows, err := compareAll(ms, *profilesDir)
 	if err != nil {
