@@ -14,7 +14,8 @@
 //	 "plan": { ...a plan... },
 //	 "measured": {"iter_seconds": 1.92, "peak_mem_bytes": [2.1e10, 1.9e10]}}
 //
-// peak_mem_bytes has one entry per stage (the largest over the stage's GPUs) or is left out.
+// peak_mem_bytes has one entry per stage (the largest over the stage's GPUs) or is left out
+// (the format is planner/calibrate's, which fits a profile to such cases).
 package main
 
 import (
@@ -30,22 +31,12 @@ import (
 	"strings"
 
 	"github.com/schooner-ml/schooner/planner"
+	"github.com/schooner-ml/schooner/planner/calibrate"
 	"github.com/schooner-ml/schooner/planner/profiles"
 )
 
 // goalPercent is the median absolute error the simulator should stay within (issue 20).
 const goalPercent = 5.0
-
-// Case is one measured plan.
-type Case struct {
-	Name     string          `json:"name"`
-	Source   string          `json:"source,omitempty"`
-	Plan     json.RawMessage `json:"plan"`
-	Measured struct {
-		IterSeconds  float64   `json:"iter_seconds"`
-		PeakMemBytes []float64 `json:"peak_mem_bytes,omitempty"`
-	} `json:"measured"`
-}
 
 // Row is one case's outcome: the relative errors (predicted / measured − 1), or why none.
 type Row struct {
@@ -94,14 +85,10 @@ func run(args []string, out io.Writer) error {
 
 // Evaluate simulates every case under dir.
 func Evaluate(dir, profilesDir string) ([]Row, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	files, err := calibrate.CaseFiles(dir)
 	if err != nil {
 		return nil, err
 	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("no case files (*.json) in %s", dir)
-	}
-	slices.Sort(files)
 	net, err := profiles.LoadNetwork(profilesDir)
 	if err != nil {
 		return nil, fmt.Errorf("loading the network profile, %w", err)
@@ -116,46 +103,33 @@ func Evaluate(dir, profilesDir string) ([]Row, error) {
 
 func evaluate(file, profilesDir string, net *planner.Network, models map[string]*planner.ModelProfile) Row {
 	row := Row{Case: filepath.Base(file)}
-	fail := func(format string, args ...any) Row {
-		row.Error = fmt.Sprintf(format, args...)
-		return row
-	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return fail("%v", err)
-	}
-	var c Case
-	if err := json.Unmarshal(data, &c); err != nil {
-		return fail("not a case file: %v", err)
-	}
+	c, err := calibrate.ReadCaseFile(file)
 	if c.Name != "" {
 		row.Case = c.Name
 	}
-	if !(c.Measured.IterSeconds > 0) {
-		return fail("measured.iter_seconds must be positive")
+	if c.Plan != nil {
+		row.GPUs = gpuList(c.Plan)
 	}
-	p, err := planner.ParsePlan(c.Plan)
 	if err != nil {
-		return fail("plan: %v", err)
+		row.Error = err.Error()
+		return row
 	}
-	row.GPUs = gpuList(p)
-	if len(c.Measured.PeakMemBytes) != 0 && len(c.Measured.PeakMemBytes) != len(p.Stages) {
-		return fail("measured.peak_mem_bytes has %d entries for %d stages", len(c.Measured.PeakMemBytes), len(p.Stages))
-	}
-	m, ok := models[p.Model]
+	m, ok := models[c.Plan.Model]
 	if !ok {
-		if m, err = profiles.Load(p.Model, profilesDir); err != nil {
-			return fail("loading the profile of %s: %v", p.Model, err)
+		if m, err = profiles.Load(c.Plan.Model, profilesDir); err != nil {
+			row.Error = fmt.Sprintf("loading the profile of %s: %v", c.Plan.Model, err)
+			return row
 		}
-		models[p.Model] = m
+		models[c.Plan.Model] = m
 	}
-	est, err := planner.Simulate(p, m, net)
+	est, err := planner.Simulate(c.Plan, m, net)
 	if err != nil {
-		return fail("simulating: %v", err)
+		row.Error = fmt.Sprintf("simulating: %v", err)
+		return row
 	}
-	row.Predicted, row.Measured, row.Derived = est.IterTime, c.Measured.IterSeconds, est.Derived
-	row.TimeErr = est.IterTime/c.Measured.IterSeconds - 1
-	for i, meas := range c.Measured.PeakMemBytes {
+	row.Predicted, row.Measured, row.Derived = est.IterTime, c.IterSeconds, est.Derived
+	row.TimeErr = est.IterTime/c.IterSeconds - 1
+	for i, meas := range c.PeakMemBytes {
 		if meas > 0 {
 			row.MemErrs = append(row.MemErrs, est.Stages[i].PeakMemBytes/meas-1)
 		}

@@ -15,6 +15,6 @@ from Sailor's published data or derives from datasheets, and writes it as a prof
 
   schooner profile model --model OPT-350 --mbs 1,2,4 --out profiles/OPT-350.json`,
 	}
-	cmd.AddCommand(newProfileModelCommand())
+	cmd.AddCommand(newProfileModelCommand(), newProfileCalibrateCommand())
 	return cmd
 }

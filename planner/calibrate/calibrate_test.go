@@ -1,0 +1,98 @@
+package calibrate
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/schooner-ml/schooner/gpu"
+	"github.com/schooner-ml/schooner/planner"
+	"github.com/schooner-ml/schooner/planner/profiles"
+)
+
+func plan(t *testing.T, g string, mbs, stages int) *planner.Plan {
+	t.Helper()
+	p := &planner.Plan{Model: "OPT-350", GlobalBatch: 32, MicroBatch: mbs}
+	per := 26 / stages
+	for s := 0; s < stages; s++ {
+		last := (s+1)*per - 1
+		if s == stages-1 {
+			last = 25
+		}
+		p.Stages = append(p.Stages, planner.Stage{FirstLayer: s * per, LastLayer: last,
+			Replicas: []planner.Replica{{GPU: gpu.Type(g), TP: 1, Zone: "us-central1-a", Region: "us-central1", GPUsPerNode: stages}}})
+	}
+	return p
+}
+
+// A cluster whose runs are 20% slower and hold 2 GiB more per GPU than the profile says: the
+// calibration finds both, and the profile then predicts the runs.
+func TestCalibrationFitsOverheadAndComputeFactor(t *testing.T) {
+	m, err := profiles.Load("OPT-350", "")
+	require.NoError(t, err)
+	net, err := profiles.LoadNetwork("")
+	require.NoError(t, err)
+	var cases []Case
+	for i, p := range []*planner.Plan{plan(t, "A100-40", 1, 1), plan(t, "A100-40", 2, 2), plan(t, "A100-40", 4, 2)} {
+		est, err := planner.Simulate(p, m, net)
+		require.NoError(t, err)
+		c := Case{Name: string(rune('a' + i)), Plan: p, IterSeconds: 1.2 * est.IterTime}
+		for _, st := range est.Stages {
+			c.PeakMemBytes = append(c.PeakMemBytes, st.PeakMemBytes+2<<30)
+		}
+		cases = append(cases, c)
+	}
+	res, err := Calibrate(m, net, cases)
+	require.NoError(t, err)
+	assert.InDelta(t, 0.2/1.2, res.Before.Time, 0.01)
+	assert.Less(t, res.After.Time, 0.01)
+	assert.Less(t, res.After.Memory, 0.001)
+	assert.InDelta(t, res.OverheadBefore+2<<30, res.OverheadBytes, 1)
+	assert.Greater(t, res.TimeFactors[gpu.A100_40], 1.2, "compute takes more than 20% to make up the iteration")
+	assert.Contains(t, res.Profile.Compute[gpu.A100_40].Source, "calibrated ×")
+	assert.NotSame(t, m.Compute[gpu.A100_40], res.Profile.Compute[gpu.A100_40], "the input profile is left alone")
+	est, err := planner.Simulate(cases[0].Plan, m, net)
+	require.NoError(t, err)
+	assert.InDelta(t, cases[0].IterSeconds/1.2, est.IterTime, 1e-9)
+}
+
+func TestCalibrationRefusesOtherModelsAndNotesMixedPlans(t *testing.T) {
+	m, err := profiles.Load("OPT-350", "")
+	require.NoError(t, err)
+	net, err := profiles.LoadNetwork("")
+	require.NoError(t, err)
+	other := plan(t, "A100-40", 1, 1)
+	other.Model = "OPT-30"
+	_, err = Calibrate(m, net, []Case{{Name: "x", Plan: other, IterSeconds: 1}})
+	require.ErrorContains(t, err, "a plan of OPT-30")
+
+	mixed := plan(t, "A100-40", 1, 2)
+	mixed.Stages[1].Replicas[0].GPU = gpu.V100
+	res, err := Calibrate(m, net, []Case{{Name: "mixed", Plan: mixed, IterSeconds: 1}})
+	require.NoError(t, err)
+	assert.Contains(t, res.Notes, "case mixed mixes GPU types: used for memory only")
+	assert.Contains(t, res.Notes, "no case measured peak memory: the memory model is unchanged")
+}
+
+func TestReadCaseFileChecksWhatItReads(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+		return p
+	}
+	good := write("good.json", `{"plan": {"model": "OPT-350", "global_batch": 8, "micro_batch": 1, "stages": [{"first_layer": 0, "last_layer": 25,
+		"replicas": [{"gpu": "A100-40", "tp": 1, "zone": "z", "region": "r", "gpus_per_node": 1}]}]}, "measured": {"iter_seconds": 2, "peak_mem_bytes": [1e10]}}`)
+	c, err := ReadCaseFile(good)
+	require.NoError(t, err)
+	assert.Equal(t, "good.json", c.Name)
+	assert.Equal(t, 2.0, c.IterSeconds)
+	_, err = ReadCaseFile(write("t.json", `{"plan": {}, "measured": {}}`))
+	require.ErrorContains(t, err, "iter_seconds must be positive")
+	files, err := CaseFiles(dir)
+	require.NoError(t, err)
+	assert.Len(t, files, 2)
+}
