@@ -100,7 +100,7 @@ status ID' shows it from anywhere.
 	f.IntVar(&pair.Params.EvictAfter, "evict-after", pair.Params.EvictAfter, "throttles in a row before the BE side is evicted")
 	f.StringVar(&mps, "mps", string(colocation.MPSAuto), "run the pair under an MPS daemon of its own: auto (where installed), on, off")
 	f.DurationVar(&pair.BEDelay, "be-delay", 0, "start the BE program this long after the HP program")
-	f.StringVar(&pair.ProfileDir, "profiles", filepath.Join(userCacheDir(), "schooner", "colocate-profiles"), "folder of the kernel profiles kept between runs (hp.tsv, be.tsv)")
+	f.StringVar(&pair.ProfileDir, "profiles", "", "folder of the kernel profiles kept between runs (hp.tsv, be.tsv; default: the cache folder schooner/colocate-profiles of the machine that runs the pair)")
 	f.BoolVar(&pair.WholeGEMMs, "whole-gemms", false, "leave a Python BE program's large matrix products whole (by default they are cut to the budget)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	f.StringVar(&out, "out", "", "also write the result as JSON to this file")
@@ -116,7 +116,7 @@ status ID' shows it from anywhere.
 // newColocationRunner is the runner of `colocate run` and of a node agent with GPUs: a Python
 // BE program's GEMMs are cut to the budget where trainer/python is found.
 func newColocationRunner(log io.Writer) *colocate.Runner {
-	r := &colocate.Runner{}
+	r := &colocate.Runner{ProfileDir: filepath.Join(userCacheDir(), "schooner", "colocate-profiles")}
 	if dir, err := stage.FindPythonPath(); err == nil {
 		r.PythonPath = dir
 	} else {

@@ -30,6 +30,8 @@ type Runner struct {
 	Stdout, Stderr *os.File
 	// StopGrace is how long a side has to end after SIGTERM before SIGKILL (default 10 s).
 	StopGrace time.Duration
+	// ProfileDir keeps kernel profiles between runs for pairs that name no folder of their own.
+	ProfileDir string
 	// PythonPath is trainer/python: where set, a Python BE program starts with its large
 	// matrix products cut to the budget (schooner_colocate/boot/sitecustomize.py) unless the
 	// pair asks for WholeGEMMs.
@@ -44,6 +46,9 @@ func (r *Runner) Run(ctx context.Context, pair colocation.Pair, progress func(co
 	pair = pair.WithDefaults()
 	if err := pair.Validate(); err != nil {
 		return colocation.Result{}, err
+	}
+	if pair.ProfileDir == "" {
+		pair.ProfileDir = r.ProfileDir
 	}
 	base := r.WorkDir
 	if base == "" {
