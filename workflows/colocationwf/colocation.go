@@ -7,7 +7,6 @@ import (
 	"errors"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -71,16 +70,7 @@ func Colocation(ctx workflow.Context, in colocation.Input) (colocation.Result, e
 	return res, nil
 }
 
-// describe is a failed run as a status line: the node unreachable, stuck, or the activity's
-// own message.
+// describe is a failed node activity as a report line (nodeswf.DescribeLongNodeActivity).
 func describe(err error) string {
-	var timeout *temporal.TimeoutError
-	if errors.As(err, &timeout) && timeout.TimeoutType() == enumspb.TIMEOUT_TYPE_HEARTBEAT {
-		return "the node stopped reporting the pair's progress (its GPU or agent is stuck)"
-	}
-	var app *temporal.ApplicationError
-	if errors.As(err, &app) {
-		return app.Message()
-	}
-	return nodeswf.DescribeNodeError(err)
+	return nodeswf.DescribeLongNodeActivity(err, "the node stopped reporting the pair's progress (its GPU or agent is stuck)")
 }

@@ -3,10 +3,8 @@
 package interferencewf
 
 import (
-	"errors"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -59,16 +57,7 @@ func InterferenceStudy(ctx workflow.Context, in interference.StudyInput) (interf
 	return out, nil
 }
 
-// describe is a node's failed study as a report line: unreachable, stuck (no heartbeat), or
-// the activity's own message (no executor, a failed run).
+// describe is a failed node activity as a report line (nodeswf.DescribeLongNodeActivity).
 func describe(err error) string {
-	var timeout *temporal.TimeoutError
-	if errors.As(err, &timeout) && timeout.TimeoutType() == enumspb.TIMEOUT_TYPE_HEARTBEAT {
-		return "the node stopped reporting progress (its GPU or agent is stuck)"
-	}
-	var app *temporal.ApplicationError
-	if errors.As(err, &app) {
-		return app.Message()
-	}
-	return nodeswf.DescribeNodeError(err)
+	return nodeswf.DescribeLongNodeActivity(err, "the node stopped reporting progress (its GPU or agent is stuck)")
 }

@@ -75,3 +75,18 @@ func DescribeNodeError(err error) string {
 	}
 	return err.Error()
 }
+
+// DescribeLongNodeActivity is a failed long-running node activity (one that heartbeats) as a
+// report line: stuck (the heartbeat timeout) says stuck, the activity's own error its message,
+// an unreachable node that it is.
+func DescribeLongNodeActivity(err error, stuck string) string {
+	var timeout *temporal.TimeoutError
+	if errors.As(err, &timeout) && timeout.TimeoutType() == enumspb.TIMEOUT_TYPE_HEARTBEAT {
+		return stuck
+	}
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return app.Message()
+	}
+	return DescribeNodeError(err)
+}
