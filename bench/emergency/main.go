@@ -11,8 +11,10 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -22,7 +24,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -53,25 +54,14 @@ type sizes []int64
 
 func (s *sizes) String() string { return fmt.Sprint(*s) }
 func (s *sizes) Set(v string) error {
-	n, err := parseBytes(v)
+	n, err := store.ParseSize(v)
+	if err == nil && n == 0 {
+		err = fmt.Errorf("size %q: a shard of no bytes measures nothing", v)
+	}
 	if err == nil {
 		*s = append(*s, n)
 	}
 	return err
-}
-
-func parseBytes(v string) (int64, error) {
-	mult := int64(1)
-	for suffix, m := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30} {
-		if n, ok := strings.CutSuffix(v, suffix); ok {
-			v, mult = n, m
-		}
-	}
-	var n int64
-	if _, err := fmt.Sscan(v, &n); err != nil || n <= 0 {
-		return 0, fmt.Errorf("size %q: a positive number of bytes, KiB, MiB or GiB", v)
-	}
-	return n * mult, nil
 }
 
 func main() {
@@ -154,10 +144,7 @@ func measure(gw *s3test.Gateway, run, dir string, n int64, every int, step time.
 	data := make([]byte, n)
 	rng := rand.New(rand.NewPCG(uint64(n), 1))
 	for i := 0; i+8 <= len(data); i += 8 {
-		v := rng.Uint64()
-		for j := range 8 {
-			data[i+j] = byte(v >> (8 * j))
-		}
+		binary.LittleEndian.PutUint64(data[i:], rng.Uint64())
 	}
 
 	raw, err := newStore(gw, "raw-"+run+"/")
@@ -165,7 +152,7 @@ func measure(gw *s3test.Gateway, run, dir string, n int64, every int, step time.
 		return res, err
 	}
 	t0 := time.Now()
-	if err := raw.Put(ctx, "blob", readerAt(data), n, crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli))); err != nil {
+	if err := raw.Put(ctx, "blob", bytes.NewReader(data), n, crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli))); err != nil {
 		return res, fmt.Errorf("raw upload: %w", err)
 	}
 	res.RawUpload = time.Since(t0).Seconds()
@@ -203,9 +190,7 @@ func measure(gw *s3test.Gateway, run, dir string, n int64, every int, step time.
 	if _, err := c.Reserve(ctx, n+(1<<20)); err != nil {
 		return res, err
 	}
-	shard := func() checkpoint.Shard {
-		return checkpoint.Shard{Tensors: []checkpoint.Tensor{{Name: "weights", Layer: 0, DType: checkpoint.Uint8, Shape: []int64{n}, Data: data}}}
-	}
+	shard := checkpoint.Shard{Tensors: []checkpoint.Tensor{{Name: "weights", Layer: 0, DType: checkpoint.Uint8, Shape: []int64{n}, Data: data}}}
 	// The notice arrives halfway through an iteration mid-interval, as a cloud's does: at any
 	// moment, not at the trainer's convenience.
 	noticed := make(chan time.Time, 1)
@@ -230,7 +215,7 @@ func measure(gw *s3test.Gateway, run, dir string, n int64, every int, step time.
 		if p.CheckpointNow {
 			res.NoticeToPoll = time.Since(noticeAt).Seconds()
 			s0 := time.Now()
-			if _, err := c.Save(ctx, it, shard(), nil, true); err != nil {
+			if _, err := c.Save(ctx, it, shard, nil, true); err != nil {
 				return res, err
 			}
 			res.Stall = time.Since(s0).Seconds()
@@ -241,7 +226,7 @@ func measure(gw *s3test.Gateway, run, dir string, n int64, every int, step time.
 			break
 		}
 		if it%int64(every) == 0 {
-			if _, err := c.Save(ctx, it, shard(), nil, false); err != nil {
+			if _, err := c.Save(ctx, it, shard, nil, false); err != nil {
 				return res, err
 			}
 		}
@@ -265,14 +250,4 @@ func median(rs []Result) Result {
 	m.RawUpload = raws[len(raws)/2]
 	m.Ratio = m.NoticeToDurable / m.RawUpload
 	return m
-}
-
-type readerAt []byte
-
-func (b readerAt) ReadAt(p []byte, off int64) (int, error) {
-	if off >= int64(len(b)) {
-		return 0, fmt.Errorf("read at %d past %d bytes", off, len(b))
-	}
-	n := copy(p, b[off:])
-	return n, nil
 }
