@@ -108,11 +108,11 @@ func runtimeLine(st interference.Study, p interference.Pair, dir string) (Line, 
 	if err := lastJSON(filepath.Join(dir, "be.json"), &be); err != nil {
 		return Line{}, err
 	}
-	aloneLC, aloneBE := dedicated(st, p)
-	if aloneLC == nil || aloneBE == nil || aloneLC.P50Ms <= 0 || aloneBE.PerSecond <= 0 {
-		return Line{}, fmt.Errorf("the study has no dedicated run of %s", p)
+	r, err := gi.RowAgainst(st, p, &lc, &be)
+	if err != nil {
+		return Line{}, err
 	}
-	l := Line{Pair: p, Mechanism: "schooner runtime", P50x: lc.P50Ms / aloneLC.P50Ms, P99x: lc.P99Ms / aloneLC.P99Ms, P99Ms: lc.P99Ms, BEShare: be.PerSecond / aloneBE.PerSecond}
+	l := Line{Pair: p, Mechanism: "schooner runtime", P50x: r.LCP50x, P99x: r.LCP99x, P99Ms: r.LCP99Ms, BEShare: r.BEFraction}
 	var res struct {
 		Evicted bool   `json:"evicted"`
 		MPS     bool   `json:"mps"`
@@ -122,23 +122,6 @@ func runtimeLine(st interference.Study, p interference.Pair, dir string) (Line, 
 		l.Note = fmt.Sprintf("MPS %v, BE %s", res.MPS, res.BEState)
 	}
 	return l, nil
-}
-
-func dedicated(st interference.Study, p interference.Pair) (*interference.Latency, *interference.Throughput) {
-	var lc *interference.Latency
-	var be *interference.Throughput
-	for _, r := range st.Runs {
-		if r.Mechanism.Kind != interference.Dedicated {
-			continue
-		}
-		if r.Pair.LC == p.LC && r.LC != nil {
-			lc = r.LC
-		}
-		if r.Pair.BE == p.BE && r.BE != nil {
-			be = r.BE
-		}
-	}
-	return lc, be
 }
 
 // lastJSON decodes the last JSON line of a file (a BE child prints {"ready": true} first); a

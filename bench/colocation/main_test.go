@@ -18,7 +18,16 @@ func TestLinesPutTheRuntimeBesideTheStudysMechanisms(t *testing.T) {
 		Mechanisms: []interference.Mechanism{{Kind: interference.Streams}}}
 	st, err := gi.RunStudy(context.Background(), fake.New(), req, nil)
 	require.NoError(t, err)
-	lc, be := dedicated(st, req.Pairs[0])
+	var lc *interference.Latency
+	var be *interference.Throughput
+	for _, r := range st.Runs {
+		if r.Mechanism.Kind == interference.Dedicated && r.Pair.LC == "decode-chain" {
+			lc = r.LC
+		}
+		if r.Mechanism.Kind == interference.Dedicated && r.Pair.BE == "gemm" {
+			be = r.BE
+		}
+	}
 	require.NotNil(t, lc)
 	require.NotNil(t, be)
 

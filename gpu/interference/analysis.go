@@ -26,37 +26,62 @@ type Row struct {
 // order they were run. A pair whose workloads lack their dedicated runs is an error: a slowdown
 // needs its baseline.
 func Analyze(s interference.Study) ([]Row, error) {
-	aloneLC := map[string]*interference.Latency{}
-	aloneBE := map[string]*interference.Throughput{}
-	for _, r := range s.Runs {
-		if r.Mechanism.Kind != interference.Dedicated {
-			continue
-		}
-		if r.LC != nil {
-			aloneLC[r.Pair.LC] = r.LC
-		}
-		if r.BE != nil {
-			aloneBE[r.Pair.BE] = r.BE
-		}
-	}
+	base := baselinesOf(s)
 	var rows []Row
 	for _, r := range s.Runs {
 		if r.Mechanism.Kind == interference.Dedicated {
 			continue
 		}
-		lc, be := aloneLC[r.Pair.LC], aloneBE[r.Pair.BE]
-		if lc == nil || be == nil {
-			return nil, fmt.Errorf("%s under %s: the study has no dedicated run of %s", r.Pair, r.Mechanism, missing(lc == nil, r.Pair))
+		row, err := base.row(r.Pair, r.LC, r.BE)
+		if err != nil {
+			return nil, fmt.Errorf("%s under %s: %w", r.Pair, r.Mechanism, err)
 		}
-		row := Row{Pair: r.Pair, Mechanism: r.Mechanism, LCP50x: r.LC.P50Ms / lc.P50Ms, LCP99x: r.LC.P99Ms / lc.P99Ms,
-			LCP99Ms: r.LC.P99Ms}
-		if be.PerSecond > 0 {
-			row.BEFraction = r.BE.PerSecond / be.PerSecond
-		}
+		row.Mechanism = r.Mechanism
 		rows = append(rows, row)
 	}
 	markFronts(rows)
 	return rows, nil
+}
+
+// RowAgainst is the row of a pair measured outside the study (schooner's colocation runtime,
+// say: its Mechanism is left zero) against the study's dedicated runs of the same workloads.
+func RowAgainst(s interference.Study, p interference.Pair, lc *interference.Latency, be *interference.Throughput) (Row, error) {
+	return baselinesOf(s).row(p, lc, be)
+}
+
+// baselines are a study's dedicated runs by workload name.
+type baselines struct {
+	lc map[string]*interference.Latency
+	be map[string]*interference.Throughput
+}
+
+func baselinesOf(s interference.Study) baselines {
+	b := baselines{lc: map[string]*interference.Latency{}, be: map[string]*interference.Throughput{}}
+	for _, r := range s.Runs {
+		if r.Mechanism.Kind != interference.Dedicated {
+			continue
+		}
+		if r.LC != nil {
+			b.lc[r.Pair.LC] = r.LC
+		}
+		if r.BE != nil {
+			b.be[r.Pair.BE] = r.BE
+		}
+	}
+	return b
+}
+
+// row is a shared measurement of p against its workloads alone.
+func (b baselines) row(p interference.Pair, lc *interference.Latency, be *interference.Throughput) (Row, error) {
+	aloneLC, aloneBE := b.lc[p.LC], b.be[p.BE]
+	if aloneLC == nil || aloneBE == nil {
+		return Row{}, fmt.Errorf("the study has no dedicated run of %s", missing(aloneLC == nil, p))
+	}
+	row := Row{Pair: p, LCP50x: lc.P50Ms / aloneLC.P50Ms, LCP99x: lc.P99Ms / aloneLC.P99Ms, LCP99Ms: lc.P99Ms}
+	if aloneBE.PerSecond > 0 {
+		row.BEFraction = be.PerSecond / aloneBE.PerSecond
+	}
+	return row, nil
 }
 
 func missing(lc bool, p interference.Pair) string {
