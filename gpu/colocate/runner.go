@@ -65,6 +65,7 @@ func (r *Runner) Run(ctx context.Context, pair colocation.Pair, progress func(co
 	if err != nil {
 		return colocation.Result{}, err
 	}
+	defer os.RemoveAll(work) // the shims' statistics are read into the result before it goes
 	boardDir := work
 	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
 		boardDir = "/dev/shm"
@@ -180,7 +181,7 @@ func (s *supervision) loop(ctx context.Context, hp *sideProcess, startBE func() 
 		if be != nil {
 			be.stop(grace)
 		}
-		s.status(s.board.Snapshot(), Decision{})
+		s.status(s.board.Snapshot())
 		return s.res
 	}
 	for {
@@ -219,9 +220,9 @@ func (s *supervision) loop(ctx context.Context, hp *sideProcess, startBE func() 
 					return finish(), err
 				}
 			}
-			var d Decision
 			if s.sup != nil {
-				d = s.sup.Step(now, snap)
+				d := s.sup.Step(now, snap)
+				s.res.Slowdown = d.Slowdown
 				s.board.SetControl(d.Budget, d.SMLimit, d.State)
 				if d.Reason != "" {
 					s.event("%s", d.Reason)
@@ -233,7 +234,7 @@ func (s *supervision) loop(ctx context.Context, hp *sideProcess, startBE func() 
 					}
 				}
 			}
-			s.status(snap, d)
+			s.status(snap)
 			if s.progress != nil {
 				s.progress(s.res.Status)
 			}
@@ -241,15 +242,13 @@ func (s *supervision) loop(ctx context.Context, hp *sideProcess, startBE func() 
 	}
 }
 
-// status fills the result's status from the board and the window's decision.
-func (s *supervision) status(snap Snapshot, d Decision) {
+// status fills the result's status from the board (the last window's slowdown is set by the
+// loop, from the supervisor's decision).
+func (s *supervision) status(snap Snapshot) {
 	st := &s.res.Status
 	st.Elapsed = time.Since(s.start)
 	st.SMs = snap.SMCount
 	st.HPKernels, st.BEKernels = snap.HPKernels, snap.BEKernels
-	if d.Budget > 0 {
-		st.Slowdown = d.Slowdown
-	}
 	if snap.HPFastest > 0 {
 		st.MeanSlowdown = float64(snap.HPMeasured) / float64(snap.HPFastest)
 	}
