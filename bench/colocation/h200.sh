@@ -26,7 +26,7 @@ log() { echo "$* ($(date -u +%T))" >> "$out/steps.log"; }
 pairflags=""
 for p in $pairs; do pairflags="$pairflags --pair $p"; done
 log "== study"
-timeout "${STUDY_LIMIT:-900}" "$bin" gpu interference run --local $pairflags --requests "$requests" --repeats 3 \
+timeout "${STUDY_LIMIT:-900}" "$bin" gpu interference run --local $pairflags --requests "$requests" --repeats "${REPEATS:-3}" \
   --out "$out/study" ${CPU_TEST:+--cpu-test} > "$out/study.log" 2>&1
 log "   exit $?"
 

@@ -16,17 +16,29 @@ def main(path: str) -> None:
     mean = lambda r: statistics.mean(r["iter_seconds_all"])
     b = mean(base)
     size = base["params"] * 4 / 1e9
-    print(f"model: {base['name']}, {base['params'] / 1e9:.2f} B parameters, checkpoint {size:.1f} GB (fp32 weights), "
-          f"{base['gpu']}, torch {base['torch']}")
+    sized = next((r["checkpoint_bytes"] for r in runs if r.get("checkpoint_bytes")), 0)
+    what = f"{sized / 1e9:.1f} GB per checkpoint ({base.get('checkpoint_state', 'model')} state)" if sized else f"{size:.1f} GB of fp32 weights"
+    print(f"model: {base['name']}, {base['params'] / 1e9:.2f} B parameters, {what}, {base['gpu']}, torch {base['torch']}")
     print()
-    print("| checkpointing | every | iterations measured | mean s/iter | slowdown | checkpoints | stall per checkpoint (median) |")
-    print("|---|---|---|---|---|---|---|")
+    print("| checkpointing | state | every | iterations measured | mean s/iter | slowdown | checkpoints | stall first / steady median / last | back-pressure | GB/s to the agent |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in runs:
         stalls = r.get("checkpoint_stalls") or []
-        stall = f"{statistics.median(stalls):.3f} s" if stalls else "-"
+        if stalls:
+            steady = stalls[1:-1]
+            mid = f"{statistics.median(steady):.3f}" if steady else "–"
+            stall = f"{stalls[0]:.3f} / {mid} / {stalls[-1]:.3f} s"
+        else:
+            stall = "-"
+        back = r.get("checkpoint_backpressure")
+        back = f"{sum(back):.2f} s" if back else "-"
+        handed = r.get("checkpoint_handed_s")
+        rate = "-"
+        if handed and r.get("checkpoint_bytes"):
+            rate = f"{r['checkpoint_bytes'] / statistics.median(handed) / 1e9:.1f}"
         every = r["checkpoint_every"] or "-"
-        print(f"| {r['checkpoint']} | {every} | {len(r['iter_seconds_all'])} | {mean(r):.4f} | "
-              f"{(mean(r) / b - 1) * 100:+.1f}% | {len(stalls)} | {stall} |")
+        print(f"| {r['checkpoint']} | {r.get('checkpoint_state', '-')} | {every} | {len(r['iter_seconds_all'])} | {mean(r):.4f} | "
+              f"{(mean(r) / b - 1) * 100:+.1f}% | {len(stalls)} | {stall} | {back} | {rate} |")
 
 
 if __name__ == "__main__":

@@ -13,9 +13,11 @@
 # accuracy:   profiles four GPT sizes (schooner_train.profile), trains each at micro-batch 1, 2
 #             and 4 (global batch 8) with the reference trainer, and compares the measured
 #             iteration time and peak memory with the planner's simulator (bin/accuracy).
-# checkpoint: a 1.4B-parameter model (fp32, 5.7 GB of weights) trained 100 iterations with no
-#             checkpoint, through the checkpoint agent every 10 and 50 iterations, and with
-#             torch.save (+fsync) to the same disk every 10 and 50 iterations.
+# checkpoint: a 1.4B-parameter model (fp32, 5.7 GB of weights; CKPT_STATE=full adds Adam's
+#             state, 17 GB) trained CKPT_ITERATIONS (100) iterations with no checkpoint, then
+#             every CKPT_EVERY ("10 50") iterations by each of CKPT_METHODS: agent (overlapped
+#             with the next iteration), agent-blocking, torch (torch.save + fsync, same disk)
+#             and async (torch.distributed.checkpoint.async_save, same disk).
 # nvml:       the node agent's NVML inventory against nvidia-smi.
 set -uo pipefail
 part=${1:-all}
@@ -66,23 +68,40 @@ run_accuracy() {
 run_checkpoint() {
   : > "$R/checkpoint.jsonl"
   dims=(--name gpt-1.3b --layers 24 --hidden 2048 --heads 16 --ffn 8192 --vocab 50272 --seq-len 1024)
-  common=(--iterations 100 --warmup 3 --ckpt-state model --measure-out "$R/checkpoint.jsonl")
+  common=(--iterations "${CKPT_ITERATIONS:-100}" --warmup 3 --ckpt-state "${CKPT_STATE:-model}" --measure-out "$R/checkpoint.jsonl")
   export SCHOONER_MICRO_BATCH=4 SCHOONER_GLOBAL_BATCH=8
   disk=${CKPT_DIR:-/var/tmp/schooner-ckpt-bench}
-  rm -rf "$disk"; mkdir -p "$disk/agent" "$disk/torch"
+  rm -rf "$disk"; mkdir -p "$disk/agent" "$disk/torch" "$disk/async"
+  methods=${CKPT_METHODS:-"agent agent-blocking torch async"}
+  # the disk's own sequential write speed, the bound of any checkpoint method here
+  dd if=/dev/zero of="$disk/raw" bs=16M count=256 oflag=direct conv=fsync 2>&1 | tail -1 | tee "$R/disk.txt"
+  rm -f "$disk/raw"
   SCHOONER_CHECKPOINT_EVERY=0 python3 -m schooner_train.train "${dims[@]}" "${common[@]}" > "$R/ckpt-none.log" 2>&1
-  for every in 10 50; do
-    bin/schooner-agent ckpt agent --mode local --dir "$disk/agent" --socket /tmp/schooner-ckpt.sock \
-      --max-in-flight 2 --staging-bytes $((12 << 30)) > "$R/agent-$every.log" 2>&1 &
-    agent=$!
-    for _ in $(seq 50); do [ -S /tmp/schooner-ckpt.sock ] && break; sleep 0.2; done
-    SCHOONER_CKPT_SOCKET=/tmp/schooner-ckpt.sock SCHOONER_CHECKPOINT_EVERY=$every \
-      python3 -m schooner_train.train "${dims[@]}" "${common[@]}" > "$R/ckpt-agent-$every.log" 2>&1 || tail -20 "$R/ckpt-agent-$every.log"
-    kill -INT $agent; wait $agent
-    rm -rf "$disk/agent"; mkdir -p "$disk/agent"
-    SCHOONER_CHECKPOINT_EVERY=$every python3 -m schooner_train.train "${dims[@]}" "${common[@]}" --torch-save-dir "$disk/torch" \
-      > "$R/ckpt-torch-$every.log" 2>&1 || tail -20 "$R/ckpt-torch-$every.log"
-    rm -rf "$disk/torch"; mkdir -p "$disk/torch"
+  for every in ${CKPT_EVERY:-10 50}; do
+    for m in $methods; do
+      log="$R/ckpt-$m-$every.log"
+      case $m in
+      agent|agent-blocking)
+        mode=overlap; [ $m = agent-blocking ] && mode=blocking
+        bin/schooner-agent ckpt agent --mode local --dir "$disk/agent" --socket /tmp/schooner-ckpt.sock \
+          --max-in-flight 2 --staging-bytes $((12 << 30)) > "$R/agent-$m-$every.log" 2>&1 &
+        agent=$!
+        for _ in $(seq 50); do [ -S /tmp/schooner-ckpt.sock ] && break; sleep 0.2; done
+        SCHOONER_CKPT_SOCKET=/tmp/schooner-ckpt.sock SCHOONER_CHECKPOINT_EVERY=$every \
+          python3 -m schooner_train.train "${dims[@]}" "${common[@]}" --ckpt-mode $mode > "$log" 2>&1 || tail -20 "$log"
+        kill -INT $agent; wait $agent
+        rm -rf "$disk/agent"; mkdir -p "$disk/agent" ;;
+      torch)
+        SCHOONER_CHECKPOINT_EVERY=$every python3 -m schooner_train.train "${dims[@]}" "${common[@]}" --torch-save-dir "$disk/torch" \
+          > "$log" 2>&1 || tail -20 "$log"
+        rm -rf "$disk/torch"; mkdir -p "$disk/torch" ;;
+      async)
+        SCHOONER_CHECKPOINT_EVERY=$every python3 -m schooner_train.train "${dims[@]}" "${common[@]}" --async-save-dir "$disk/async" \
+          > "$log" 2>&1 || tail -20 "$log"
+        rm -rf "$disk/async"; mkdir -p "$disk/async" ;;
+      *) echo "unknown checkpoint method $m (want agent, agent-blocking, torch, async)" >&2; return 2 ;;
+      esac
+    done
   done
   python3 bench/gpu/checkpoint_table.py "$R/checkpoint.jsonl" | tee "$R/checkpoint.md"
 }

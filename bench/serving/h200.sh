@@ -5,7 +5,7 @@
 # GPU. Starts the Go KV-cache holder on a unix socket, times fetching one replica by each path
 # (chunks, a memory file per fetch, memory lent beforehand), then the failover table (restore
 # against re-prefill and restart) at 2k and 8k context, batch 1 and 8, then 32k context, then
-# the two-process pipeline failover (bench_pipeline). ONLY_PIPELINE=1 runs only the last.
+# the two-process pipeline failover (bench_pipeline). ONLY_PIPELINE=1 runs only the last (PIPELINE_CONTEXTS, PIPELINE_BATCHES: its cases).
 # Each step has its own time limit, so what finished comes back even if a later step runs long.
 set -u
 out=${1:?usage: h200.sh OUTDIR}
@@ -44,11 +44,11 @@ pipeline() { # pipeline NAME SECONDS ARGS...
   echo "   exit $? ($(date -u +%T))" >> "$out/steps.log"
 }
 if [ -n "${ONLY_PIPELINE:-}" ]; then
-  pipeline pipeline-2k8k "${PIPELINE_LIMIT:-420}" --model 8b --contexts 2048,8192 --batches 1,8 --generated 32 --out "$out/pipeline-2k8k.json"
+  pipeline pipeline-2k8k "${PIPELINE_LIMIT:-420}" --model 8b --contexts "${PIPELINE_CONTEXTS:-2048,8192}" --batches "${PIPELINE_BATCHES:-1,8}" --generated 32 --out "$out/pipeline-2k8k.json"
   exit 0
 fi
 step failover-2k8k "${FAILOVER_LIMIT:-240}" --model 8b --contexts 2048,8192 --batches 1,8 --generated 32 --steps 16 --out "$out/failover-2k8k.json"
 [ -n "${ONLY_2K8K:-}" ] && exit 0
 step failover-32k "${LONG_LIMIT:-150}" --model 8b --contexts 32768 --batches 1 --generated 32 --steps 16 --out "$out/failover-32k.json"
 step failover-b32 "${WIDE_LIMIT:-150}" --model 8b --contexts 2048 --batches 32 --generated 32 --steps 16 --out "$out/failover-b32.json"
-pipeline pipeline-2k8k "${PIPELINE_LIMIT:-420}" --model 8b --contexts 2048,8192 --batches 1,8 --generated 32 --out "$out/pipeline-2k8k.json"
+pipeline pipeline-2k8k "${PIPELINE_LIMIT:-420}" --model 8b --contexts "${PIPELINE_CONTEXTS:-2048,8192}" --batches "${PIPELINE_BATCHES:-1,8}" --generated 32 --out "$out/pipeline-2k8k.json"

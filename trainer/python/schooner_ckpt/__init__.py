@@ -9,6 +9,7 @@ from .client import AgentError, Client, Entry, NO_LAYER, NoCheckpoint, Restored
 from .default import default_client
 from .env import Config, config_from_env
 from . import rng
+from .overlap import OverlappedSaver
 from .torch_state import load, load_tensors, prepare, save
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "Entry",
     "NO_LAYER",
     "NoCheckpoint",
+    "OverlappedSaver",
     "Restored",
     "config_from_env",
     "default_client",

@@ -93,8 +93,9 @@ def layout(entries: Sequence[Entry]) -> Tuple[List[Dict[str, Any]], int]:
     return index, size
 
 
-class _SaveBuffer:
-    """The client's shared-memory file, mapped read-write and reused while big enough."""
+class SaveBuffer:
+    """A save's shared-memory file under the agent's directory, mapped read-write; the client
+    keeps one and reuses it while big enough."""
 
     def __init__(self, directory: str, size: int, allocate: bool = False):
         self.path = os.path.join(directory, f"{_SHM_PREFIX}save-{os.getpid()}-{secrets.token_hex(8)}")
@@ -139,11 +140,12 @@ class Client:
             raise ConnectionError(f"connecting to the checkpoint agent at {self.socket_path}: {e}") from e
         self._rfile = self._sock.makefile("rb")
         self._broken: Optional[BaseException] = None
-        self._buf: Optional[_SaveBuffer] = None
+        self._buf: Optional[SaveBuffer] = None
         self.shm_dir: Optional[str] = None
         self.mode: Optional[str] = None
         self.rank: Optional[int] = None
         self.world: Optional[int] = None
+        self.plan: Optional[Dict[str, Any]] = None
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -196,7 +198,22 @@ class Client:
         cfg = config_from_env(self.socket_path, rank, world, plan)
         resp = self._call({"op": "hello", "rank": cfg.rank, "world": cfg.world, "plan": cfg.plan})
         self.shm_dir, self.mode, self.rank, self.world = resp["shm_dir"], resp.get("mode"), cfg.rank, cfg.world
+        self.plan = cfg.plan
         return int(resp.get("latest", -1))
+
+    def sibling(self, timeout: Optional[float] = None) -> "Client":
+        """A second connection to the same agent that speaks for the same rank, for a thread
+        that saves in the background while this one keeps polling (one request at a time per
+        connection)."""
+        if self.rank is None:
+            raise RuntimeError("sibling before hello")
+        c = Client(self.socket_path, self.timeout if timeout is None else timeout)
+        try:
+            c.hello(rank=self.rank, world=self.world, plan=self.plan)
+        except BaseException:
+            c.close()
+            raise
+        return c
 
     def save(
         self,
@@ -225,25 +242,46 @@ class Client:
                 if raw.nbytes != n:
                     raise ValueError(f"tensor {e.name}: {e.dtype} {tuple(e.shape)} needs {n} bytes, data has {raw.nbytes}")
                 buf.mm[off : off + n] = raw
+        return self.save_filled(step, buf, index, extra=extra, emergency=emergency)
+
+    def save_filled(
+        self,
+        step: int,
+        buf: "SaveBuffer",
+        index: List[Dict[str, Any]],
+        extra: Optional[Dict[str, str]] = None,
+        emergency: bool = False,
+    ) -> bool:
+        """Hands the agent a buffer the caller has already filled as index (from layout) says;
+        returns once the agent has copied it out, as save does."""
         req = {"op": "save", "step": int(step), "shm": buf.path, "tensors": index, "emergency": bool(emergency)}
         if extra:
             req["extra"] = {str(k): str(v) for k, v in extra.items()}
         return bool(self._call(req).get("emergency", False))
 
-    def reserve(self, size: int) -> int:
+    def reserve(self, size: int, buffer: bool = True) -> int:
         """Readies everything a save of size bytes needs, ahead of the first save: this
-        client's shared-memory buffer (its pages allocated) and the agent's slots for the rank
-        (space allocated and synced). Returns how many of the agent's slots hold size now."""
+        client's shared-memory buffer (its pages allocated; buffer=False leaves it out, for a
+        caller with buffers of its own) and the agent's slots for the rank (space allocated
+        and synced). Returns how many of the agent's slots hold size now."""
         if self.shm_dir is None:
             raise RuntimeError("reserve before hello")
         slots = int(self._call({"op": "reserve", "bytes": int(size)}).get("slots", 0))
-        self._buffer(size, allocate=True)
+        if buffer:
+            self._buffer(size, allocate=True)
         return slots
 
-    def _buffer(self, size: int, allocate: bool = False) -> _SaveBuffer:
+    def new_buffer(self, size: int, allocate: bool = True) -> "SaveBuffer":
+        """A shared-memory save buffer of size bytes in the agent's directory that the caller
+        owns (and closes), for callers that keep several saves in flight."""
+        if self.shm_dir is None:
+            raise RuntimeError("new_buffer before hello")
+        return SaveBuffer(self.shm_dir, size, allocate)
+
+    def _buffer(self, size: int, allocate: bool = False) -> SaveBuffer:
         if self._buf is None or self._buf.size < size:
             want = max(size + size // 2, 1 << 20)
-            new = _SaveBuffer(self.shm_dir, want, allocate)
+            new = SaveBuffer(self.shm_dir, want, allocate)
             if self._buf is not None:
                 self._buf.close()
             self._buf = new

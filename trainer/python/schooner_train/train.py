@@ -26,6 +26,7 @@ import torch.distributed as dist
 
 from . import layout as layout_mod
 from .arch import add_arch_args, arch_from_args
+from .checkpointing import AgentCheckpoints, AsyncSaveCheckpoints, TorchSaveCheckpoints
 from .model import TP, Stage
 from .pipeline import Neighbours, one_f_one_b
 
@@ -99,7 +100,11 @@ def main(argv=None) -> int:
     p.add_argument("--measure-out", help="append one JSON line of measurements to this file")
     p.add_argument("--ckpt-state", choices=["full", "model"], default="full",
                    help="what a checkpoint holds: model and optimizer (full) or the model only")
+    p.add_argument("--ckpt-mode", choices=["overlap", "blocking"], default="overlap",
+                   help="through the agent: copy from the GPU beside the next iteration (overlap) or hold the loop for it (blocking)")
     p.add_argument("--torch-save-dir", help="checkpoint with torch.save into this directory instead of the agent (a baseline)")
+    p.add_argument("--async-save-dir", help="checkpoint with torch.distributed.checkpoint.async_save into this directory "
+                   "instead of the agent (a baseline; one process)")
     a = p.parse_args(argv)
     arch = arch_from_args(a)
     lay = layout_mod.from_env(arch.planner_layers)
@@ -116,6 +121,8 @@ def main(argv=None) -> int:
         torch.cuda.set_device(device)
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
+    if a.torch_save_dir and a.async_save_dir:
+        raise SystemExit("--torch-save-dir and --async-save-dir are two baselines: give one")
     if lay.world > 1:
         dist.init_process_group("nccl" if cuda else "gloo", rank=lay.rank, world_size=lay.world)
     groups = Groups(lay)
@@ -128,8 +135,8 @@ def main(argv=None) -> int:
         shape=(lay.micro_batch, arch.seq_len, arch.hidden), device=device)
 
     saver = lay.dp_rank == 0 and lay.tp_rank == 0
-    ckpt = None
-    if every > 0 and not a.torch_save_dir and os.environ.get("SCHOONER_CKPT_SOCKET"):
+    ckpt = client = method = None
+    if every > 0 and not (a.torch_save_dir or a.async_save_dir) and os.environ.get("SCHOONER_CKPT_SOCKET"):
         if lay.tp > 1:
             raise SystemExit("checkpointing a TP>1 layout through the agent is not supported by the reference trainer yet")
         import schooner_ckpt
@@ -138,6 +145,12 @@ def main(argv=None) -> int:
         # stage's shard, and every replica restores from it.
         client = schooner_ckpt.Client(timeout=600)
         client.hello(rank=lay.stage, world=lay.pp)
+        if saver:
+            method = AgentCheckpoints(client, overlap=a.ckpt_mode == "overlap")
+    elif every > 0 and saver and a.torch_save_dir:
+        method = TorchSaveCheckpoints(a.torch_save_dir, lay.stage)
+    elif every > 0 and saver and a.async_save_dir:
+        method = AsyncSaveCheckpoints(a.async_save_dir, stage, opt)
     start, last_ckpt = 0, -1
     if restore >= 0:
         if ckpt is None:
@@ -154,9 +167,12 @@ def main(argv=None) -> int:
     times, stalls, losses = [], [], []
     prepare_s = 0.0
     is_report = lay.stage == lay.pp - 1 and lay.dp_rank == 0 and lay.tp_rank == 0
+    # The loop times its own stream: an overlapped checkpoint's copy on the side stream is not
+    # the iteration's work, and whatever of it the next optimizer step must wait for shows up
+    # in that iteration's time.
+    sync = torch.cuda.current_stream().synchronize if cuda else (lambda: None)
     for it in range(start, iterations):
-        if cuda:
-            torch.cuda.synchronize()
+        sync()
         t0 = time.perf_counter()
         mbs = batch(arch, lay, it, seed)
         inputs = [m[:, :-1].to(device, non_blocking=True) for m in mbs]
@@ -167,41 +183,29 @@ def main(argv=None) -> int:
             for prm in stage.parameters():
                 dist.all_reduce(prm.grad, group=groups.dp)
                 prm.grad.div_(lay.dp)
+        if method is not None:
+            method.before_update()
         opt.step()
         opt.zero_grad(set_to_none=False)
         step = it + 1
         stall = 0.0
-        if it == start and ckpt is not None and saver:
-            # After the first step the optimizer holds its state: reserve the save buffer and
+        if it == start and method is not None:
+            # After the first step the optimizer holds its state: reserve the save buffers and
             # the agent's slots for a full checkpoint now, not at the first save. The time is
             # reported apart and kept out of the iteration's.
             p0 = time.perf_counter()
-            ckpt.prepare(checkpoint_state(stage, opt if a.ckpt_state == "full" else None, lay.stage, step), client=client, prefix="")
+            method.prepare(checkpoint_state(stage, opt if a.ckpt_state == "full" else None, lay.stage, step))
             prepare_s = time.perf_counter() - p0
             t0 += prepare_s
         urgent = ckpt is not None and saver and client.poll()["checkpoint_now"]
-        if every > 0 and saver and (a.torch_save_dir or ckpt is not None) and (step % every == 0 or step == iterations or urgent):
-            if cuda:
-                torch.cuda.synchronize()
-            c0 = time.perf_counter()
+        if method is not None and (step % every == 0 or step == iterations or urgent):
             state = checkpoint_state(stage, opt if a.ckpt_state == "full" else None, lay.stage, step)
-            if a.torch_save_dir:
-                # As a careful trainer does: write beside, make it durable, rename over the last.
-                path = os.path.join(a.torch_save_dir, f"stage-{lay.stage}.pt")
-                torch.save(state, path + ".tmp")
-                with open(path + ".tmp", "rb+") as f:
-                    os.fsync(f.fileno())
-                os.replace(path + ".tmp", path)
-                last_ckpt = step
-            elif ckpt is not None:
-                ckpt.save(state, step, client=client, prefix="", emergency=urgent)
-                if step == iterations:
-                    client.wait(step)
-                last_ckpt = step
-            stall = time.perf_counter() - c0
+            stall = method.save(state, step, urgent=urgent, final=step == iterations)
             stalls.append(stall)
-        if cuda:
-            torch.cuda.synchronize()
+        if method is not None:
+            method.poll()
+            last_ckpt = max(last_ckpt, method.last)
+        sync()
         dt = time.perf_counter() - t0
         if it - start >= a.warmup:
             times.append(dt)
@@ -229,12 +233,15 @@ def main(argv=None) -> int:
                "stages": [{"first": f, "end": e} for f, e in lay.stages],
                "iter_seconds": statistics.median(iters) if iters else None, "iter_seconds_all": iters, "losses": mean_loss,
                "peak_mem_bytes": per_stage, "checkpoint_every": every, "checkpoint_stalls": stalls, "checkpoint_prepare_s": prepare_s,
-               "checkpoint": "torch.save" if a.torch_save_dir else ("agent" if ckpt else "none"),
+               "checkpoint": method.name if method is not None else "none", "checkpoint_state": a.ckpt_state,
+               **(method.measures() if method is not None else {}),
                "gpu": torch.cuda.get_device_name(device) if cuda else "cpu", "gpu_type": os.environ.get("SCHOONER_GPU_TYPE", "H200-141"),
                "torch": torch.__version__, "params": sum(q.numel() for q in stage.parameters())}
         with open(a.measure_out, "a") as f:
             f.write(json.dumps(rec) + "\n")
-    if ckpt is not None:
+    if method is not None:
+        method.close()
+    elif client is not None:
         client.close()
     if lay.world > 1:
         dist.barrier()

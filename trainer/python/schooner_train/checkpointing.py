@@ -1,0 +1,171 @@
+"""How the reference trainer checkpoints: through schooner's agent (overlapped with the next
+iteration, or blocking), or with one of the baselines a PyTorch user would pick (torch.save with
+fsync, torch.distributed.checkpoint.async_save). Each method answers the loop the same way:
+prepare once after the first step, before_update() before every optimizer step, save() at a
+checkpoint step (returning the seconds the loop was held), last = the newest step the method has
+made safe (in the agent's hands, or written), close() at the end."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from typing import Any, Dict, Optional
+
+import torch
+import torch.distributed as dist
+
+
+class AgentCheckpoints:
+    """Through the node's checkpoint agent. overlap=True copies beside the next iteration
+    (schooner_ckpt.OverlappedSaver); False holds the loop for the copy (schooner_ckpt.save)."""
+
+    def __init__(self, client, overlap: bool):
+        import schooner_ckpt
+
+        self.ckpt, self.client = schooner_ckpt, client
+        self.saver = schooner_ckpt.OverlappedSaver(client, prefix="") if overlap else None
+        self.name = "agent" if overlap else "agent-blocking"
+        self.last = -1
+
+    def prepare(self, state) -> None:
+        if self.saver is not None:
+            self.saver.prepare(state)
+        else:
+            self.ckpt.prepare(state, client=self.client, prefix="")
+
+    def before_update(self) -> None:
+        if self.saver is not None:
+            self.saver.before_update()
+
+    def save(self, state, step: int, urgent: bool, final: bool) -> float:
+        t0 = time.perf_counter()
+        if self.saver is not None:
+            self.saver.start(state, step, emergency=urgent)
+            if urgent or final:
+                self.saver.flush()
+            self.last = max(self.last, self.saver.accepted)
+        else:
+            self.ckpt.save(state, step, client=self.client, prefix="", emergency=urgent)
+            self.last = step
+        if final:
+            self.client.wait(step)
+        return time.perf_counter() - t0
+
+    def poll(self) -> None:
+        if self.saver is not None:
+            self.last = max(self.last, self.saver.accepted)
+
+    def measures(self) -> Dict[str, Any]:
+        if self.saver is None:
+            return {}
+        s = self.saver.stats
+        return {"checkpoint_backpressure": s.backpressure_s, "checkpoint_handed_s": s.handed_s,
+                "checkpoint_pinned": s.pinned, "checkpoint_bytes": s.bytes}
+
+    def close(self) -> None:
+        if self.saver is not None:
+            self.saver.close()
+        self.client.close()
+
+
+class TorchSaveCheckpoints:
+    """torch.save of the whole state as a careful trainer does it: beside the last, fsync,
+    rename over it. Holds the loop for all of it."""
+
+    name = "torch.save"
+
+    def __init__(self, directory: str, stage_index: int):
+        self.path = os.path.join(directory, f"stage-{stage_index}.pt")
+        self.last = -1
+
+    def prepare(self, state) -> None:
+        pass
+
+    def before_update(self) -> None:
+        pass
+
+    def save(self, state, step: int, urgent: bool, final: bool) -> float:
+        t0 = time.perf_counter()
+        torch.save(state, self.path + ".tmp")
+        with open(self.path + ".tmp", "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(self.path + ".tmp", self.path)
+        self.last = step
+        return time.perf_counter() - t0
+
+    def poll(self) -> None:
+        pass
+
+    def measures(self) -> Dict[str, Any]:
+        return {}
+
+    def close(self) -> None:
+        pass
+
+
+class AsyncSaveCheckpoints:
+    """torch.distributed.checkpoint.async_save, as its documentation shows it: the state dict
+    from get_state_dict, the previous save's future awaited before the next one starts, each
+    step in its own directory (files fsynced by the file-system writer); the older directory
+    is removed once its successor is complete. One process (world of one) only: the baseline
+    of the checkpoint table."""
+
+    name = "async_save"
+
+    def __init__(self, directory: str, model, optimizer):
+        try:
+            import torch.distributed.checkpoint as dcp
+            from torch.distributed.checkpoint.state_dict import get_state_dict
+        except ImportError as e:
+            raise SystemExit(f"--async-save-dir needs torch.distributed.checkpoint with get_state_dict (torch >= 2.2): {e}")
+        if not hasattr(dcp, "async_save"):
+            raise SystemExit(f"--async-save-dir needs torch.distributed.checkpoint.async_save; torch {torch.__version__} has none")
+        if dist.is_initialized():
+            raise SystemExit("--async-save-dir is a one-process baseline; run it with a world of one")
+        # async_save's collectives need a CPU backend even for one process.
+        store = dist.HashStore()
+        dist.init_process_group("cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo", store=store, rank=0, world_size=1)
+        self.dcp, self.get_state_dict = dcp, get_state_dict
+        self.dir, self.model, self.optimizer = directory, model, optimizer
+        self.future: Optional[Any] = None
+        self.pending, self.done_dir = -1, None
+        self.last = -1
+
+    def prepare(self, state) -> None:
+        pass
+
+    def before_update(self) -> None:
+        pass
+
+    def _settle(self) -> None:
+        if self.future is None:
+            return
+        self.future.result()
+        self.future = None
+        if self.done_dir is not None:
+            shutil.rmtree(self.done_dir, ignore_errors=True)
+        self.done_dir = os.path.join(self.dir, f"step-{self.pending}")
+        self.last = self.pending
+
+    def save(self, state, step: int, urgent: bool, final: bool) -> float:
+        t0 = time.perf_counter()
+        self._settle()
+        model_sd, optim_sd = self.get_state_dict(self.model, self.optimizer)
+        self.future = self.dcp.async_save({"model": model_sd, "optimizer": optim_sd, "iteration": step},
+                                          checkpoint_id=os.path.join(self.dir, f"step-{step}"))
+        self.pending = step
+        if final:
+            self._settle()
+        return time.perf_counter() - t0
+
+    def poll(self) -> None:
+        if self.future is not None and self.future.done():
+            self._settle()
+
+    def measures(self) -> Dict[str, Any]:
+        return {}
+
+    def close(self) -> None:
+        self._settle()
+        dist.destroy_process_group()
