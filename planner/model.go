@@ -27,6 +27,12 @@ type Compute struct {
 	// plans using it say so.
 	Derived bool   `json:"derived"`
 	Source  string `json:"source"`
+	// UpdatePerStage says the layers' Update is not each layer's share but the optimizer step
+	// of a whole pipeline stage, repeated in every layer (Sailor's profiles: one value per TP
+	// degree and micro-batch size, the same for every layer). A stage then takes its first
+	// layer's value once, as Sailor's simulator does, instead of the sum over its layers,
+	// which would count the step once per layer.
+	UpdatePerStage bool `json:"update_per_stage,omitempty"`
 	// Times[tp][mbs][layer].
 	Times map[int]map[int][]LayerTime `json:"times"`
 }

@@ -71,10 +71,20 @@ type computeKey struct {
 // computePrefix holds running sums of one (GPU, TP, mbs) profile: fwdbwd[k] is the forward
 // plus backward time of layers 0..k-1 for one microbatch.
 type computePrefix struct {
-	fwdbwd   []float64
-	update   []float64
-	derived  bool
-	memLimit float64 // the GPU's memory; 0 when it has no datasheet
+	fwdbwd         []float64
+	update         []float64
+	updatePerStage bool // Compute.UpdatePerStage
+	derived        bool
+	memLimit       float64 // the GPU's memory; 0 when it has no datasheet
+}
+
+// stageUpdate is the optimizer step of layers first..last: the sum of the layers' steps, or
+// the first layer's value when the profile gives one step per stage (UpdatePerStage).
+func (cp *computePrefix) stageUpdate(first, last int) float64 {
+	if cp.updatePerStage {
+		return cp.update[first+1] - cp.update[first]
+	}
+	return cp.update[last+1] - cp.update[first]
 }
 
 // NewSim prepares simulations of m on n. n may be nil for callers that only want
@@ -108,10 +118,11 @@ func NewSim(m *ModelProfile, n *Network) *Sim {
 					continue // explainCompute reports it if a plan asks for it
 				}
 				cp := &computePrefix{
-					fwdbwd:   make([]float64, len(layers)+1),
-					update:   make([]float64, len(layers)+1),
-					derived:  c.Derived,
-					memLimit: limit,
+					fwdbwd:         make([]float64, len(layers)+1),
+					update:         make([]float64, len(layers)+1),
+					updatePerStage: c.UpdatePerStage,
+					derived:        c.Derived,
+					memLimit:       limit,
 				}
 				for i, l := range layers {
 					cp.fwdbwd[i+1] = cp.fwdbwd[i] + l.Fwd + l.Bwd
@@ -131,14 +142,14 @@ func Simulate(p *Plan, m *ModelProfile, n *Network) (Estimate, error) {
 
 // StageCompute is the time for one microbatch's forward and backward passes through layers
 // first..last on one replica of g at TP degree tp and micro-batch size mbs, and the
-// optimizer step of those layers. TP communication is inside the profiled times. ok is
+// optimizer step of those layers (see Compute.UpdatePerStage). TP communication is inside the profiled times. ok is
 // false when the profile lacks (g, tp, mbs) or the range is outside the model.
 func (s *Sim) StageCompute(g gpu.Type, tp, mbs, first, last int) (fwdbwd, update float64, ok bool) {
 	cp := s.compute[computeKey{gpu: g, tp: tp, mbs: mbs}]
 	if cp == nil || first < 0 || last < first || last >= s.layers {
 		return 0, 0, false
 	}
-	return cp.fwdbwd[last+1] - cp.fwdbwd[first], cp.update[last+1] - cp.update[first], true
+	return cp.fwdbwd[last+1] - cp.fwdbwd[first], cp.stageUpdate(first, last), true
 }
 
 // Simulate predicts what one training iteration of p costs in time, money and memory. It
@@ -212,7 +223,7 @@ pipelines:
 				return Estimate{}, s.explainMissing(i, j, r, mbs)
 			}
 			comp := cp.fwdbwd[st.LastLayer+1] - cp.fwdbwd[st.FirstLayer]
-			update := cp.update[st.LastLayer+1] - cp.update[st.FirstLayer]
+			update := cp.stageUpdate(st.FirstLayer, st.LastLayer)
 
 			comm := gradIn
 			gradIn = 0

@@ -412,3 +412,27 @@ func TestSimIsSafeForConcurrentUse(t *testing.T) {
 		assert.Equal(t, want, <-done)
 	}
 }
+
+func TestSimulateUpdatePerStageCountsTheStepOnce(t *testing.T) {
+	t.Parallel()
+	// Sailor's profiles repeat one stage's optimizer step in every layer: summing it over a
+	// stage's layers would count it once per layer.
+	m := withCompute(toyModel(4, 1e6, 1e6, 1e6), gpu.A100_40, 1, 1, a100Time)
+	p := plan(8, 1,
+		stage(0, 0, replica(gpu.A100_40, 1, "us-central1-a", 4)),
+		stage(1, 3, replica(gpu.A100_40, 1, "us-central1-a", 4)),
+	)
+	summed, err := Simulate(p, m, flatNet(flatLink(1, 0)))
+	require.NoError(t, err)
+	assert.InDelta(t, 1.5*ms, summed.Stages[1].Update, eps, "per-layer steps add up over the stage's three layers")
+
+	m.Compute[gpu.A100_40].UpdatePerStage = true
+	once, err := Simulate(p, m, flatNet(flatLink(1, 0)))
+	require.NoError(t, err)
+	assert.InDelta(t, 0.5*ms, once.Stages[0].Update, eps)
+	assert.InDelta(t, 0.5*ms, once.Stages[1].Update, eps, "a stage's step is counted once, whatever its layers")
+	assert.InDelta(t, summed.IterTime-1*ms, once.IterTime, eps, "the pipeline waits for the slowest stage's step: 0.5 ms, not 1.5 ms")
+	_, u, ok := NewSim(m, nil).StageCompute(gpu.A100_40, 1, 1, 1, 3)
+	require.True(t, ok)
+	assert.InDelta(t, 0.5*ms, u, eps, "the search's view agrees with Simulate")
+}

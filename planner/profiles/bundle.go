@@ -68,7 +68,7 @@ func cloneModel(m *planner.ModelProfile) *planner.ModelProfile {
 		out.Mem[tp] = append([]planner.LayerMem(nil), layers...)
 	}
 	for g, c := range m.Compute {
-		cc := &planner.Compute{GPU: c.GPU, Derived: c.Derived, Source: c.Source, Times: map[int]map[int][]planner.LayerTime{}}
+		cc := &planner.Compute{GPU: c.GPU, Derived: c.Derived, Source: c.Source, UpdatePerStage: c.UpdatePerStage, Times: map[int]map[int][]planner.LayerTime{}}
 		for tp, byMBS := range c.Times {
 			cc.Times[tp] = map[int][]planner.LayerTime{}
 			for mbs, times := range byMBS {

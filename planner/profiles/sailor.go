@@ -336,7 +336,26 @@ func sailorCompute(src sailorSource, rel string, g gpu.Type) (*planner.Compute, 
 	if layers < 0 {
 		return nil, 0, fileErrorf(file, "no microbatch sizes")
 	}
+	c.UpdatePerStage = uniformUpdate(c)
 	return c, layers, nil
+}
+
+// uniformUpdate reports whether every entry of c repeats one optimizer-step time in all its
+// layers: Sailor's profiles do (the step of the profiled stage, not a layer's share: it
+// shrinks with TP but not with the layer count), and its simulator counts it once per stage.
+func uniformUpdate(c *planner.Compute) bool {
+	any := false
+	for _, byMBS := range c.Times {
+		for _, layers := range byMBS {
+			for _, l := range layers[1:] {
+				if l.Update != layers[0].Update {
+					return false
+				}
+			}
+			any = any || layers[0].Update > 0
+		}
+	}
+	return any
 }
 
 // fillMissingMem gives m memory for the TP degrees c has and m lacks, from the model's

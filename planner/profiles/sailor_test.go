@@ -297,3 +297,30 @@ func TestPlanOnGPUsKnownByProfileAloneSimulates(t *testing.T) {
 		assert.Greater(t, st.PeakMemBytes, 0.0, "stage %d: memory still predicted", i)
 	}
 }
+
+func TestSailorUpdateIsOneStepPerStage(t *testing.T) {
+	t.Parallel()
+	models, _, err := Bundled()
+	require.NoError(t, err)
+	c := models["OPT-350"].Compute[gpu.GH200]
+	require.NotNil(t, c)
+	assert.True(t, c.UpdatePerStage, "Sailor's GH200 profile repeats one optimizer step in every layer")
+
+	lt := func(u ...float64) []planner.LayerTime {
+		out := make([]planner.LayerTime, len(u))
+		for i, v := range u {
+			out[i] = planner.LayerTime{Fwd: 1, Bwd: 1, Update: v}
+		}
+		return out
+	}
+	compute := func(layers ...[]planner.LayerTime) *planner.Compute {
+		c := &planner.Compute{Times: map[int]map[int][]planner.LayerTime{1: {}}}
+		for i, l := range layers {
+			c.Times[1][i+1] = l
+		}
+		return c
+	}
+	assert.True(t, uniformUpdate(compute(lt(2, 2, 2), lt(3, 3, 3))), "one value per entry, repeated")
+	assert.False(t, uniformUpdate(compute(lt(2, 2, 2), lt(1, 2, 3))), "per-layer steps in one entry")
+	assert.False(t, uniformUpdate(compute(lt(0, 0, 0))), "no step measured: nothing to count once")
+}
