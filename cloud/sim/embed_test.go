@@ -12,7 +12,7 @@ func TestBundledTracesEqualSharedOnes(t *testing.T) {
 	bundled, err := BundledTraces()
 	require.NoError(t, err)
 	require.Len(t, bundled, 3)
-	shared, err := LoadSkyPilotDir(filepath.Join(traceDir, "16-node", BundledTraceSet))
+	shared, _, err := LoadSkyPilotDir(filepath.Join(traceDir, "16-node", BundledTraceSet))
 	require.NoError(t, err)
 	for key, tr := range shared {
 		b, ok := bundled[key]

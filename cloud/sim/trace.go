@@ -132,11 +132,14 @@ func parseTrace(data []byte) (*Trace, error) {
 	if len(trimmed) == 0 {
 		return nil, fmt.Errorf("%w: empty file", ErrBadTrace)
 	}
+	// The parsers get the file as it is (but for a byte-order mark), so that the lines their
+	// errors name are the file's.
+	body := bytes.TrimPrefix(data, []byte("\ufeff"))
 	switch trimmed[0] {
 	case '{':
-		return parseSkyPilot(trimmed)
+		return parseSkyPilot(body)
 	case '[':
-		return parseSailor(trimmed)
+		return parseSailor(body)
 	}
 	return nil, fmt.Errorf("%w: not JSON (expected an object or an array)", ErrBadTrace)
 }
@@ -149,7 +152,7 @@ func parseSkyPilot(data []byte) (*Trace, error) {
 		Data *[]float64 `json:"data"`
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("%w: skypilot format: %v", ErrBadTrace, err)
+		return nil, fmt.Errorf("%w: skypilot format: %s", ErrBadTrace, jsonError(data, err))
 	}
 	switch {
 	case doc.Metadata == nil || doc.Metadata.GapSeconds == nil:
@@ -179,7 +182,7 @@ func parseSailor(data []byte) (*Trace, error) {
 		GPUs *float64 `json:"GPUs"`
 	}
 	if err := json.Unmarshal(data, &rows); err != nil {
-		return nil, fmt.Errorf("%w: sailor format: %v", ErrBadTrace, err)
+		return nil, fmt.Errorf("%w: sailor format: %s", ErrBadTrace, jsonError(data, err))
 	}
 	if len(rows) == 0 {
 		return nil, fmt.Errorf("%w: sailor format: empty list", ErrBadTrace)
@@ -203,6 +206,27 @@ func parseSailor(data []byte) (*Trace, error) {
 		t.Steps[i] = Step{At: seconds(*r.Time), Count: n}
 	}
 	return t, nil
+}
+
+// jsonError is a decoding error with the line and column it happened at, when the decoder
+// says where: a trace of a hundred thousand entries is not searched by byte offset.
+func jsonError(data []byte, err error) string {
+	var offset int64 = -1
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		offset = syn.Offset
+	case errors.As(err, &typ):
+		offset = typ.Offset
+	}
+	if offset < 0 || offset > int64(len(data)) {
+		return err.Error()
+	}
+	before := data[:offset]
+	line := bytes.Count(before, []byte("\n")) + 1
+	col := int(offset) - (bytes.LastIndexByte(before, '\n') + 1)
+	return fmt.Sprintf("line %d, column %d: %v", line, max(col, 1), err)
 }
 
 // count accepts a JSON number that is a whole, non-negative count.

@@ -115,8 +115,9 @@ func TestLoadRealTrace(t *testing.T) {
 }
 
 func TestLoadSkyPilotDir(t *testing.T) {
-	traces, err := LoadSkyPilotDir(sharedTraces(t, "16-node/aws-08-27-2023"))
+	traces, skipped, err := LoadSkyPilotDir(sharedTraces(t, "16-node/aws-08-27-2023"))
 	require.NoError(t, err)
+	assert.Empty(t, skipped)
 	assert.Len(t, traces, 3)
 	for _, zone := range []string{"us-east-2b", "us-west-2a", "us-west-2c"} {
 		tr := traces[Key{Zone: zone, InstanceType: "p3.2xlarge"}]
@@ -125,7 +126,8 @@ func TestLoadSkyPilotDir(t *testing.T) {
 	}
 
 	var cfg Config
-	require.NoError(t, cfg.AttachSkyPilotDir(sharedTraces(t, "1-node/aws-02-15-2023")))
+	_, err = cfg.AttachSkyPilotDir(sharedTraces(t, "1-node/aws-02-15-2023"))
+	require.NoError(t, err)
 	assert.Len(t, cfg.Capacity, 9)
 	cfg.Providers = []string{"aws"}
 	m := newMarket(t, cfg)
@@ -140,34 +142,55 @@ func TestLoadSkyPilotDirErrors(t *testing.T) {
 	}
 	good := `{"metadata": {"gap_seconds": 60}, "data": [1]}`
 
+	// A GPU the simulated catalog has no instance type for is left out and named; only a
+	// directory with nothing else is refused.
 	dir := t.TempDir()
 	write(dir, "us-east-1a_k80_1.json", good)
-	_, err := LoadSkyPilotDir(dir)
+	_, skipped, err := LoadSkyPilotDir(dir)
 	assert.ErrorContains(t, err, "no instance type for k80 x1")
 	assert.ErrorContains(t, err, "us-east-1a_k80_1.json")
+	assert.Len(t, skipped, 1)
+	write(dir, "us-east-1a_v100_1.json", good)
+	traces, skipped, err := LoadSkyPilotDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, traces, 1)
+	require.Len(t, skipped, 1)
+	assert.Contains(t, skipped[0], "us-east-1a_k80_1.json")
 
 	dir = t.TempDir()
 	write(dir, "us-east-1a.json", good)
-	_, err = LoadSkyPilotDir(dir)
+	_, _, err = LoadSkyPilotDir(dir)
 	assert.ErrorContains(t, err, "is not <zone>_<gpu>_<count>.json")
 
 	dir = t.TempDir()
 	write(dir, "us-east-1a_v100_1.json", `{"data": [1]}`)
-	_, err = LoadSkyPilotDir(dir)
+	_, _, err = LoadSkyPilotDir(dir)
 	require.ErrorIs(t, err, ErrBadTrace)
 	assert.ErrorContains(t, err, "us-east-1a_v100_1.json")
 
-	_, err = LoadSkyPilotDir(t.TempDir())
+	// A malformed file names the line and column, not only the byte offset.
+	dir = t.TempDir()
+	write(dir, "us-east-1a_v100_1.json", "{\"metadata\": {\"gap_seconds\": 60},\n \"data\": [1, 2,\n  3 4]}")
+	_, _, err = LoadSkyPilotDir(dir)
+	require.ErrorIs(t, err, ErrBadTrace)
+	assert.ErrorContains(t, err, "us-east-1a_v100_1.json")
+	assert.ErrorContains(t, err, "line 3, column 5")
+	write(dir, "us-east-1a_v100_1.json", "{\"metadata\": {\"gap_seconds\": 60},\n \"data\": [1, \"two\"]}")
+	_, _, err = LoadSkyPilotDir(dir)
+	assert.ErrorContains(t, err, "line 2")
+
+	_, _, err = LoadSkyPilotDir(t.TempDir())
 	assert.ErrorContains(t, err, "no .json traces")
 
-	_, err = LoadSkyPilotDir(filepath.Join(t.TempDir(), "missing"))
+	_, _, err = LoadSkyPilotDir(filepath.Join(t.TempDir(), "missing"))
 	require.ErrorIs(t, err, fs.ErrNotExist)
 
 	// A trace for a zone the catalog does not offer fails when the market is built.
 	dir = t.TempDir()
 	write(dir, "ap-south-1a_v100_1.json", good)
 	var cfg Config
-	require.NoError(t, cfg.AttachSkyPilotDir(dir))
+	_, err = cfg.AttachSkyPilotDir(dir)
+	require.NoError(t, err)
 	_, err = New(cfg)
 	require.ErrorIs(t, err, cloud.ErrNotFound)
 }

@@ -41,7 +41,8 @@ faults on top of the traces, and says which preemptions it injected:
   at 55% of the iterations  the zone of another instance is drained (no spot capacity left
                             there) and that instance is preempted WITHOUT notice, so the
                             replan must use other offerings
-Market preemptions from the traces come on top.
+Market preemptions from the traces come on top. --trace DIR replays a SkyPilot spot-traces
+directory of your own (files <zone>_<gpu>_<count>.json) instead of the bundled traces.
 
 At the end it prints a summary (cost against the same plans on on-demand, goodput, time lost
 to preemptions, checkpoints, plan history), checks the final checkpoint bit for bit against an
@@ -112,7 +113,11 @@ func runDemo(ctx context.Context, f *demoFlags, log zerolog.Logger, out io.Write
 		return report.Summary{}, err
 	}
 	defer stopWithin(s, 15*time.Second, log)
-	fmt.Fprintf(out, "\n  simulated market: real AWS spot traces, %gx wall time; checkpoints in %s\n", o.TimeScale, store)
+	traces := "the bundled real AWS spot traces"
+	if o.TraceDir != "" {
+		traces = "the spot traces of " + o.TraceDir
+	}
+	fmt.Fprintf(out, "\n  simulated market: %s, %gx wall time; checkpoints in %s\n", traces, o.TimeScale, store)
 
 	jobCtx, stopJob := context.WithTimeout(ctx, f.timeout)
 	defer stopJob()

@@ -50,6 +50,7 @@ func (c *demoCommonFlags) addDemoFlags(fs *pflag.FlagSet, d demoFlagDefaults) {
 	fs.BoolVar(&c.noFaults, "no-faults", false, d.noFaultsHelp)
 	fs.Float64Var(&c.stack.TimeScale, "time-scale", d.timeScale, "simulated seconds per wall second")
 	fs.Int64Var(&c.stack.Seed, "seed", d.seed, "seed of the simulated market")
+	addTraceFlag(fs, &c.stack)
 	fs.DurationVar(&c.timeout, "timeout", d.timeout, d.timeoutHelp)
 }
 
@@ -97,6 +98,9 @@ func demoDataDir(o *stack.Options, prefix string) (cleanup func(), err error) {
 // startDemoStack starts the demo's stack (on a free UI port if o's is taken, logging to log)
 // and prints where its Temporal server and UI are, after name; the line is left open.
 func startDemoStack(ctx context.Context, o stack.Options, log zerolog.Logger, out io.Writer, name string) (*stack.Stack, error) {
+	if err := checkTraceDir(o, out); err != nil {
+		return nil, err
+	}
 	if !o.Headless && !portFree(o.IP, o.UIPort) {
 		o.UIPort = 0 // a free one
 	}

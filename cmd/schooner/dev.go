@@ -63,6 +63,7 @@ Ctrl-C stops everything within 10 seconds.`,
 	fs.StringVar(&f.stack.ServerLogLevel, "server-log-level", "warn", "log level of the embedded Temporal server")
 	fs.Float64Var(&f.stack.TimeScale, "time-scale", 1, "simulated seconds per wall second in the simulated spot market")
 	fs.Int64Var(&f.stack.Seed, "sim-seed", 1, "seed of the simulated spot market (same seed, same market)")
+	addTraceFlag(fs, &f.stack)
 	fs.StringVar(&f.simEC2Addr, "sim-ec2-addr", defaultSimEC2Addr, "where to serve the simulated EC2 API and instance metadata")
 	fs.StringVar(&f.simGCEAddr, "sim-gce-addr", defaultSimGCEAddr, "where to serve the simulated Compute Engine API and metadata server")
 	return cmd
@@ -71,6 +72,9 @@ Ctrl-C stops everything within 10 seconds.`,
 func runDev(ctx context.Context, f *devFlags, log zerolog.Logger, out io.Writer) error {
 	began := time.Now()
 	if err := positiveTimeScale(f.stack.TimeScale); err != nil {
+		return err
+	}
+	if err := checkTraceDir(f.stack, out); err != nil {
 		return err
 	}
 	metrics, metricsAddr, err := serveMetrics(ctx, f.metricsAddr)

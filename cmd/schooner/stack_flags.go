@@ -4,9 +4,11 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/pflag"
 
+	"github.com/schooner-ml/schooner/cloud/sim"
 	"github.com/schooner-ml/schooner/devserver/stack"
 )
 
@@ -27,6 +29,34 @@ func addServerFlags(fs *pflag.FlagSet, o *stack.Options, port int, portHelp, uiP
 func positiveTimeScale(v float64) error {
 	if v <= 0 {
 		return fmt.Errorf("invalid --time-scale %v: must be positive", v)
+	}
+	return nil
+}
+
+// addTraceFlag registers --trace, the spot-traces directory the simulated market replays.
+func addTraceFlag(fs *pflag.FlagSet, o *stack.Options) {
+	fs.StringVar(&o.TraceDir, "trace", "", "replay this SkyPilot spot-traces directory (files <zone>_<gpu>_<count>.json, e.g.\n"+
+		"availability/16-node/aws-08-27-2023 of github.com/skypilot-org/spot-traces) instead of the bundled\n"+
+		"AWS traces; offerings it has no file for keep the seeded capacity model")
+}
+
+// checkTraceDir reads --trace's directory before anything starts, so a bad file is named at
+// once, and says which files of it are left out.
+func checkTraceDir(o stack.Options, out io.Writer) error {
+	if o.TraceDir == "" {
+		return nil
+	}
+	traces, skipped, err := sim.LoadSkyPilotDir(o.TraceDir)
+	if err != nil {
+		return fmt.Errorf("--trace: %w", err)
+	}
+	if len(traces) == 1 {
+		fmt.Fprintf(out, "spot traces: 1 offering replays %s\n", o.TraceDir)
+	} else {
+		fmt.Fprintf(out, "spot traces: %d offerings replay %s\n", len(traces), o.TraceDir)
+	}
+	for _, why := range skipped {
+		fmt.Fprintf(out, "  left out: %s\n", why)
 	}
 	return nil
 }

@@ -66,6 +66,11 @@ type Options struct {
 	// NoTraces leaves the bundled real AWS spot traces out: every offering gets the seeded
 	// on/off capacity model.
 	NoTraces bool
+	// TraceDir replaces the bundled traces with a SkyPilot spot-traces directory of the
+	// user's (sim.LoadSkyPilotDir: "<zone>_<gpu>_<count>.json" files); its offerings replay
+	// it, every other offering keeps the seeded model. Files of GPUs the simulated catalog
+	// lacks are left out and listed in Stack.TraceSkipped.
+	TraceDir string
 	// StoreRoots are the only directories file:// checkpoint stores may be in (nil:
 	// store.DefaultRoots of the data directory). Limits are the largest jobs accepted
 	// (zero fields: training.DefaultLimits).
@@ -83,6 +88,8 @@ type Stack struct {
 	Market  *sim.Market
 	Control worker.Worker
 	Agents  *workers.SimAgents
+	// TraceSkipped names the files of Options.TraceDir that were left out, and why.
+	TraceSkipped []string
 
 	server     devserver.Options
 	opts       Options
@@ -180,7 +187,14 @@ func start(ctx context.Context, o Options) (*Stack, error) {
 // startMarket builds the market and runs its clock until Stop.
 func (s *Stack) startMarket() error {
 	cfg := sim.Config{Seed: s.opts.Seed, TimeScale: s.opts.TimeScale, Params: s.opts.Params}
-	if !s.opts.NoTraces {
+	switch {
+	case s.opts.TraceDir != "":
+		skipped, err := cfg.AttachSkyPilotDir(s.opts.TraceDir)
+		if err != nil {
+			return err
+		}
+		s.TraceSkipped = skipped
+	case !s.opts.NoTraces:
 		if err := cfg.UseBundledTraces(); err != nil {
 			return err
 		}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/schooner-ml/schooner/devserver/stack"
+)
+
+// A user's trace directory is read before anything starts: a malformed file is named with its
+// line, and a directory of GPUs the simulated catalog lacks is refused, for demo and dev.
+func TestTraceFlagRefusesABadDirectoryBeforeStarting(t *testing.T) {
+	t.Parallel()
+	bad := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(bad, "us-west-2a_v100_1.json"),
+		[]byte("{\"metadata\": {\"gap_seconds\": 60},\n \"data\": [1,, 2]}"), 0o644))
+	onlyK80 := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(onlyK80, "us-west-2a_k80_1.json"),
+		[]byte(`{"metadata": {"gap_seconds": 60}, "data": [1]}`), 0o644))
+
+	for _, c := range []struct {
+		dir  string
+		want []string
+	}{
+		{bad, []string{"--trace", "us-west-2a_v100_1.json", "line 2"}},
+		{onlyK80, []string{"--trace", "no trace of a GPU the simulated catalog has", "k80 x1"}},
+		{filepath.Join(bad, "missing"), []string{"--trace", "no such file"}},
+	} {
+		for _, args := range [][]string{
+			{"--trace", c.dir, "--headless", "--data-dir", t.TempDir()},
+		} {
+			_, err := execute(newDemoCommand(testGlobals()), args...)
+			require.Error(t, err, c.dir)
+			for _, w := range c.want {
+				assert.ErrorContains(t, err, w)
+			}
+			_, err = execute(newDevCommand(testGlobals()), append([]string{"--headless"}, args[:2]...)...)
+			require.Error(t, err, c.dir)
+			assert.ErrorContains(t, err, c.want[1])
+		}
+	}
+}
+
+func TestTraceFlagNamesWhatItLeavesOut(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	good := []byte(`{"metadata": {"gap_seconds": 60}, "data": [1, 0, 2]}`)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "us-west-2a_v100_1.json"), good, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "us-west-2a_k80_1.json"), good, 0o644))
+	var out bytes.Buffer
+	require.NoError(t, checkTraceDir(stack.Options{TraceDir: dir}, &out))
+	assert.Contains(t, out.String(), "spot traces: 1 offering replays "+dir)
+	assert.Contains(t, out.String(), "left out: "+filepath.Join(dir, "us-west-2a_k80_1.json"))
+}
