@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -136,6 +137,10 @@ func runDemo(ctx context.Context, f *demoFlags, log zerolog.Logger, out io.Write
 	go func() { defer close(faultsDone); faults.run(jobCtx) }()
 
 	st, werr := watchJob(jobCtx, s.Jobs, id, out, time.Second)
+	if werr != nil && errors.Is(jobCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+		// The demo's own wall-clock limit, not the job's deadline: say which.
+		werr = fmt.Errorf("the demo's --timeout of %s (wall time) ran out before the job finished", f.timeout)
+	}
 	stopJob()
 	<-faultsDone
 	if werr != nil {

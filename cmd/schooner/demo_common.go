@@ -61,6 +61,11 @@ func runDemoCommand[S any](cmd *cobra.Command, g *globals, level string, asJSON 
 	run func(ctx context.Context, log zerolog.Logger, progress io.Writer) (S, error), started func(S) bool) error {
 	if !cmd.Flags().Changed("log-level") {
 		g.logLevel = level
+		if asJSON {
+			// stderr carries the progress of a run read by a program: the components'
+			// warnings about the demo's own injected faults would drown it.
+			g.logLevel = "error"
+		}
 	}
 	log, err := g.logger()
 	if err != nil {

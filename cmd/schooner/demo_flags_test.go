@@ -57,3 +57,17 @@ func TestTraceFlagNamesWhatItLeavesOut(t *testing.T) {
 	assert.Contains(t, out.String(), "spot traces: 1 offering replays "+dir)
 	assert.Contains(t, out.String(), "left out: "+filepath.Join(dir, "us-west-2a_k80_1.json"))
 }
+
+// When the demo's own wall-clock limit runs out, it says so, not "context deadline exceeded",
+// which reads like the job's deadline.
+func TestDemoTimeoutSaysItIsTheDemosLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the whole stack")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	_, err := execute(newDemoCommand(testGlobals()), "--headless", "--timeout", "3s", "--data-dir", dir, "--out", filepath.Join(dir, "out"))
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "the demo's --timeout of 3s (wall time) ran out before the job finished")
+	assert.NotContains(t, err.Error(), "context deadline exceeded")
+}
