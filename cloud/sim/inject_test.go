@@ -96,3 +96,25 @@ func TestSetCapacityNoticesAboveTheLevel(t *testing.T) {
 	assert.Error(t, m.SetCapacity(key, -1))
 	assert.True(t, errors.Is(m.SetCapacity(Key{Zone: "x", InstanceType: "y"}, 1), cloud.ErrNotFound))
 }
+
+func TestCapacityIsNotHandedOutTwiceWhileInstancesDrain(t *testing.T) {
+	key := Key{Zone: "us-west-2a", InstanceType: "p3.2xlarge"}
+	m := newMarket(t, oneOffering(key.Zone, key.InstanceType, Constant(4)))
+	held := running(t, m, key.Zone, key.InstanceType, 4)
+	require.NoError(t, m.SetCapacity(key, 2))
+	require.NotNil(t, m.InterruptionOf(held[3]))
+	require.NotNil(t, m.InterruptionOf(held[2]))
+	// The capacity comes back to 3 while two instances are still under notice: four are
+	// live, so the offering has nothing to give until they are gone.
+	require.NoError(t, m.SetCapacity(key, 3))
+	level, free, ok := m.SpotCapacity(key.Zone, key.InstanceType)
+	require.True(t, ok)
+	assert.Equal(t, 3, level)
+	assert.Zero(t, free, "instances under notice still occupy the capacity")
+	_, err := m.Create(ctx, spotReq(key.Zone, key.InstanceType, 1))
+	require.ErrorIs(t, err, cloud.ErrInsufficientCapacity)
+
+	m.Advance(time.Hour) // the notices run out
+	_, free, _ = m.SpotCapacity(key.Zone, key.InstanceType)
+	assert.Equal(t, 1, free, "3 of capacity, 2 instances left")
+}

@@ -28,8 +28,8 @@ func (m *Market) setCapacity(o *offering, level int) {
 	}
 }
 
-// held is how many live spot instances of o still count against its capacity: those under
-// notice have already been taken back.
+// held is how many live spot instances of o are not under notice: the ones a fall in
+// capacity may still take back (those under notice are already being taken).
 func (o *offering) held() int {
 	n := 0
 	for _, inst := range o.spot {
@@ -40,8 +40,10 @@ func (o *offering) held() int {
 	return n
 }
 
-// free is how many more spot instances o can give now.
-func (o *offering) free() int { return max(0, o.level-o.held()) }
+// free is how many more spot instances o can give now. An instance under notice still
+// occupies its capacity until it is gone, so a capacity that comes back while it drains is
+// not handed out twice: the offering never holds more than its trace allows.
+func (o *offering) free() int { return max(0, o.level-len(o.spot)) }
 
 // notice warns inst that it will be preempted after its provider's notice period.
 func (m *Market) notice(inst *instance) {
