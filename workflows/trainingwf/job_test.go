@@ -618,3 +618,31 @@ func TestTrainingJobFailsAtOnceWhenTheBudgetRulesOutEveryPlan(t *testing.T) {
 	assert.Contains(t, err.Error(), "over the cap")
 	assert.Len(t, w.plans, 1, "an over-budget plan is not retried for capacity")
 }
+
+func TestTrainingJobReplanCountsTheCapacityItJustTook(t *testing.T) {
+	w := newJobWorld()
+	w.ShortOnce["z-b"] = true
+	w.trainerRun = func(training.Assignment) (time.Duration, error) { return 0, nil }
+	env := newJobEnv(t, w, func(req training.PlanJobRequest) (training.PlanJobResult, error) {
+		p := twoStagePlan("z-a", cloud.Spot, 1)
+		if len(req.Survivors) == 0 { // the first round: one stage in each zone
+			p.Plan.Stages[1].Replicas[0].Zone = "z-b"
+			p.Replicas[1].Key.Zone = "z-b"
+		}
+		return p, nil
+	})
+	env.ExecuteWorkflow(TrainingJob, jobInput())
+	st := jobResult(t, env)
+	require.Equal(t, training.PhaseCompleted, st.Phase)
+	require.GreaterOrEqual(t, len(w.plans), 2)
+	require.Len(t, w.plans[1].Survivors, 1, "the first round got its z-a instance only")
+	found := false
+	for _, o := range w.plans[1].Offers {
+		if o.Zone == "z-a" {
+			found = true
+			assert.Equal(t, 7, o.SpotCapacity, "the next round sees z-a's capacity less the instance the job took there")
+		}
+	}
+	require.True(t, found)
+	require.Empty(t, w.Leaked())
+}

@@ -101,15 +101,23 @@ func (j *job) fleet(ctx workflow.Context, groups []fleet.Group, round int) (flee
 		fleet.Input{JobID: j.id, Groups: groups, Token: fmt.Sprintf("%s-%s-%d-%d", j.id, info.WorkflowExecution.RunID, len(j.status.Plans), round)})
 }
 
-// remember adds what the fleet got to the held instances and marks the short offerings
-// unavailable for the TTL, in workflow time.
+// remember adds what the fleet got to the held instances, takes the spot instances it got
+// off their offerings' capacity (the offerings were listed before this round: without that,
+// the next round would plan on capacity the job itself now holds, come up short and mark the
+// offering unavailable) and marks the short offerings unavailable for the TTL, in workflow
+// time.
 func (j *job) remember(ctx workflow.Context, got fleet.Result, offers []cloud.Offering) {
 	now := workflow.Now(ctx)
 	for _, in := range got.Instances {
 		j.held = append(j.held, in)
-		for _, o := range offers {
-			if o.Zone == in.Zone && o.InstanceType == in.InstanceType {
-				j.odPrice[in.ID] = o.OnDemandPrice
+		for i := range offers {
+			o := &offers[i]
+			if o.Zone != in.Zone || o.InstanceType != in.InstanceType {
+				continue
+			}
+			j.odPrice[in.ID] = o.OnDemandPrice
+			if capOf(in) == cloud.Spot && o.SpotCapacity > 0 {
+				o.SpotCapacity--
 			}
 		}
 	}
