@@ -28,6 +28,9 @@ func WriteMarkdown(w io.Writer, s Summary, st training.JobStatus, timelineFile s
 	row := func(k, format string, args ...any) { fmt.Fprintf(&b, "| %s | %s |\n", k, fmt.Sprintf(format, args...)) }
 	row("cost", "$%.2f", s.CostUSD)
 	row("same plans on on-demand", "$%.2f (%.1f%% saved)", s.OnDemandCostUSD, s.SavingsPct)
+	if s.BestOnDemandCostUSD > 0 {
+		row("best on-demand plan, start to end", "$%.2f (%.1f%% saved): %s", s.BestOnDemandCostUSD, s.SavingsVsBestOnDemandPct, s.BestOnDemandPlan)
+	}
 	row("preemptions survived", "%d (%d announced by a notice, %d injected by the demo)", s.Preemptions, s.Notices, s.InjectedPreemptions)
 	row("replans", "%d (%d distinct plans)", s.Replans, s.DistinctPlans)
 	row("checkpoints committed / restores", "%d / %d", s.CheckpointsCommitted, s.Restores)

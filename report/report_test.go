@@ -101,3 +101,14 @@ func TestWriteFiles(t *testing.T) {
 	_, err = os.Stat(files.Timeline)
 	require.NoError(t, err)
 }
+
+func TestSummaryComparesWithTheBestOnDemandPlan(t *testing.T) {
+	st := training.JobStatus{JobID: "j", Phase: training.PhaseCompleted, CostUSD: 30, OnDemandCostUSD: 100}
+	s := Summarize(st, Facts{BestOnDemandUSD: 75, BestOnDemandPlan: "P=1 D=4"})
+	assert.Equal(t, 75.0, s.BestOnDemandCostUSD)
+	assert.Equal(t, 60.0, s.SavingsVsBestOnDemandPct)
+	assert.Equal(t, 70.0, s.SavingsPct, "the same-plans comparison is kept beside it")
+	none := Summarize(st, Facts{})
+	assert.Zero(t, none.BestOnDemandCostUSD)
+	assert.Zero(t, none.SavingsVsBestOnDemandPct)
+}

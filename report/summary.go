@@ -26,6 +26,13 @@ type Summary struct {
 	CostUSD              float64 `json:"cost_usd"`
 	OnDemandCostUSD      float64 `json:"on_demand_cost_usd"`
 	SavingsPct           float64 `json:"savings_pct"`
+	// BestOnDemandCostUSD is what the job costs run start to end on its best on-demand plan
+	// over the same offerings (no preemption, nothing redone): what a user would otherwise
+	// pay. OnDemandCostUSD prices the spot run's own holdings (idle, recovery and redone
+	// time included) at on-demand prices, which flatters spot. Zero when not computed.
+	BestOnDemandCostUSD      float64 `json:"best_on_demand_cost_usd,omitempty"`
+	BestOnDemandPlan         string  `json:"best_on_demand_plan,omitempty"`
+	SavingsVsBestOnDemandPct float64 `json:"savings_vs_best_on_demand_pct,omitempty"`
 	// Goodput is the share of computed iterations that counted (not redone after a restore).
 	Goodput float64 `json:"goodput"`
 	// RecoverySeconds is the wall time from each preemption to training again, summed.
@@ -62,6 +69,10 @@ type Facts struct {
 	StateVerified       bool
 	VerifyError         string
 	InjectedPreemptions int
+	// BestOnDemandUSD and BestOnDemandPlan: the job on its best on-demand plan (see
+	// Summary.BestOnDemandCostUSD); zero when not computed.
+	BestOnDemandUSD  float64
+	BestOnDemandPlan string
 }
 
 // Summarize builds the summary of a job from its final status.
@@ -73,6 +84,10 @@ func Summarize(st training.JobStatus, f Facts) Summary {
 		LostIterations: st.LostIterations, CostUSD: round(st.CostUSD, 4), OnDemandCostUSD: round(st.OnDemandCostUSD, 4),
 		LeakedInstances: f.LeakedInstances, StateVerified: f.StateVerified, VerifyError: f.VerifyError,
 		WallSeconds: round(f.Wall.Seconds(), 2), TimeScale: f.TimeScale, Error: st.Error,
+	}
+	if f.BestOnDemandUSD > 0 {
+		s.BestOnDemandCostUSD, s.BestOnDemandPlan = round(f.BestOnDemandUSD, 4), f.BestOnDemandPlan
+		s.SavingsVsBestOnDemandPct = round(100*(1-st.CostUSD/f.BestOnDemandUSD), 1)
 	}
 	if st.OnDemandCostUSD > 0 {
 		s.SavingsPct = round(100*(1-st.CostUSD/st.OnDemandCostUSD), 1)

@@ -120,6 +120,12 @@ func runDemo(ctx context.Context, f *demoFlags, log zerolog.Logger, out io.Write
 	}
 	fmt.Fprintf(out, "\n  simulated market: %s, %gx wall time; checkpoints in %s\n", traces, o.TimeScale, store)
 
+	// The baseline is planned on the market as the job finds it, before the job takes any of it.
+	odUSD, odPlan, oderr := bestOnDemand(ctx, s.Market, spec.WithDefaults())
+	if oderr != nil {
+		log.Warn().Err(oderr).Msg("no best on-demand baseline: the summary compares with the same plans on on-demand only")
+	}
+
 	jobCtx, stopJob := context.WithTimeout(ctx, f.timeout)
 	defer stopJob()
 	id, err := s.Jobs.Submit(jobCtx, spec, trainingclient.SubmitOptions{})
@@ -151,7 +157,8 @@ func runDemo(ctx context.Context, f *demoFlags, log zerolog.Logger, out io.Write
 		}
 		cancel()
 	}
-	facts := report.Facts{Wall: time.Since(began), TimeScale: o.TimeScale, InjectedPreemptions: faults.injected}
+	facts := report.Facts{Wall: time.Since(began), TimeScale: o.TimeScale, InjectedPreemptions: faults.injected,
+		BestOnDemandUSD: odUSD, BestOnDemandPlan: odPlan}
 	vctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	facts.LeakedInstances, err = leakedInstances(vctx, s.Market, id)

@@ -91,6 +91,9 @@ func printDemoSummary(out io.Writer, s report.Summary, files report.Files) {
 	fmt.Fprintf(out, "\n%s\n", strings.Repeat("─", 72))
 	fmt.Fprintf(out, "job %s %s: %d/%d iterations in %.1f s wall (%gx simulated time)\n", s.JobID, strings.ToUpper(s.Status), s.Iterations, s.IterationsTotal, s.WallSeconds, s.TimeScale)
 	fmt.Fprintf(out, "  cost           $%.2f on spot vs $%.2f for the same plans on on-demand (%.1f%% saved)\n", s.CostUSD, s.OnDemandCostUSD, s.SavingsPct)
+	if s.BestOnDemandCostUSD > 0 {
+		fmt.Fprintf(out, "                 vs $%.2f for the job on its best on-demand plan, start to end (%.1f%% saved)\n", s.BestOnDemandCostUSD, s.SavingsVsBestOnDemandPct)
+	}
 	fmt.Fprintf(out, "  preemptions    %d survived: %d injected by the demo, %d by the market (%d announced by a notice)\n", s.Preemptions, s.InjectedPreemptions, max(0, s.Preemptions-s.InjectedPreemptions), s.Notices)
 	fmt.Fprintf(out, "  replans        %d, %d distinct plans\n", s.Replans, s.DistinctPlans)
 	fmt.Fprintf(out, "  checkpoints    %d committed, %d restores, %d iterations redone (goodput %.1f%%)\n", s.CheckpointsCommitted, s.Restores, s.LostIterations, 100*s.Goodput)
