@@ -177,10 +177,19 @@ func (j *job) releaseAll(ctx workflow.Context) error {
 	return nil
 }
 
-// complete verifies the simulated state, releases everything and proves nothing leaked.
+// complete releases everything, proves nothing leaked and verifies the simulated state. The
+// machines go first: verifying reads the store, not them, and they would be billed meanwhile
+// (histories from before this order replay the old one: verify, then release).
 func (j *job) complete(ctx workflow.Context, step int64) error {
 	j.status.LastCheckpoint = step
 	j.status.Iteration = j.spec.Iterations
+	releaseFirst := workflow.GetVersion(ctx, "release-before-verify", workflow.DefaultVersion, 1) == 1
+	if releaseFirst {
+		j.setPhase(ctx, training.PhaseReleasing)
+		if err := j.cleanup(ctx); err != nil {
+			return err
+		}
+	}
 	if kind := j.spec.Trainer.Kind; kind == "" || kind == "sim" {
 		req := training.VerifyStateRequest{Store: j.status.CheckpointStore, Step: step, Seed: j.spec.Trainer.Seed, ModelLayers: j.modelLayers}
 		err := workflow.ExecuteActivity(jobwf.ControlCtx(ctx, fmt.Sprintf("verify step %d against an uninterrupted run", step), 10*time.Minute),
@@ -193,9 +202,11 @@ func (j *job) complete(ctx workflow.Context, step int64) error {
 				training.ErrTypeStateMismatch, err)
 		}
 	}
-	j.setPhase(ctx, training.PhaseReleasing)
-	if err := j.cleanup(ctx); err != nil {
-		return err
+	if !releaseFirst {
+		j.setPhase(ctx, training.PhaseReleasing)
+		if err := j.cleanup(ctx); err != nil {
+			return err
+		}
 	}
 	j.setPhase(ctx, training.PhaseCompleted)
 	return nil

@@ -34,6 +34,8 @@ type jobWorld struct {
 	trainerRun  func(a training.Assignment) (time.Duration, error)
 	verifyErr   error
 	verified    []training.VerifyStateRequest
+	// liveAtVerify is how many instances were still live when each verification began.
+	liveAtVerify []int
 }
 
 func newJobWorld() *jobWorld {
@@ -111,9 +113,11 @@ func newJobEnv(t *testing.T, w *jobWorld, planFor func(req training.PlanJobReque
 		return w.durable, nil
 	})
 	env.OnActivity(training.ActivityVerifyTrainedState, mock.Anything, mock.Anything).Return(func(_ context.Context, req training.VerifyStateRequest) error {
+		live := len(w.Leaked())
 		w.Lock()
 		defer w.Unlock()
 		w.verified = append(w.verified, req)
+		w.liveAtVerify = append(w.liveAtVerify, live)
 		return w.verifyErr
 	})
 	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
@@ -178,6 +182,7 @@ func TestTrainingJobCompletes(t *testing.T) {
 	assert.Equal(t, ns, a.Store, "trainers save there")
 	require.Len(t, w.verified, 1)
 	assert.Equal(t, ns, w.verified[0].Store, "and the final state is verified there")
+	assert.Equal(t, []int{0}, w.liveAtVerify, "every machine is released before the verification, which reads only the store")
 }
 
 func TestTrainingJobWhoseFinalStateDoesNotVerifyFails(t *testing.T) {
