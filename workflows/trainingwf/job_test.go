@@ -651,3 +651,42 @@ func TestTrainingJobReplanCountsTheCapacityItJustTook(t *testing.T) {
 	require.True(t, found)
 	require.Empty(t, w.Leaked())
 }
+
+// Instances of one zone get their notices together and are taken one by one: the replan after
+// the first loss does not keep the others under notice, so their losses do not make a replan
+// each.
+func TestTrainingJobReplanDropsInstancesUnderNotice(t *testing.T) {
+	w := newJobWorld()
+	w.trainerRun = func(a training.Assignment) (time.Duration, error) {
+		if a.Epoch == 1 {
+			return time.Hour, nil
+		}
+		return 0, nil
+	}
+	env := newJobEnv(t, w, func(req training.PlanJobRequest) (training.PlanJobResult, error) {
+		return twoStagePlan("z-b", cloud.Spot, 1), nil
+	})
+	env.RegisterDelayedCallback(func() {
+		w.Lock()
+		w.durable = 40
+		w.Unlock()
+		env.SignalWorkflow(training.SignalCheckpointCommitted, training.CheckpointCommitted{Epoch: 1, Rank: 0, Step: 40})
+		env.SignalWorkflow(training.SignalPreemptionNotice, training.PreemptionNotice{InstanceID: "i-1", Kind: cloud.Notice})
+		env.SignalWorkflow(training.SignalPreemptionNotice, training.PreemptionNotice{InstanceID: "i-2", Kind: cloud.Notice})
+	}, 20*time.Second)
+	env.RegisterDelayedCallback(func() {
+		w.State("i-2", cloud.StatePreempted)
+		env.SignalWorkflow(training.SignalPreemptionNotice, training.PreemptionNotice{InstanceID: "i-2", Kind: cloud.Preempted})
+	}, 22*time.Second)
+	env.ExecuteWorkflow(TrainingJob, jobInput())
+	st := jobResult(t, env)
+	require.Equal(t, training.PhaseCompleted, st.Phase)
+	require.Equal(t, 2, st.Notices)
+	require.Equal(t, 1, st.Replans)
+	// plans[0] and [1] are the first plan's two rounds (before and after acquiring);
+	// plans[2] is the replan after i-2 was lost.
+	require.GreaterOrEqual(t, len(w.plans), 3)
+	require.Len(t, w.plans[1].Survivors, 2)
+	assert.Empty(t, w.plans[2].Survivors, "i-1 is under notice: the replan does not keep it")
+	require.Empty(t, w.Leaked(), "and it is released")
+}

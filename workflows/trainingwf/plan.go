@@ -64,10 +64,13 @@ func (j *job) planAndAcquire(ctx workflow.Context, reason string) error {
 // planOnce runs the PlanJob local activity on the held instances and the given offers.
 func (j *job) planOnce(ctx workflow.Context, offers []cloud.Offering) (training.PlanJobResult, error) {
 	// Dropping on-demand capacity: on-demand survivors are left out of the plan and released
-	// by releaseUnused.
+	// by releaseUnused. So are instances under a preemption notice: kept, each would force
+	// another replan restoring the same step once its provider takes it (one notice per
+	// instance of a zone made as many replans). Runs recorded before keep them.
+	dropNoticed := workflow.GetVersion(ctx, "replan-drops-noticed", workflow.DefaultVersion, 1) == 1
 	var survivors []cloud.Instance
 	for _, in := range j.held {
-		if j.strategy.KeepsSurvivor(capOf(in)) {
+		if j.strategy.KeepsSurvivor(capOf(in)) && !(dropNoticed && j.noticed[in.ID]) {
 			survivors = append(survivors, in)
 		}
 	}

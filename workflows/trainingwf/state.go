@@ -37,6 +37,9 @@ type job struct {
 	status  training.JobStatus
 	held    []cloud.Instance // in acquisition order
 	odPrice map[string]float64
+	// noticed are held instances their provider has announced it will take back: a replan
+	// does not keep them (they would force another replan moments later).
+	noticed map[string]bool
 
 	// The running plan.
 	plan        *training.PlanJobResult
@@ -70,7 +73,7 @@ type job struct {
 // newJob builds the state of a fresh start or of a run continued as new.
 func newJob(ctx workflow.Context, in training.JobInput) *job {
 	j := &job{in: in, opts: in.Options.WithDefaults(), spec: in.Spec, id: workflow.GetInfo(ctx).WorkflowExecution.ID,
-		odPrice: map[string]float64{}, warm: map[string]bool{}, wake: workflow.NewBufferedChannel(ctx, 64)}
+		odPrice: map[string]float64{}, noticed: map[string]bool{}, warm: map[string]bool{}, wake: workflow.NewBufferedChannel(ctx, 64)}
 	j.strategy = training.SpotStrategy{Policy: in.Spec.Spot, UnavailableTTL: j.opts.UnavailableTTL, AvoidZoneTTL: j.opts.AvoidZoneTTL}
 	now := workflow.Now(ctx)
 	j.meter.Last = now

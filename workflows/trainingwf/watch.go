@@ -111,6 +111,7 @@ func (j *job) onNotice(ctx workflow.Context, n training.PreemptionNotice) (outco
 	}
 	if n.Kind == cloud.Notice {
 		j.status.Notices++
+		j.noticed[n.InstanceID] = true
 		j.event(ctx, "preemption notice for "+n.InstanceID)
 		return outcome{}, false, nil
 	}
