@@ -109,3 +109,21 @@ func (s *SpotStrategy) DeadlineCheck(now time.Time, itersLeft int64, iterSeconds
 	}
 	return false
 }
+
+// Waiting decides, for spot-with-fallback with a deadline, whether a job that found no plan
+// and is waiting for spot capacity must buy on-demand capacity now: waiting one more retry
+// and then running the remaining iterations at the pace it last planned would miss the
+// deadline. A job waiting makes no progress, so the check DeadlineCheck makes while training
+// would never fire. With no pace known yet it cannot tell and keeps waiting. It reports
+// whether the decision changed.
+func (s *SpotStrategy) Waiting(now time.Time, wait time.Duration, itersLeft int64, iterSeconds float64) bool {
+	if s.Deadline.IsZero() || s.Policy != SpotWithFallback || s.OnDemand || iterSeconds <= 0 {
+		return false
+	}
+	run := s.Scale.Wall(time.Duration(float64(itersLeft) * iterSeconds * float64(time.Second)))
+	if now.Add(wait).Add(run).After(s.Deadline) {
+		s.OnDemand = true
+		return true
+	}
+	return false
+}

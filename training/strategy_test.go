@@ -79,3 +79,20 @@ func TestDeadlineResolvesDurationsInProviderTime(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, at.At, at.Resolve(t0, 60), "an absolute time is taken as is")
 }
+
+func TestSpotStrategyWaitingForCapacityBuysOnDemandBeforeTheDeadlineIsLost(t *testing.T) {
+	s := SpotStrategy{Policy: SpotWithFallback, Scale: 1, Deadline: t0.Add(10 * time.Hour)}
+	assert.False(t, s.Waiting(t0, time.Minute, 10_000, 0), "no pace known: it cannot tell")
+	assert.False(t, s.Waiting(t0, time.Minute, 10_000, 2), "20,000 s and a minute's wait fit in 10 h")
+	assert.False(t, s.OnDemand)
+	assert.True(t, s.Waiting(t0.Add(4*time.Hour+30*time.Minute), time.Minute, 10_000, 2), "5.5 h left, 5.57 h needed: buy now")
+	assert.True(t, s.OnDemand)
+	assert.False(t, s.Waiting(t0.Add(9*time.Hour), time.Minute, 10_000, 2), "already buying: no change")
+
+	for _, other := range []SpotStrategy{
+		{Policy: SpotOnly, Scale: 1, Deadline: t0.Add(time.Hour)},
+		{Policy: SpotWithFallback, Scale: 1},
+	} {
+		assert.False(t, other.Waiting(t0, time.Minute, 1_000_000, 2), "%+v", other)
+	}
+}

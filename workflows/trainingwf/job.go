@@ -56,6 +56,12 @@ func (j *job) run(ctx workflow.Context) error {
 			if errors.Is(err, errNoPlan) && planFails < j.opts.MaxPlanFailures && ctx.Err() == nil {
 				planFails++
 				j.status.Error = err.Error()
+				if workflow.GetVersion(ctx, "deadline-while-waiting", workflow.DefaultVersion, 1) == 1 &&
+					j.strategy.Waiting(workflow.Now(ctx), j.opts.RetryWait, j.status.Iterations-j.status.Iteration, j.lastPace()) {
+					j.event(ctx, "waiting for spot capacity would miss the deadline: buying on-demand capacity")
+					reason = "deadline"
+					continue
+				}
 				j.event(ctx, "no plan yet: waiting for capacity")
 				if err := workflow.NewTimerWithOptions(ctx, j.opts.RetryWait, workflow.TimerOptions{Summary: "wait for capacity"}).Get(ctx, nil); err != nil {
 					return err

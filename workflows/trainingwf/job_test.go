@@ -690,3 +690,43 @@ func TestTrainingJobReplanDropsInstancesUnderNotice(t *testing.T) {
 	assert.Empty(t, w.plans[2].Survivors, "i-1 is under notice: the replan does not keep it")
 	require.Empty(t, w.Leaked(), "and it is released")
 }
+
+// A job that loses its machines and finds no spot capacity buys on-demand capacity when waiting
+// would miss its deadline, instead of waiting (the deadline was only checked while training).
+func TestTrainingJobWaitingForCapacityBuysOnDemandToKeepTheDeadline(t *testing.T) {
+	w := newJobWorld()
+	w.trainerRun = func(a training.Assignment) (time.Duration, error) {
+		if a.Epoch == 1 {
+			return time.Hour, nil
+		}
+		return 0, nil
+	}
+	lost := false
+	env := newJobEnv(t, w, func(req training.PlanJobRequest) (training.PlanJobResult, error) {
+		switch {
+		case req.OnDemand:
+			return twoStagePlan("z-a", cloud.OnDemand, 1), nil
+		case lost:
+			return training.PlanJobResult{}, errors.New("no spot capacity left")
+		}
+		// 100 iterations × 40 s simulated = 67 s of wall time at 60×, past the 60 s deadline;
+		// the machines are lost (at 2 s) before the first poll's deadline check (at 5 s).
+		return twoStagePlan("z-a", cloud.Spot, 40), nil
+	})
+	env.RegisterDelayedCallback(func() {
+		lost = true
+		w.State("i-2", cloud.StatePreempted)
+		env.SignalWorkflow(training.SignalPreemptionNotice, training.PreemptionNotice{InstanceID: "i-2", Kind: cloud.Preempted})
+	}, 2*time.Second)
+	in := jobInput()
+	in.Spec.Spot = training.SpotWithFallback
+	in.Spec.Deadline = "1h" // simulated: one minute of wall time at 60×
+	env.ExecuteWorkflow(TrainingJob, in)
+	st := jobResult(t, env)
+	require.Equal(t, training.PhaseCompleted, st.Phase, st.Error)
+	assert.Equal(t, "deadline", st.Plans[1].Reason)
+	require.Len(t, st.Plans, 2)
+	last := w.Acquires[len(w.Acquires)-1]
+	require.Equal(t, cloud.OnDemand, last.Capacity, "it bought on-demand capacity instead of waiting for spot")
+	require.Empty(t, w.Leaked())
+}

@@ -218,3 +218,12 @@ func (j *job) affords(res training.PlanJobResult) error {
 	}
 	return nil
 }
+
+// lastPace is the iteration time of the running (or last) plan, else of the last spot-only
+// plan; 0 when the job has never planned.
+func (j *job) lastPace() float64 {
+	if j.plan != nil {
+		return j.plan.Estimate.IterTime
+	}
+	return j.strategy.SpotIterSeconds
+}
