@@ -41,6 +41,7 @@ func (t *Control) PlanJob(ctx context.Context, req training.PlanJobRequest) (tra
 			return training.PlanJobResult{}, temporal.NewNonRetryableApplicationError(err.Error(), training.ErrTypeNoPlan, err)
 		}
 		res, err := t.plan(req.Current, survivors, offers, preq)
+		res, err = t.uncrowded(res, err, held, offered, offers, maxGPUs, preq)
 		if err != nil {
 			if over > 0 {
 				return training.PlanJobResult{}, overBudget(m.Name, req.USDPerHourCap, over, err)
@@ -63,6 +64,45 @@ func (t *Control) PlanJob(ctx context.Context, req training.PlanJobRequest) (tra
 			return training.PlanJobResult{}, overBudget(m.Name, req.USDPerHourCap, over, nil)
 		}
 	}
+}
+
+// uncrowded guards against survivors crowding larger machines out of the GPU cap: the cap
+// counts survivors first, so a 1-GPU survivor under max_gpus 8 leaves room for 7 and an 8-GPU
+// instance never fits again. When the cap cut the offers because of survivors, it plans on the
+// offers alone too and takes that plan when it is clearly better (a tenth, by the objective:
+// dropping survivors costs a re-acquisition and a restart from the checkpoint).
+func (t *Control) uncrowded(res *planner.Result, err error, held, offered, capped []planner.Pool, maxGPUs int, preq planner.Request) (*planner.Result, error) {
+	if len(held) == 0 || maxGPUs <= 0 {
+		return res, err
+	}
+	_, alone := bridge.CapGPUs(nil, offered, maxGPUs)
+	if gpusOf(alone) <= gpusOf(capped) {
+		return res, err
+	}
+	fresh, ferr := t.plan(nil, nil, alone, preq)
+	switch {
+	case ferr != nil:
+		return res, err
+	case err != nil || clearlyBetter(preq.Objective, fresh.Best.Estimate, res.Best.Estimate):
+		return fresh, nil
+	}
+	return res, err
+}
+
+// clearlyBetter reports whether a beats b by a tenth on the objective.
+func clearlyBetter(o planner.Objective, a, b planner.Estimate) bool {
+	if o == planner.MinCost {
+		return a.USDPerIteration < 0.9*b.USDPerIteration
+	}
+	return a.IterTime < 0.9*b.IterTime
+}
+
+func gpusOf(pools []planner.Pool) int {
+	n := 0
+	for _, p := range pools {
+		n += p.GPUs
+	}
+	return n
 }
 
 // overBudget is the final error of a job whose cap rules out every plan, the smallest one's

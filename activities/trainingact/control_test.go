@@ -203,3 +203,20 @@ func TestCheckpointStoresOutsideTheAllowedRootsAreRefused(t *testing.T) {
 	}
 	assert.False(t, opened, "nothing outside the roots is opened, let alone written")
 }
+
+// A 1-GPU survivor under max_gpus 8 must not crowd an 8-GPU machine out of every plan: the
+// job plans on the offers alone too and takes the clearly better plan.
+func TestPlanJobSurvivorDoesNotCrowdOutALargerMachine(t *testing.T) {
+	tr := &Control{}
+	surv := []cloud.Instance{{ID: "s1", Provider: "fake", Region: "r2", Zone: "r2-a", InstanceType: "v1", GPUType: "V100-16", GPUs: 1,
+		Capacity: cloud.Spot, PricePerHour: 0.5}}
+	eight := []cloud.Offering{{Provider: "fake", Region: "r1", Zone: "r1-a", InstanceType: "p4x8", GPUType: "A100-40", GPUsPerInstance: 8,
+		SpotPrice: 8, OnDemandPrice: 32, SpotCapacity: 1}}
+	res, err := tr.PlanJob(context.Background(), training.PlanJobRequest{Model: training.Model{Name: "OPT-350"}, GlobalBatch: 64,
+		Survivors: surv, Offers: eight, MaxGPUs: 8})
+	require.NoError(t, err)
+	assert.Equal(t, 8, res.Plan.GPUs(), "the 8-GPU machine, not the lone survivor")
+	for _, r := range res.Replicas {
+		assert.Equal(t, "r1-a", r.Key.Zone)
+	}
+}
