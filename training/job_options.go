@@ -29,7 +29,14 @@ type JobOptions struct {
 	RetryWait time.Duration `json:"retry_wait,omitempty"`
 	// MaxAcquireRounds (default 3): plan → acquire rounds before planning on what is held.
 	MaxAcquireRounds int `json:"max_acquire_rounds,omitempty"`
-	// MaxPlanFailures (default 60): consecutive rounds with no plan before the job fails.
+	// MaxWaitForCapacity (simulated, default 6 h): how long a job that finds no plan waits for
+	// capacity, from the first round that found none, before it fails. It is provider time so
+	// the same spec survives the same drought at any time scale (a count of wall-clock rounds
+	// made a real cloud give up after 5 minutes and a 120× demo after 10 simulated hours).
+	MaxWaitForCapacity time.Duration `json:"max_wait_for_capacity,omitempty"`
+	// MaxPlanFailures (default 0: no limit but MaxWaitForCapacity): consecutive rounds with no
+	// plan before the job fails. Runs recorded before MaxWaitForCapacity existed count rounds
+	// only, 60 when this is zero.
 	MaxPlanFailures int `json:"max_plan_failures,omitempty"`
 	// MaxTrainerFailures (default 5): consecutive trainer failures on live machines, with no
 	// new checkpoint in between, before the job fails.
@@ -49,7 +56,15 @@ func (o JobOptions) WithDefaults() JobOptions {
 	orDefault(&o.AvoidZoneTTL, 10*time.Minute)
 	orDefault(&o.RetryWait, 5*time.Second)
 	orDefault(&o.MaxAcquireRounds, 3)
-	orDefault(&o.MaxPlanFailures, 60)
+	orDefault(&o.MaxWaitForCapacity, 6*time.Hour)
 	orDefault(&o.MaxTrainerFailures, 5)
 	return o
+}
+
+// LegacyMaxPlanFailures is the round limit of runs recorded before MaxWaitForCapacity.
+func (o JobOptions) LegacyMaxPlanFailures() int {
+	if o.MaxPlanFailures > 0 {
+		return o.MaxPlanFailures
+	}
+	return 60
 }

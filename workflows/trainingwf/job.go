@@ -53,7 +53,7 @@ func (j *job) run(ctx workflow.Context) error {
 		}
 		if reason != "" || j.plan == nil {
 			err := j.planAndAcquire(ctx, reason)
-			if errors.Is(err, errNoPlan) && planFails < j.opts.MaxPlanFailures && ctx.Err() == nil {
+			if errors.Is(err, errNoPlan) && j.mayWaitForCapacity(ctx, planFails) && ctx.Err() == nil {
 				planFails++
 				j.status.Error = err.Error()
 				if workflow.GetVersion(ctx, "deadline-while-waiting", workflow.DefaultVersion, 1) == 1 &&
@@ -181,6 +181,24 @@ func (j *job) releaseAll(ctx workflow.Context) error {
 	j.event(ctx, fmt.Sprintf("released %d instances", len(ids)))
 	j.held = nil
 	return nil
+}
+
+// mayWaitForCapacity reports whether a job whose round fails had found no plan for fails
+// rounds before may wait and try again: for MaxWaitForCapacity of provider time since the
+// first of those rounds (and at most MaxPlanFailures rounds, when set). Runs recorded before
+// count rounds only.
+func (j *job) mayWaitForCapacity(ctx workflow.Context, fails int) bool {
+	if workflow.GetVersion(ctx, "capacity-wait-in-provider-time", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return fails < j.opts.LegacyMaxPlanFailures()
+	}
+	if j.opts.MaxPlanFailures > 0 && fails >= j.opts.MaxPlanFailures {
+		return false
+	}
+	now := workflow.Now(ctx)
+	if fails == 0 {
+		j.droughtSince = now
+	}
+	return now.Sub(j.droughtSince) < j.strategy.Scale.Wall(j.opts.MaxWaitForCapacity)
 }
 
 // complete releases everything, proves nothing leaked and verifies the simulated state. The

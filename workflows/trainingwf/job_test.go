@@ -730,3 +730,22 @@ func TestTrainingJobWaitingForCapacityBuysOnDemandToKeepTheDeadline(t *testing.T
 	require.Equal(t, cloud.OnDemand, last.Capacity, "it bought on-demand capacity instead of waiting for spot")
 	require.Empty(t, w.Leaked())
 }
+
+// A job with no capacity waits MaxWaitForCapacity of provider time, whatever the time scale:
+// at 60× one simulated hour is one wall minute (it used to be 60 rounds of 5 wall seconds).
+func TestTrainingJobWaitsForCapacityInProviderTime(t *testing.T) {
+	w := newJobWorld()
+	env := newJobEnv(t, w, func(training.PlanJobRequest) (training.PlanJobResult, error) {
+		return training.PlanJobResult{}, errors.New("no capacity anywhere")
+	})
+	in := jobInput()
+	in.Options.MaxWaitForCapacity = time.Hour
+	start := env.Now()
+	env.ExecuteWorkflow(TrainingJob, in)
+	require.True(t, env.IsWorkflowCompleted())
+	require.Error(t, env.GetWorkflowError(), "the drought outlasted the wait")
+	waited := env.Now().Sub(start)
+	assert.GreaterOrEqual(t, waited, time.Minute, "an hour of provider time at 60x")
+	assert.Less(t, waited, time.Minute+2*in.Options.WithDefaults().RetryWait, "and not much more")
+	assert.Empty(t, w.Acquires, "nothing was bought")
+}

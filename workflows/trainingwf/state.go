@@ -64,6 +64,9 @@ type job struct {
 	resumeRequested bool
 	finished        bool
 
+	// droughtSince is when the current run of rounds without a plan began.
+	droughtSince time.Time
+
 	meter        jobwf.Meter
 	events       int
 	trainerFails int
