@@ -54,6 +54,23 @@ func twoStagePlan(zone string, capacity cloud.CapacityType, iter float64) traini
 			{Rank: 0, Stage: 0, Key: key, GPUs: 1, GPUsPerInstance: 1}, {Rank: 1, Stage: 1, Key: key, GPUs: 1, GPUsPerInstance: 1}}}
 }
 
+// firstEpochRunsLong is a trainer that runs the first epoch for an hour (until something
+// interrupts it) and finishes every later one at once.
+func firstEpochRunsLong(a training.Assignment) (time.Duration, error) {
+	if a.Epoch == 1 {
+		return time.Hour, nil
+	}
+	return 0, nil
+}
+
+// commitStep makes step durable and tells the job, as the first epoch's saver would.
+func commitStep(env *testsuite.TestWorkflowEnvironment, w *jobWorld, step int64) {
+	w.Lock()
+	w.durable = step
+	w.Unlock()
+	env.SignalWorkflow(training.SignalCheckpointCommitted, training.CheckpointCommitted{Epoch: 1, Rank: 0, Step: step})
+}
+
 func jobInput() training.JobInput {
 	return training.JobInput{
 		Spec: training.Spec{Name: "t", Model: training.Model{Name: "OPT-350"}, GlobalBatch: 8, Iterations: 100,
@@ -231,12 +248,7 @@ func TestTrainingJobReplansWithWhatICEleft(t *testing.T) {
 
 func TestTrainingJobSurvivesPreemption(t *testing.T) {
 	w := newJobWorld()
-	w.trainerRun = func(a training.Assignment) (time.Duration, error) {
-		if a.Epoch == 1 {
-			return time.Hour, nil
-		}
-		return 0, nil
-	}
+	w.trainerRun = firstEpochRunsLong
 	preempted := false
 	env := newJobEnv(t, w, func(req training.PlanJobRequest) (training.PlanJobResult, error) {
 		if !preempted {
@@ -249,10 +261,7 @@ func TestTrainingJobSurvivesPreemption(t *testing.T) {
 		return p, nil
 	})
 	env.RegisterDelayedCallback(func() {
-		w.Lock()
-		w.durable = 40
-		w.Unlock()
-		env.SignalWorkflow(training.SignalCheckpointCommitted, training.CheckpointCommitted{Epoch: 1, Rank: 0, Step: 40})
+		commitStep(env, w, 40)
 		env.SignalWorkflow(training.SignalPreemptionNotice, training.PreemptionNotice{InstanceID: "i-2", Kind: cloud.Notice})
 	}, 20*time.Second)
 	env.RegisterDelayedCallback(func() {
@@ -349,12 +358,7 @@ func TestTrainingJobSetBudgetValidator(t *testing.T) {
 
 func TestTrainingJobDeadlineAddsOnDemand(t *testing.T) {
 	w := newJobWorld()
-	w.trainerRun = func(a training.Assignment) (time.Duration, error) {
-		if a.Epoch == 1 {
-			return time.Hour, nil
-		}
-		return 0, nil
-	}
+	w.trainerRun = firstEpochRunsLong
 	env := newJobEnv(t, w, func(req training.PlanJobRequest) (training.PlanJobResult, error) {
 		if req.OnDemand {
 			return twoStagePlan("z-a", cloud.OnDemand, 1), nil
@@ -377,12 +381,7 @@ func TestTrainingJobDeadlineAddsOnDemand(t *testing.T) {
 
 func TestTrainingJobPauseResume(t *testing.T) {
 	w := newJobWorld()
-	w.trainerRun = func(a training.Assignment) (time.Duration, error) {
-		if a.Epoch == 1 {
-			return time.Hour, nil
-		}
-		return 0, nil
-	}
+	w.trainerRun = firstEpochRunsLong
 	env := newJobEnv(t, w, func(training.PlanJobRequest) (training.PlanJobResult, error) {
 		return twoStagePlan("z-a", cloud.Spot, 1), nil
 	})
@@ -657,20 +656,12 @@ func TestTrainingJobReplanCountsTheCapacityItJustTook(t *testing.T) {
 // each.
 func TestTrainingJobReplanDropsInstancesUnderNotice(t *testing.T) {
 	w := newJobWorld()
-	w.trainerRun = func(a training.Assignment) (time.Duration, error) {
-		if a.Epoch == 1 {
-			return time.Hour, nil
-		}
-		return 0, nil
-	}
+	w.trainerRun = firstEpochRunsLong
 	env := newJobEnv(t, w, func(req training.PlanJobRequest) (training.PlanJobResult, error) {
 		return twoStagePlan("z-b", cloud.Spot, 1), nil
 	})
 	env.RegisterDelayedCallback(func() {
-		w.Lock()
-		w.durable = 40
-		w.Unlock()
-		env.SignalWorkflow(training.SignalCheckpointCommitted, training.CheckpointCommitted{Epoch: 1, Rank: 0, Step: 40})
+		commitStep(env, w, 40)
 		env.SignalWorkflow(training.SignalPreemptionNotice, training.PreemptionNotice{InstanceID: "i-1", Kind: cloud.Notice})
 		env.SignalWorkflow(training.SignalPreemptionNotice, training.PreemptionNotice{InstanceID: "i-2", Kind: cloud.Notice})
 	}, 20*time.Second)
@@ -695,12 +686,7 @@ func TestTrainingJobReplanDropsInstancesUnderNotice(t *testing.T) {
 // would miss its deadline, instead of waiting (the deadline was only checked while training).
 func TestTrainingJobWaitingForCapacityBuysOnDemandToKeepTheDeadline(t *testing.T) {
 	w := newJobWorld()
-	w.trainerRun = func(a training.Assignment) (time.Duration, error) {
-		if a.Epoch == 1 {
-			return time.Hour, nil
-		}
-		return 0, nil
-	}
+	w.trainerRun = firstEpochRunsLong
 	lost := false
 	env := newJobEnv(t, w, func(req training.PlanJobRequest) (training.PlanJobResult, error) {
 		switch {
