@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
 from .client import Client, Entry, SaveBuffer, layout
-from .torch_state import _entries, _torch
+from .torch_state import _entries, _fill, _torch
 
 
 @dataclass
@@ -215,17 +215,12 @@ class OverlappedSaver:
             if n == 0:
                 continue
             data = e.data
-            if isinstance(data, (bytes, bytearray, memoryview)):
-                buf.buf.mm[off : off + n] = data
+            if self._side is not None and torch.is_tensor(data) and data.is_cuda:
+                on_side.append((data.detach(), off, n))
                 continue
-            src = data.detach()
-            if src.is_cuda and self._side is not None:
-                on_side.append((src, off, n))
-                continue
-            # CPU tensors (step counters, RNG states) are copied now, before the loop goes on.
-            if not src.is_contiguous():
-                src = src.contiguous()
-            buf.host[off : off + n].copy_(src.reshape(-1).view(torch.uint8))
+            # Bytes and CPU tensors (the tree, step counters, RNG states) are copied now, as a
+            # blocking save copies them, before the loop goes on.
+            _fill(e, buf.buf.mm, off)
         if not on_side:
             return None
         ready = torch.cuda.Event()
