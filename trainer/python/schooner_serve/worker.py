@@ -527,20 +527,24 @@ class Worker:
 
     def _pipeline_lost(self, why: str) -> None:
         """The step in flight will not come back. Its requests are set aside here (their KV kept)
-        and the routers' connections closed: a router that loses its first stage pauses what it
+        and their routers' connections closed: a router that loses its first stage pauses what it
         had running and resubmits it (resume_from/generated) once it is connected again, and the
         stages restore the caches they kept instead of recomputing them."""
-        n = len(self.running) + len(self.restoring) + len(self.waiting)
-        print(f"schooner_serve: pipeline broken ({why}); {n} requests set aside for the routers' resubmits",
+        lost = list(self.running) + list(self.restoring) + list(self.waiting)
+        print(f"schooner_serve: pipeline broken ({why}); {len(lost)} requests set aside for the routers' resubmits",
               file=sys.stderr, flush=True)
         self.inflight, self.inflight_to = None, None
         for c in list(self.links.values()):
             c.close()
         self.links.clear()
-        for rid in list(self.running) + list(self.restoring) + list(self.waiting):
+        owners = {id(self.requests[rid].conn) for rid in lost if rid in self.requests}
+        for rid in lost:
             self._set_aside(rid)
+        # Only the routers that had requests here learn of it: one that connected after its old
+        # pipeline broke (and resubmits along a new route) must not lose its fresh connection.
         for c in list(self.routers):
-            c.close()  # its reader reports it closed; the router reconnects and resubmits
+            if id(c) in owners:
+                c.close()  # its reader reports it closed; the router reconnects and resubmits
 
     def _route_changed(self, route) -> None:
         """The router now serves this first stage with other stages (it replaced a lost or noticed

@@ -291,8 +291,11 @@ def test_two_stages_and_failover_restore_and_reprefill(reference, holder_kind):
     s1 = spawn("--stage", "1", "--depth", "2", "--layers", "2:4", "--listen", f"127.0.0.1:{p1}",
                "--next", f"127.0.0.1:{p0}")
     pf = free_port()
-    # one stage replicating to the holder, dying after 20 tokens in all (fault injection)
-    victim = spawn("--listen", f"127.0.0.1:{pf}", "--holder", holder.addr, "--exit-after-tokens", "20")
+    # one stage replicating to the holder, dying after 20 tokens in all (fault injection); it lets
+    # its replica catch up first, so that the restore below is exercised however slow the machine
+    # (without --exit-flush a loaded CI runner may die before any step is acked: resume 0 or 1)
+    victim = spawn("--listen", f"127.0.0.1:{pf}", "--holder", holder.addr, "--exit-after-tokens", "20",
+                   "--exit-flush")
     procs = [s0, s1, victim]
     try:
         # (b) two stages over TCP: submits to stage 0, tokens from stage 1
