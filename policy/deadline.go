@@ -1,0 +1,226 @@
+package policy
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+)
+
+// DeadlineAware is schooner's policy. Each step it holds the cheapest placement whose
+// remaining run fits the time left with a margin: spot alone when the market has enough,
+// else spot plus the fewest on-demand GPUs that keep the deadline, else the fastest
+// placement it can get. The cheapest placement is usually a small one (data parallelism
+// costs GPU time per iteration), so the job grows only as the deadline requires. It keeps
+// what it holds while that still fits (a change costs a restart), moves back to spot alone as
+// soon as the slack allows, and prefers zones that preempted least in the last day, then the
+// cheapest, then those with the most capacity. Spot runtimes are inflated by the zone's
+// observed preemption rate, so a job in a zone that keeps preempting buys its margin earlier.
+func DeadlineAware() Maker {
+	return Maker{Name: "schooner-deadline", About: "schooner: cheapest placement that keeps the deadline, least on-demand",
+		New: func() Policy { return &deadlineAware{} }}
+}
+
+// riskWindow is how far back preemptions count against a zone.
+const riskWindow = 24 * time.Hour
+
+type deadlineAware struct {
+	preemptions []zoneEvent
+	// critical is set once a preemption more would miss the deadline even on on-demand:
+	// the job then stays on on-demand to the end.
+	critical bool
+}
+
+type zoneEvent struct {
+	at   time.Duration
+	zone string
+}
+
+// option is a placement the policy could hold.
+type option struct {
+	spot, od Placement
+	odZone   string
+	runtime  time.Duration
+	costUSD  float64
+}
+
+func (d *deadlineAware) Decide(v *View) Request {
+	for z, n := range v.Preempted {
+		for i := 0; i < n; i++ {
+			d.preemptions = append(d.preemptions, zoneEvent{at: v.Elapsed, zone: z})
+		}
+	}
+	zones := d.order(v)
+	budget := v.TimeLeft() - (2*v.Job.Restart + v.TimeLeft()/20)
+	if v.Deadline <= 0 {
+		budget = time.Duration(math.MaxInt64)
+	}
+	if v.Deadline > 0 {
+		if safe, ok := d.safetyNet(v, zones); ok {
+			return safe
+		}
+	}
+	held := d.evaluate(v, clone(v.Spot), clone(v.OnDemand))
+	holding := held.spot.GPUs()+held.od.GPUs() > 0 && len(v.Preempted) == 0
+	best, ok := d.cheapest(v, zones, budget, false)
+	why := ""
+	if !ok {
+		if best, ok = d.cheapest(v, zones, budget, true); ok {
+			why = fmt.Sprintf("spot short: %d spot GPUs can be had, the deadline needs %d on-demand more",
+				best.spot.GPUs(), best.od.GPUs())
+		}
+	}
+	switch {
+	case holding && held.runtime <= budget && (!ok || best.costUSD > switchGain*held.costUSD):
+		// What is held still keeps the deadline and nothing is much cheaper: a change
+		// would cost a restart for little.
+		return d.request(held, zones, "keeping the on-demand GPUs the deadline needed")
+	case ok:
+		return d.request(best, zones, why)
+	}
+	return d.request(d.fastest(v, zones), zones, "deadline at risk: the fastest placement, on-demand where spot is short")
+}
+
+// safetyNet moves the job to on-demand alone, for good, once the time left is no more than
+// the fastest on-demand placement's runtime plus a restart and a step: from then on a
+// preemption could not be recovered from on spot in time. The on-demand placement is the
+// cheapest that still fits; once critical the policy keeps what it bought.
+func (d *deadlineAware) safetyNet(v *View, zones []string) (Request, bool) {
+	slack := v.Job.Restart + v.Market.Gap
+	var fastest, cheapest option
+	found := false
+	step := v.Market.GPUsPerInst
+	for total := step; total <= v.Job.MaxGPUs; total += step {
+		o := d.evaluate(v, Placement{}, d.onDemandBeside(v.OnDemand, zones, total))
+		if fastest.runtime == 0 || o.runtime < fastest.runtime {
+			fastest = o
+		}
+		if o.runtime+slack <= v.TimeLeft() && (!found || o.costUSD < cheapest.costUSD) {
+			cheapest, found = o, true
+		}
+	}
+	if d.critical && v.OnDemand.GPUs() > 0 && v.Spot.GPUs() == 0 {
+		return Request{OnDemand: v.OnDemand.GPUs(), Zones: zones, Why: "safety net"}, true
+	}
+	if v.TimeLeft() > fastest.runtime+2*slack {
+		return Request{}, false
+	}
+	d.critical = true
+	pick := fastest
+	if found {
+		pick = cheapest
+	}
+	return d.request(pick, zones, "safety net: a preemption now could not be recovered on spot before the deadline"), true
+}
+
+// switchGain is how much cheaper (over the rest of the run) another placement must be for
+// the policy to leave one that still keeps the deadline.
+const switchGain = 0.9
+
+// cheapest is the cheapest option whose runtime fits budget: spot alone, or (withOD) spot
+// topped up with on-demand GPUs beside it.
+func (d *deadlineAware) cheapest(v *View, zones []string, budget time.Duration, withOD bool) (option, bool) {
+	var best option
+	found := false
+	step := v.Market.GPUsPerInst
+	for total := step; total <= v.Job.MaxGPUs; total += step {
+		spot := fill(Request{Spot: total, Zones: zones}, v.Spot, v.Capacity)
+		od := total - spot.GPUs()
+		if od > 0 && !withOD {
+			continue
+		}
+		o := d.evaluate(v, spot, d.onDemandBeside(spot, zones, od))
+		if o.runtime <= budget && (!found || o.costUSD < best.costUSD) {
+			best, found = o, true
+		}
+	}
+	return best, found
+}
+
+// fastest is max_gpus with as much spot as there is and on-demand for the rest.
+func (d *deadlineAware) fastest(v *View, zones []string) option {
+	var best option
+	step := v.Market.GPUsPerInst
+	for total := step; total <= v.Job.MaxGPUs; total += step {
+		spot := fill(Request{Spot: total, Zones: zones}, v.Spot, v.Capacity)
+		o := d.evaluate(v, spot, d.onDemandBeside(spot, zones, total-spot.GPUs()))
+		if best.runtime == 0 || o.runtime < best.runtime {
+			best = o
+		}
+	}
+	return best
+}
+
+// onDemandBeside places od on-demand GPUs in the zone with the most spot GPUs (fast links).
+func (d *deadlineAware) onDemandBeside(spot Placement, zones []string, od int) Placement {
+	if od <= 0 {
+		return Placement{}
+	}
+	zone, most := zones[0], 0
+	for _, z := range zones {
+		if spot[z] > most {
+			zone, most = z, spot[z]
+		}
+	}
+	return Placement{zone: od}
+}
+
+// evaluate prices holding spot and od for the rest of the job: the runtime (its spot part
+// inflated by the zones' preemption risk) and what it costs.
+func (d *deadlineAware) evaluate(v *View, spot, od Placement) option {
+	all := Placement{}
+	for z, g := range spot {
+		all[z] += g
+	}
+	for z, g := range od {
+		all[z] += g
+	}
+	o := option{spot: spot, od: od}
+	pace := v.Pace(all)
+	if math.IsInf(pace, 1) {
+		o.runtime, o.costUSD = time.Duration(math.MaxInt64), math.Inf(1)
+		return o
+	}
+	run := v.Left() * pace * (1 + d.risk(v, spot))
+	o.runtime = v.Job.Restart + seconds(run)
+	perHour := 0.0
+	for z, g := range spot {
+		perHour += float64(g) / float64(v.Market.GPUsPerInst) * v.Market.SpotPrice[z]
+	}
+	perHour += float64(od.GPUs()) / float64(v.Market.GPUsPerInst) * v.Market.OnDemandPrice
+	o.costUSD = perHour * o.runtime.Hours()
+	for z := range od {
+		o.odZone = z
+	}
+	return o
+}
+
+// risk is the expected share of time lost on a spot placement: 2% for every preemption its
+// zones had in the last day, up to 30%.
+func (d *deadlineAware) risk(v *View, spot Placement) float64 {
+	n := 0
+	for _, e := range d.preemptions {
+		if spot[e.zone] > 0 && v.Elapsed-e.at < riskWindow {
+			n++
+		}
+	}
+	return math.Min(0.02*float64(n), 0.3)
+}
+
+// order ranks the zones: fewest preemptions in the last day, then cheapest, then most
+// capacity now.
+func (d *deadlineAware) order(v *View) []string {
+	recent := map[string]int{}
+	for _, e := range d.preemptions {
+		if v.Elapsed-e.at < riskWindow {
+			recent[e.zone]++
+		}
+	}
+	zones := byCapacity(v)
+	sort.SliceStable(zones, func(i, j int) bool { return recent[zones[i]] < recent[zones[j]] })
+	return zones
+}
+
+func (d *deadlineAware) request(o option, zones []string, why string) Request {
+	return Request{Spot: o.spot.GPUs(), Zones: zones, OnDemand: o.od.GPUs(), OnDemandZone: o.odZone, Why: why}
+}

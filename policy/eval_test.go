@@ -1,0 +1,44 @@
+package policy
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestEvalRunsEveryPolicyFromEveryStartAndSummarises(t *testing.T) {
+	hourly := map[string][]int{"us-east-2b": {}, "us-west-2a": {}}
+	for h := 0; h < 24*10; h++ {
+		hourly["us-east-2b"] = append(hourly["us-east-2b"], []int{4, 4, 2, 0, 0, 4}[h%6])
+		hourly["us-west-2a"] = append(hourly["us-west-2a"], []int{0, 1, 4, 4, 2, 0}[h%6])
+	}
+	m := steps(t, hourly)
+	g := Grid{Starts: 7, Deadlines: []float64{1.5, 3}}
+	res, err := Eval(job(), m, g)
+	require.NoError(t, err)
+	assert.Len(t, res.Starts, 7)
+	assert.Len(t, res.Runs, 7*2*len(Makers()))
+	require.Len(t, res.Summaries, 2*len(Makers()))
+	for _, s := range res.Summaries {
+		assert.Equal(t, 7, s.Runs)
+		assert.LessOrEqual(t, s.MedianRatio, s.P90Ratio+1e-9)
+		if s.Policy == "all-on-demand" {
+			assert.InDelta(t, 1, s.MedianRatio, 1e-9)
+			assert.Equal(t, 1.0, s.Attainment)
+		}
+		if s.Policy == "schooner-deadline" {
+			assert.Equal(t, 1.0, s.Attainment, "deadline %v", s.Deadline)
+			assert.Less(t, s.MedianRatio, 1.0)
+		}
+	}
+	again, err := Eval(job(), m, g)
+	require.NoError(t, err)
+	assert.Equal(t, res.Summaries, again.Summaries, "runs are deterministic")
+}
+
+func TestQuantile(t *testing.T) {
+	assert.Equal(t, 2.0, quantile([]float64{1, 2, 3}, 0.5))
+	assert.InDelta(t, 3.6, quantile([]float64{0, 1, 2, 3, 4}, 0.9), 1e-9)
+	assert.Zero(t, quantile(nil, 0.5))
+}

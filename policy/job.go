@@ -1,0 +1,57 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Job is what the simulator trains: a number of iterations, checkpointed every
+// CheckpointEvery, on at most MaxGPUs GPUs, at the pace Throughput gives.
+type Job struct {
+	Iterations      int64
+	CheckpointEvery int64
+	MaxGPUs         int
+	// Restart is how long training stops whenever the held machines change: booting what
+	// was bought, restoring the last checkpoint, planning (default 4 min: the simulated
+	// market's 2-minute AWS boot plus the job's relaunch and restore).
+	Restart    time.Duration
+	Throughput IterTimer
+}
+
+// DefaultRestart is Job.Restart's default.
+const DefaultRestart = 4 * time.Minute
+
+func (j Job) withDefaults() Job {
+	if j.Restart <= 0 {
+		j.Restart = DefaultRestart
+	}
+	if j.CheckpointEvery <= 0 {
+		j.CheckpointEvery = j.Iterations
+	}
+	return j
+}
+
+// Validate refuses a job the simulator cannot run, naming the field.
+func (j Job) Validate() error {
+	switch {
+	case j.Iterations <= 0:
+		return fmt.Errorf("policy job: iterations must be positive, got %d", j.Iterations)
+	case j.MaxGPUs <= 0:
+		return fmt.Errorf("policy job: max_gpus must be positive, got %d", j.MaxGPUs)
+	case j.CheckpointEvery < 0:
+		return fmt.Errorf("policy job: checkpoint every must not be negative, got %d", j.CheckpointEvery)
+	case j.Throughput == nil:
+		return errors.New("policy job: no throughput model")
+	}
+	return nil
+}
+
+// duration is how long the job takes on placement p with nothing lost: one restart (the
+// first boot) and every iteration at p's pace.
+func (j Job) duration(p Placement) time.Duration {
+	it := j.Throughput.IterSeconds(p)
+	return j.Restart + seconds(float64(j.Iterations)*it)
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

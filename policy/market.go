@@ -1,0 +1,108 @@
+package policy
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/schooner-ml/schooner/cloud/catalog"
+	"github.com/schooner-ml/schooner/cloud/sim"
+	"github.com/schooner-ml/schooner/gpu"
+)
+
+// Market is the spot capacity a policy meets: per zone, how many instances of one instance
+// type could be launched at each moment of a trace, and the prices. Capacity is a trace's
+// step function; past the trace's end its last count holds.
+type Market struct {
+	// Source names the trace directory, for reports.
+	Source       string
+	InstanceType string
+	GPU          gpu.Type
+	GPUsPerInst  int
+	// Zones are the zones with a trace, sorted.
+	Zones []string
+	// SpotPrice is USD per instance-hour per zone; OnDemandPrice is one price for every zone.
+	SpotPrice     map[string]float64
+	OnDemandPrice float64
+	// Gap is the trace's tick: capacity changes only at multiples of it.
+	Gap time.Duration
+	// Length is the time the traces cover (the shortest of them).
+	Length time.Duration
+
+	traces map[string]*sim.Trace
+}
+
+// Capacity returns how many instances could be held in zone at d since the trace's start.
+func (m *Market) Capacity(zone string, d time.Duration) int {
+	t, ok := m.traces[zone]
+	if !ok {
+		return 0
+	}
+	return t.CountAt(d)
+}
+
+// LoadMarket reads a spot-traces directory (sim.LoadSkyPilotDir: one file per zone, named
+// <zone>_<gpu>_<count>.json) and prices its instance type from the AWS catalog. A directory
+// whose files name more than one instance type is refused: the simulator plans one GPU type.
+// The files left out (GPUs the catalog has no type for) are returned for the caller to show.
+func LoadMarket(dir string) (*Market, []string, error) {
+	traces, skipped, err := sim.LoadSkyPilotDir(dir)
+	if err != nil {
+		return nil, skipped, err
+	}
+	m, err := NewMarket(dir, traces)
+	return m, skipped, err
+}
+
+// NewMarket builds a market from traces keyed by zone and instance type (all of one type).
+func NewMarket(source string, traces map[sim.Key]*sim.Trace) (*Market, error) {
+	m := &Market{Source: source, SpotPrice: map[string]float64{}, traces: map[string]*sim.Trace{}}
+	for k, t := range traces {
+		if m.InstanceType != "" && k.InstanceType != m.InstanceType {
+			return nil, fmt.Errorf("policy market %s: traces of %s and %s: one instance type per directory",
+				source, m.InstanceType, k.InstanceType)
+		}
+		if t.Unit != sim.Instances {
+			return nil, fmt.Errorf("policy market %s: trace %s counts %s, not instances", source, t.Source, t.Unit)
+		}
+		m.InstanceType = k.InstanceType
+		m.traces[k.Zone] = t
+		m.Zones = append(m.Zones, k.Zone)
+	}
+	if len(m.Zones) == 0 {
+		return nil, fmt.Errorf("policy market %s: no traces", source)
+	}
+	sort.Strings(m.Zones)
+	it, ok := catalog.Default().Lookup("aws", m.InstanceType)
+	if !ok {
+		return nil, fmt.Errorf("policy market %s: instance type %s is not in the AWS catalog", source, m.InstanceType)
+	}
+	m.GPUsPerInst = max(it.GPUs, 1)
+	m.GPU = it.GPUType
+	for i, z := range m.Zones {
+		od, ok := it.OnDemand[catalog.RegionOf("aws", z)]
+		if !ok {
+			return nil, fmt.Errorf("policy market %s: the catalog has no on-demand price of %s in %s", source, m.InstanceType, z)
+		}
+		// One on-demand price for the market: the highest of its regions (they agree for the
+		// bundled types), so the on-demand baseline is never flattered.
+		m.OnDemandPrice = max(m.OnDemandPrice, od)
+		m.SpotPrice[z] = round4(od * (1 - it.SpotDiscount))
+		t := m.traces[z]
+		end := t.Steps[len(t.Steps)-1].At + t.Gap
+		if i == 0 || end < m.Length {
+			m.Length = end
+		}
+		if t.Gap > m.Gap {
+			m.Gap = t.Gap
+		}
+	}
+	if m.Gap <= 0 {
+		m.Gap = 5 * time.Minute
+	}
+	return m, nil
+}
+
+// round4 rounds a price to the 4 decimals EC2 quotes spot prices in.
+func round4(v float64) float64 { return math.Round(v*1e4) / 1e4 }

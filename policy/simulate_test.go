@@ -1,0 +1,97 @@
+package policy
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestFillKeepsHeldGPUsThenTakesFreeCapacityInOrder(t *testing.T) {
+	capacity := map[string]int{"a": 3, "b": 4, "c": 8}
+	got := fill(Request{Spot: 6, Zones: []string{"a", "b", "c"}}, Placement{"b": 2}, capacity)
+	assert.Equal(t, Placement{"a": 3, "b": 3}, got)
+	// A zone left out of the request is released.
+	got = fill(Request{Spot: 2, Zones: []string{"c"}}, Placement{"b": 2}, capacity)
+	assert.Equal(t, Placement{"c": 2}, got)
+}
+
+func TestFillPlacesAGangInOneZoneOrNowhere(t *testing.T) {
+	capacity := map[string]int{"a": 3, "b": 4, "c": 8}
+	assert.Equal(t, Placement{"c": 8}, fill(Request{Spot: 8, Zones: []string{"a", "b", "c"}, Gang: true}, nil, capacity))
+	assert.Empty(t, fill(Request{Spot: 9, Zones: []string{"a", "b", "c"}, Gang: true}, nil, capacity))
+	// A gang that lost a member is relaunched whole, not kept.
+	assert.Equal(t, Placement{"b": 4}, fill(Request{Spot: 4, Zones: []string{"a", "b"}, Gang: true}, Placement{"a": 3}, capacity))
+}
+
+func TestAllOnDemandCostsWhatTheBaselineSays(t *testing.T) {
+	m := steps(t, map[string][]int{"us-east-2b": {0}, "us-west-2a": {0}})
+	deadline := 8 * time.Hour
+	base := BestOnDemand(job(), m, deadline)
+	// 2 GPUs take 10 h (too long), 3 take 6 h 40 min; 4 take 5 h and cost more GPU-hours
+	// of restart: the cheapest plan in time is 3 GPUs.
+	require.Equal(t, 3, base.GPUs)
+	assert.Equal(t, 6*time.Hour+50*time.Minute, base.Duration.Round(time.Minute))
+	run, err := Simulate(job(), m, AllOnDemand(), 0, Options{Deadline: deadline})
+	require.NoError(t, err)
+	assert.True(t, run.Finished && run.Met)
+	assert.InDelta(t, base.CostUSD, run.CostUSD, 1e-6)
+	assert.InDelta(t, run.CostUSD, run.OnDemandUSD, 1e-9)
+	assert.Equal(t, base.Duration, run.Duration)
+	require.Len(t, run.Purchases, 1)
+	assert.Equal(t, 3, run.Purchases[0].GPUs)
+}
+
+func TestAPreemptionRedoesTheIterationsSinceTheLastCheckpoint(t *testing.T) {
+	// 4 spot GPUs for 2 hours, then none for 3, then 4 again.
+	m := steps(t, map[string][]int{"us-east-2b": {4, 4, 0, 0, 0, 4}})
+	run, err := Simulate(job(), m, AllSpot(), 0, Options{})
+	require.NoError(t, err)
+	assert.True(t, run.Finished)
+	assert.Equal(t, 1, run.Preemptions)
+	// 2 h less a 10-minute restart at 25 s an iteration is 264 iterations; the last
+	// checkpoint (every 36) was at 252.
+	assert.InDelta(t, 12, run.Lost, 1e-6)
+	assert.Zero(t, run.OnDemandUSD)
+	// Restart, 264 iterations, 3 h without capacity, restart, 456+12 iterations.
+	want := 2*time.Hour + 3*time.Hour + 10*time.Minute + time.Duration(468*25)*time.Second
+	assert.Equal(t, want, run.Duration)
+}
+
+func TestTheDeadlinePolicyBuysOnDemandOnlyWhenSpotCannotKeepTheDeadline(t *testing.T) {
+	// Spot runs dry after 2 hours for the rest of the trace.
+	m := steps(t, map[string][]int{"us-east-2b": {4, 4, 0}, "us-west-2a": {0}})
+	deadline := 9 * time.Hour
+	spot, err := Simulate(job(), m, AllSpot(), 0, Options{Deadline: deadline})
+	require.NoError(t, err)
+	assert.False(t, spot.Finished, "all-spot waits for capacity that never returns")
+	run, err := Simulate(job(), m, DeadlineAware(), 0, Options{Deadline: deadline})
+	require.NoError(t, err)
+	assert.True(t, run.Met, "finished at %s", run.Duration)
+	require.NotEmpty(t, run.Purchases)
+	assert.GreaterOrEqual(t, run.Purchases[0].At, 2*time.Hour, "no on-demand while spot was there")
+	assert.NotEmpty(t, run.Purchases[0].Why)
+	base := BestOnDemand(job(), m, deadline)
+	assert.Less(t, run.CostUSD, base.CostUSD)
+}
+
+func TestWithAmpleSpotTheDeadlinePolicyTakesTheCheapestPlacementThatFits(t *testing.T) {
+	m := steps(t, map[string][]int{"us-east-2b": {8}})
+	run, err := Simulate(job(), m, DeadlineAware(), 0, Options{Deadline: 24 * time.Hour})
+	require.NoError(t, err)
+	assert.True(t, run.Met)
+	assert.Zero(t, run.OnDemandUSD)
+	assert.Equal(t, 1, run.Restarts)
+	// With perfect scaling every size costs the same per iteration, but a larger one pays
+	// more GPU-minutes of restart: one GPU (20 h and a 10-minute restart) fits in 24 h.
+	assert.InDelta(t, 1*20+1.0/6, run.GPUHours, 0.01)
+}
+
+func TestSkyPilotEagerNextRegionTriesAnotherRegionFirst(t *testing.T) {
+	s := &skyPilot{eager: true, zone: "us-east-2b"}
+	zones := []string{"us-east-2a", "us-east-2b", "us-west-2a", "us-west-2c"}
+	assert.Equal(t, []string{"us-west-2a", "us-west-2c", "us-east-2a", "us-east-2b"}, s.order(zones))
+	f := &skyPilot{zone: "us-west-2a"}
+	assert.Equal(t, []string{"us-west-2a", "us-east-2a", "us-east-2b", "us-west-2c"}, f.order(zones))
+}
