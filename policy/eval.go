@@ -63,7 +63,7 @@ func Eval(job Job, m *Market, g Grid) (*Result, error) {
 	g = g.withDefaults()
 	t0 := time.Now()
 	res := &Result{Trace: m.Source, SpotOnly: SpotOnlyDuration(job, m)}
-	if res.SpotOnly <= 0 || res.SpotOnly >= 1<<62 {
+	if res.SpotOnly <= 0 || res.SpotOnly >= never {
 		return nil, fmt.Errorf("policy eval: the job has no plan on %d %s GPUs", job.MaxGPUs, m.GPU)
 	}
 	res.Starts = starts(m, g, res.SpotOnly)

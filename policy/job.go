@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -54,4 +55,14 @@ func (j Job) duration(p Placement) time.Duration {
 	return j.Restart + seconds(float64(j.Iterations)*it)
 }
 
-func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+// seconds converts to a duration, saturating at never (an impossible pace is +Inf).
+func seconds(s float64) time.Duration {
+	if s >= never.Seconds() || math.IsNaN(s) {
+		return never
+	}
+	return time.Duration(s * float64(time.Second))
+}
+
+// never is the runtime of a placement nothing fits on: far beyond any deadline, yet small
+// enough that adding restarts and margins to it cannot overflow.
+const never = time.Duration(math.MaxInt64 / 4)

@@ -106,3 +106,25 @@ func NewMarket(source string, traces map[sim.Key]*sim.Trace) (*Market, error) {
 
 // round4 rounds a price to the 4 decimals EC2 quotes spot prices in.
 func round4(v float64) float64 { return math.Round(v*1e4) / 1e4 }
+
+// Only keeps the zones listed (all of them must have a trace), so that a job restricted to
+// some zones meets only their capacity.
+func (m *Market) Only(zones []string) (*Market, error) {
+	if len(zones) == 0 {
+		return m, nil
+	}
+	out := *m
+	out.Zones, out.traces = nil, map[string]*sim.Trace{}
+	for _, z := range zones {
+		t, ok := m.traces[z]
+		if !ok {
+			return nil, fmt.Errorf("policy market %s: no trace of zone %q (it has %v)", m.Source, z, m.Zones)
+		}
+		if _, dup := out.traces[z]; !dup {
+			out.traces[z] = t
+			out.Zones = append(out.Zones, z)
+		}
+	}
+	sort.Strings(out.Zones)
+	return &out, nil
+}

@@ -56,3 +56,15 @@ func TestTheBundledTracesLoad(t *testing.T) {
 	assert.Equal(t, []string{"us-east-2b", "us-west-2a", "us-west-2c"}, m.Zones)
 	assert.Greater(t, m.Length, 10*24*time.Hour)
 }
+
+func TestOnlyKeepsTheListedZonesAndRefusesAnUnknownOne(t *testing.T) {
+	m, _, err := LoadMarket("../cloud/sim/traces/aws-08-27-2023")
+	require.NoError(t, err)
+	one, err := m.Only([]string{"us-west-2c"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"us-west-2c"}, one.Zones)
+	assert.Zero(t, one.Capacity("us-east-2b", 0))
+	assert.Len(t, m.Zones, 3, "the market itself is unchanged")
+	_, err = m.Only([]string{"us-east-1a"})
+	assert.ErrorContains(t, err, `no trace of zone "us-east-1a"`)
+}

@@ -65,7 +65,7 @@ func (v *View) Left() float64 { return float64(v.Job.Iterations) - v.Done }
 // TimeLeft is the time to the deadline (a large value when there is none).
 func (v *View) TimeLeft() time.Duration {
 	if v.Deadline <= 0 {
-		return 1 << 62
+		return never
 	}
 	return v.Deadline - v.Elapsed
 }

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -76,16 +77,17 @@ func TestTheDeadlinePolicyBuysOnDemandOnlyWhenSpotCannotKeepTheDeadline(t *testi
 	assert.Less(t, run.CostUSD, base.CostUSD)
 }
 
-func TestWithAmpleSpotTheDeadlinePolicyTakesTheCheapestPlacementThatFits(t *testing.T) {
+func TestWithAmpleSpotTheDeadlinePolicyBanksTimeOnSpotAndNeverRestartsForNothing(t *testing.T) {
 	m := steps(t, map[string][]int{"us-east-2b": {8}})
 	run, err := Simulate(job(), m, DeadlineAware(), 0, Options{Deadline: 24 * time.Hour})
 	require.NoError(t, err)
 	assert.True(t, run.Met)
 	assert.Zero(t, run.OnDemandUSD)
-	assert.Equal(t, 1, run.Restarts)
-	// With perfect scaling every size costs the same per iteration, but a larger one pays
-	// more GPU-minutes of restart: one GPU (20 h and a 10-minute restart) fits in 24 h.
-	assert.InDelta(t, 1*20+1.0/6, run.GPUHours, 0.01)
+	assert.Equal(t, 1, run.Restarts, "what it holds still fits: no change near the end")
+	// With perfect scaling a larger placement costs only the GPU-minutes of its restart
+	// more, well within the speed premium: the job runs on max_gpus (4) for 5 h after a
+	// 10-minute start.
+	assert.InDelta(t, 4*(5+1.0/6), run.GPUHours, 0.01)
 }
 
 func TestSkyPilotEagerNextRegionTriesAnotherRegionFirst(t *testing.T) {
@@ -94,4 +96,28 @@ func TestSkyPilotEagerNextRegionTriesAnotherRegionFirst(t *testing.T) {
 	assert.Equal(t, []string{"us-west-2a", "us-west-2c", "us-east-2a", "us-east-2b"}, s.order(zones))
 	f := &skyPilot{zone: "us-west-2a"}
 	assert.Equal(t, []string{"us-west-2a", "us-east-2a", "us-east-2b", "us-west-2c"}, f.order(zones))
+}
+
+// atLeastTwo is perfect scaling on two GPUs or more: the model does not fit on one.
+type atLeastTwo struct{ perfectScaling }
+
+func (a atLeastTwo) IterSeconds(p Placement) float64 {
+	if p.GPUs() < 2 {
+		return math.Inf(1)
+	}
+	return a.perfectScaling.IterSeconds(p)
+}
+
+func TestTheSafetyNetNeverPicksAPlacementNothingFitsOn(t *testing.T) {
+	m := steps(t, map[string][]int{"us-east-2b": {0}})
+	j := job()
+	j.Throughput = atLeastTwo{}
+	// 4 GPUs take 5 h and a 10-minute start: only they keep a 5 h 15 min deadline, and
+	// with no room for another restart the safety net buys them at once.
+	run, err := Simulate(j, m, DeadlineAware(), 0, Options{Deadline: 5*time.Hour + 15*time.Minute})
+	require.NoError(t, err)
+	assert.True(t, run.Met, "finished at %s", run.Duration)
+	require.Len(t, run.Purchases, 1)
+	assert.Equal(t, 4, run.Purchases[0].GPUs)
+	assert.Contains(t, run.Purchases[0].Why, "safety net")
 }
