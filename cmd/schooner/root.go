@@ -38,7 +38,7 @@ Start here:
 	}
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "console", "log format: console (for people) or json (for log pipelines)")
-	root.AddCommand(newWorkerCommand(g), newNodesCommand(g), newGPUCommand(g), newCloudCommand(), newPlanCommand(g), newProfileCommand(), newCkptCommand(g), newTrainCommand(g), newPolicyCommand())
+	root.AddCommand(newWorkerCommand(g), newNodesCommand(g), newGPUCommand(g), newCloudCommand(), newPlanCommand(g), newProfileCommand(), newCkptCommand(g), newTrainCommand(g), newPolicyCommand(), newCodecCommand())
 	root.AddCommand(newKVCacheCommand(g), newServeCommand(g), newColocateCommand(g))
 	addEmbeddedCommands(root, g)
 	addDemoCommand(root, g)
