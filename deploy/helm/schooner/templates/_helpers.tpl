@@ -25,3 +25,15 @@ volumes:
     secret: {secretName: {{ .Values.temporal.tlsSecret }}}
 {{- end }}
 {{- end -}}
+
+{{- /* Both workloads run unprivileged: a node agent runs job commands, so a compromised or
+careless spec must not get root on the GPU machine or the cluster. */ -}}
+{{- define "schooner.securityContext" -}}
+securityContext:
+  runAsNonRoot: true
+  runAsUser: {{ .Values.securityContext.runAsUser }}
+  runAsGroup: {{ .Values.securityContext.runAsGroup }}
+  allowPrivilegeEscalation: false
+  capabilities: {drop: [ALL]}
+  seccompProfile: {type: RuntimeDefault}
+{{- end -}}
