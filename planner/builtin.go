@@ -174,6 +174,18 @@ func DefaultTPs() []int { return []int{1, 2, 4, 8} }
 // none.
 func DefaultMicroBatches() []int { return []int{1, 2, 4, 8, 16} }
 
+// profileGrid is the TP degrees and microbatch sizes to build a profile for: tps and mbss, or
+// DefaultTPs and DefaultMicroBatches where they are nil.
+func profileGrid(tps, mbss []int) ([]int, []int) {
+	if tps == nil {
+		tps = DefaultTPs()
+	}
+	if mbss == nil {
+		mbss = DefaultMicroBatches()
+	}
+	return tps, mbss
+}
+
 // BuildModel is a profile computed from a alone: analytic memory (TransformerMem) and, for
 // every GPU type in gpus that has a Spec, compute derived from its datasheet
 // (DeriveCompute). nil tps or mbss mean DefaultTPs and DefaultMicroBatches. It returns nil
@@ -182,12 +194,7 @@ func BuildModel(a Architecture, gpus []gpu.Type, tps, mbss []int) *ModelProfile 
 	if a.Validate() != nil {
 		return nil
 	}
-	if tps == nil {
-		tps = DefaultTPs()
-	}
-	if mbss == nil {
-		mbss = DefaultMicroBatches()
-	}
+	tps, mbss = profileGrid(tps, mbss)
 	m := &ModelProfile{
 		Name:    a.Name,
 		SeqLen:  a.SeqLen,

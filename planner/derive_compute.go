@@ -190,12 +190,7 @@ func DeriveCompute(a Architecture, spec GPUSpec, tps, mbss []int) *Compute {
 	if err != nil {
 		return nil
 	}
-	if tps == nil {
-		tps = DefaultTPs()
-	}
-	if mbss == nil {
-		mbss = DefaultMicroBatches()
-	}
+	tps, mbss = profileGrid(tps, mbss)
 	kinds := a.layerKinds()
 	c := &Compute{
 		GPU:     spec.Type,

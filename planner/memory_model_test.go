@@ -11,12 +11,11 @@ import (
 
 func TestMemoryModelReplacesTheDefaults(t *testing.T) {
 	t.Parallel()
-	m := withCompute(toyModel(4, 1e6, 1e6, 1e6), gpu.A100_40, 1, 1, a100Time)
+	m := toyA100()
 	m.MemoryModel = &MemoryModel{BytesPerParam: 16, OverheadBytes: 1e9}
 	p := plan(8, 1, stage(0, 3, replica(gpu.A100_40, 1, "us-central1-a", 4)))
 
-	est, err := Simulate(p, m, flatNet(flatLink(1, 0)))
-	require.NoError(t, err)
+	est := simulateOnGigabit(t, p, m)
 	// 4e6 params × 16 B + 4e6 activation floats × 4 B × 1 in flight + 1 GB measured overhead.
 	want := 4e6*16 + 4e6*4 + 1e9
 	assert.InDelta(t, want, est.Stages[0].PeakMemBytes, 1)
@@ -37,7 +36,7 @@ func TestMemoryModelUnsetKeepsTheDefaults(t *testing.T) {
 		"zero per param":   {OverheadBytes: 1e9},
 		"negative (unset)": {BytesPerParam: -1, OverheadBytes: 1e9},
 	} {
-		m := withCompute(toyModel(4, 1e6, 1e6, 1e6), gpu.A100_40, 1, 1, a100Time)
+		m := toyA100()
 		m.MemoryModel = mm
 		got, ok := PeakMemory(m, 1, 1, 0, 3, 0, 1, 8)
 		require.True(t, ok, name)

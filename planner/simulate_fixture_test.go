@@ -1,6 +1,10 @@
 package planner
 
 import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
 	"github.com/schooner-ml/schooner/gpu"
 )
 
@@ -26,6 +30,12 @@ func toyModel(n int, paramsFloats, actMemFloats, actOutFloats float64) *ModelPro
 		m.Mem[tp] = layers
 	}
 	return m
+}
+
+// toyA100 is the toy model most tests simulate: four layers of 1e6 parameter, activation
+// and output floats each, with an A100-40 profile at TP 1, micro-batch 1 (a100Time a layer).
+func toyA100() *ModelProfile {
+	return withCompute(toyModel(4, 1e6, 1e6, 1e6), gpu.A100_40, 1, 1, a100Time)
 }
 
 // mixedModel is toyModel with a TP 1, micro-batch 1 profile on an A100-40 (a100Time) and on a
@@ -61,6 +71,15 @@ func flatLink(gbps, latency float64) Link {
 // flatNet uses one link for everything: inside machines, between machines, zones, regions.
 func flatNet(l Link) *Network { return layeredNet(l, l, l, l) }
 
+// simulateOnGigabit simulates p for m over flatNet(flatLink(1, 0)), 1 GB/s everywhere and no
+// latency, the network whose transfer times the tests work out by hand; an error fails t.
+func simulateOnGigabit(t *testing.T, p *Plan, m *ModelProfile) Estimate {
+	t.Helper()
+	est, err := Simulate(p, m, flatNet(flatLink(1, 0)))
+	require.NoError(t, err)
+	return est
+}
+
 // layeredNet has one link per level, the same for every GPU type and machine size.
 // Crossing zones costs 0.01 USD/GB, regions 0.02, as on GCP in the US.
 func layeredNet(intra, inter, interZone, interRegion Link) *Network {
@@ -95,4 +114,12 @@ func stage(first, last int, rs ...Replica) Stage {
 
 func plan(gbs, mbs int, stages ...Stage) *Plan {
 	return &Plan{Model: "toy", GlobalBatch: gbs, MicroBatch: mbs, Stages: stages}
+}
+
+// twoA100Stages runs toyA100's four layers at global batch 8, micro-batch 1, as two stages
+// of one A100-40 replica each in us-central1-a; the first stage ends at layer last.
+func twoA100Stages(last int) *Plan {
+	return plan(8, 1,
+		stage(0, last, replica(gpu.A100_40, 1, "us-central1-a", 4)),
+		stage(last+1, 3, replica(gpu.A100_40, 1, "us-central1-a", 4)))
 }

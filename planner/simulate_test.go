@@ -19,11 +19,10 @@ var (
 
 func TestSimulateOneGPU(t *testing.T) {
 	t.Parallel()
-	m := withCompute(toyModel(4, 1e6, 1e6, 1e6), gpu.A100_40, 1, 1, a100Time)
+	m := toyA100()
 	p := plan(8, 1, stage(0, 3, replica(gpu.A100_40, 1, "us-central1-a", 4)))
 
-	est, err := Simulate(p, m, flatNet(flatLink(1, 0)))
-	require.NoError(t, err)
+	est := simulateOnGigabit(t, p, m)
 
 	// N_b·(fwd+bwd) + update = 8·(4·3 ms) + 4·0.5 ms.
 	assert.InDelta(t, 98*ms, est.IterTime, eps)
@@ -49,14 +48,10 @@ func TestSimulateOneGPU(t *testing.T) {
 func TestSimulateTwoStagePipeline(t *testing.T) {
 	t.Parallel()
 	// 1e6 floats of activation per sample = 4 MB, 4 ms over a 1 GB/s link.
-	m := withCompute(toyModel(4, 1e6, 1e6, 1e6), gpu.A100_40, 1, 1, a100Time)
-	p := plan(8, 1,
-		stage(0, 1, replica(gpu.A100_40, 1, "us-central1-a", 4)),
-		stage(2, 3, replica(gpu.A100_40, 1, "us-central1-a", 4)),
-	)
+	m := toyA100()
+	p := twoA100Stages(1)
 
-	est, err := Simulate(p, m, flatNet(flatLink(1, 0)))
-	require.NoError(t, err)
+	est := simulateOnGigabit(t, p, m)
 
 	// comp = 6 ms per stage; stage 0 sends activations (4 ms), stage 1 sends gradients back
 	// (4 ms); straggler = 10 ms. T = 7·10 + (4+4) + (6+6) + 1 ms update.
@@ -78,8 +73,7 @@ func TestSimulateMiddleStagePaysBothWays(t *testing.T) {
 	r := replica(gpu.A100_40, 1, "us-central1-a", 4)
 	p := plan(4, 1, stage(0, 1, r), stage(2, 3, r), stage(4, 5, r))
 
-	est, err := Simulate(p, m, flatNet(flatLink(1, 0)))
-	require.NoError(t, err)
+	est := simulateOnGigabit(t, p, m)
 
 	assert.InDelta(t, 4*ms, est.Stages[0].Comm, eps)
 	assert.InDelta(t, 8*ms, est.Stages[1].Comm, eps)
@@ -150,8 +144,7 @@ func TestSimulateHeterogeneousStraggler(t *testing.T) {
 		stage(2, 3, replica(gpu.V100, 1, "us-central1-a", 2.5)),
 	)
 
-	est, err := Simulate(p, m, flatNet(flatLink(1, 0)))
-	require.NoError(t, err)
+	est := simulateOnGigabit(t, p, m)
 
 	// V100 stage: 2·9 ms compute + 4 ms gradients back = 22 ms straggler.
 	// T = 7·22 + 8 + (6+18) + 3 ms (V100 update of two layers).
@@ -170,8 +163,7 @@ func TestSimulateHeterogeneousDataParallel(t *testing.T) {
 		replica(gpu.A100_40, 1, "us-central1-a", 4),
 		replica(gpu.V100, 2, "us-central1-a", 2.5)))
 
-	est, err := Simulate(p, m, flatNet(flatLink(1, 0)))
-	require.NoError(t, err)
+	est := simulateOnGigabit(t, p, m)
 
 	s := est.Stages[0]
 	assert.InDelta(t, 36*ms, s.Compute, eps, "the stage's compute is its slowest replica's")
@@ -235,7 +227,7 @@ func TestSimulateSkipsRepeatedPipelinesCorrectly(t *testing.T) {
 
 func TestSimulateEgressOnlyAcrossZones(t *testing.T) {
 	t.Parallel()
-	m := withCompute(toyModel(4, 1e6, 1e6, 1e6), gpu.A100_40, 1, 1, a100Time)
+	m := toyA100()
 	n := flatNet(flatLink(1, 0))
 	twoStages := func(z0, r0, z1, r1 string) *Plan {
 		a := replica(gpu.A100_40, 1, z0, 4)
@@ -316,7 +308,7 @@ func TestSimulateUnevenSplitBeatsEvenOnMixedGPUs(t *testing.T) {
 
 func TestSimulateDerivedProfile(t *testing.T) {
 	t.Parallel()
-	m := withCompute(toyModel(4, 1e6, 1e6, 1e6), gpu.A100_40, 1, 1, a100Time)
+	m := toyA100()
 	withCompute(m, gpu.H100, 1, 1, a100Time)
 	m.Compute[gpu.H100].Derived = true
 	n := flatNet(flatLink(1, 0))
@@ -342,7 +334,7 @@ func TestSimulateGPUWithoutDatasheet(t *testing.T) {
 
 func TestSimulateNeedsNetworkAndModel(t *testing.T) {
 	t.Parallel()
-	m := withCompute(toyModel(4, 1e6, 1e6, 1e6), gpu.A100_40, 1, 1, a100Time)
+	m := toyA100()
 	p := plan(8, 1, stage(0, 3, replica(gpu.A100_40, 1, "z", 4)))
 	_, err := Simulate(p, m, nil)
 	assert.ErrorContains(t, err, "no network")
@@ -417,18 +409,13 @@ func TestSimulateUpdatePerStageCountsTheStepOnce(t *testing.T) {
 	t.Parallel()
 	// Sailor's profiles repeat one stage's optimizer step in every layer: summing it over a
 	// stage's layers would count it once per layer.
-	m := withCompute(toyModel(4, 1e6, 1e6, 1e6), gpu.A100_40, 1, 1, a100Time)
-	p := plan(8, 1,
-		stage(0, 0, replica(gpu.A100_40, 1, "us-central1-a", 4)),
-		stage(1, 3, replica(gpu.A100_40, 1, "us-central1-a", 4)),
-	)
-	summed, err := Simulate(p, m, flatNet(flatLink(1, 0)))
-	require.NoError(t, err)
+	m := toyA100()
+	p := twoA100Stages(0)
+	summed := simulateOnGigabit(t, p, m)
 	assert.InDelta(t, 1.5*ms, summed.Stages[1].Update, eps, "per-layer steps add up over the stage's three layers")
 
 	m.Compute[gpu.A100_40].UpdatePerStage = true
-	once, err := Simulate(p, m, flatNet(flatLink(1, 0)))
-	require.NoError(t, err)
+	once := simulateOnGigabit(t, p, m)
 	assert.InDelta(t, 0.5*ms, once.Stages[0].Update, eps)
 	assert.InDelta(t, 0.5*ms, once.Stages[1].Update, eps, "a stage's step is counted once, whatever its layers")
 	assert.InDelta(t, summed.IterTime-1*ms, once.IterTime, eps, "the pipeline waits for the slowest stage's step: 0.5 ms, not 1.5 ms")

@@ -21,15 +21,14 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/schooner-ml/schooner/bench/internal/cli"
 	"github.com/schooner-ml/schooner/planner"
 	"github.com/schooner-ml/schooner/planner/calibrate"
 	"github.com/schooner-ml/schooner/planner/profiles"
@@ -50,16 +49,10 @@ type Row struct {
 	Error     string    `json:"error,omitempty"`
 }
 
-func main() {
-	if err := run(os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "planaccuracy:", err)
-		os.Exit(1)
-	}
-}
+func main() { cli.Main("planaccuracy", run) }
 
 func run(args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("planaccuracy", flag.ContinueOnError)
-	fs.SetOutput(out)
+	fs := cli.FlagSet("planaccuracy", out)
 	dir := fs.String("dir", "", "directory of case files (*.json)")
 	profilesDir := fs.String("profiles", "", "profiles: schooner's format or Sailor's layout (empty: as shipped)")
 	markdown := fs.Bool("markdown", false, "print Markdown tables")

@@ -113,9 +113,7 @@ func liveStatus(ctx context.Context, c client.Client, id string) (colocation.Sta
 
 // newColocateStatusCommand is `schooner colocate status ID`.
 func newColocateStatusCommand(g *globals) *cobra.Command {
-	var cfg workers.ClientConfig
-	var asJSON bool
-	cmd := &cobra.Command{
+	return newShowCommand(g, &cobra.Command{
 		Use:   "status ID",
 		Short: "Show a Colocation workflow: phase, placement, the running pair's counters or its result",
 		Long: `status queries a Colocation workflow (started by 'schooner colocate run --node' or the
@@ -124,35 +122,31 @@ reads the node's last heartbeat: both sides' kernels, the HP slowdown, the BE bu
 
   schooner colocate status schooner-colocate-1733350000000000000`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return withSession(cmd, g, cfg, "", func(ctx context.Context, s *session) error {
-				v, err := s.client.QueryWorkflow(ctx, args[0], "", colocation.QueryStatus)
-				if err != nil {
-					return fmt.Errorf("Colocation %s: %w", args[0], err)
-				}
-				var st colocation.WorkflowStatus
-				if err := v.Get(&st); err != nil {
-					return err
-				}
-				live, running := liveStatus(ctx, s.client, args[0])
-				if asJSON {
-					out := map[string]any{"status": st}
-					if running {
-						out["live"] = live
-					}
-					return printJSON(cmd.OutOrStdout(), out)
-				}
-				printColocationStatus(cmd.OutOrStdout(), st, live, running)
-				return nil
-			})
-		},
-	}
-	addClientFlags(cmd.Flags(), &cfg)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
-	return cmd
+	}, "print the status as JSON", func(ctx context.Context, s *session, args []string) (colocationView, error) {
+		var view colocationView
+		v, err := s.client.QueryWorkflow(ctx, args[0], "", colocation.QueryStatus)
+		if err != nil {
+			return view, fmt.Errorf("Colocation %s: %w", args[0], err)
+		}
+		if err := v.Get(&view.Status); err != nil {
+			return view, err
+		}
+		if live, running := liveStatus(ctx, s.client, args[0]); running {
+			view.Live = &live
+		}
+		return view, nil
+	}, printColocationStatus)
 }
 
-func printColocationStatus(w io.Writer, st colocation.WorkflowStatus, live colocation.Status, running bool) {
+// colocationView is what `schooner colocate status` shows: the workflow's status and, while
+// the pair runs, the node's last heartbeat.
+type colocationView struct {
+	Live   *colocation.Status        `json:"live,omitempty"`
+	Status colocation.WorkflowStatus `json:"status"`
+}
+
+func printColocationStatus(w io.Writer, view colocationView) error {
+	st := view.Status
 	fmt.Fprintf(w, "phase: %s on node %s\n", st.Phase, st.Node)
 	if st.Placement != "" {
 		fmt.Fprintf(w, "placement: %s\n", st.Placement)
@@ -160,8 +154,8 @@ func printColocationStatus(w io.Writer, st colocation.WorkflowStatus, live coloc
 	if !st.Started.IsZero() {
 		fmt.Fprintf(w, "started: %s\n", st.Started.Format(time.RFC3339))
 	}
-	if running {
-		fmt.Fprintln(w, progressLine(live))
+	if view.Live != nil {
+		fmt.Fprintln(w, progressLine(*view.Live))
 	}
 	if st.Error != "" {
 		fmt.Fprintf(w, "error: %s\n", st.Error)
@@ -169,6 +163,7 @@ func printColocationStatus(w io.Writer, st colocation.WorkflowStatus, live coloc
 	if st.Result != nil {
 		printColocation(w, *st.Result)
 	}
+	return nil
 }
 
 // errNoNodeForStudy is returned when the flags ask for evidence without a node to apply it to.

@@ -14,11 +14,6 @@ import (
 	"github.com/schooner-ml/schooner/gpu/colocate/fakegpu"
 )
 
-func runColocate(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	return execute(newColocateCommand(testGlobals()), args...)
-}
-
 func TestColocateRunRefusesBadFlagsBeforeStartingAnything(t *testing.T) {
 	for args, want := range map[*[]string]string{
 		{"run", "--be", "true"}: "hp.command",
@@ -29,7 +24,7 @@ func TestColocateRunRefusesBadFlagsBeforeStartingAnything(t *testing.T) {
 		{"run", "--hp", "true", "--be", "true", "--node", "n1", "--study", "/nonexistent.json", "--kinds", "decode-chain+gemm"}: "--study",
 		{"run", "--hp", "true", "--be", "true", "--node", "n1", "--force", "--kinds", "decode-chain"}:                           "LC+BE",
 	} {
-		_, err := runColocate(t, *args...)
+		_, err := executeFresh(newColocateCommand, *args...)
 		assert.ErrorContains(t, err, want, "%v", *args)
 	}
 }
@@ -41,7 +36,7 @@ func TestColocateRunHereWritesTheResult(t *testing.T) {
 	t.Setenv("LD_LIBRARY_PATH", fake.Dir)
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	out := filepath.Join(t.TempDir(), "pair.json")
-	_, err = runColocate(t, "run", "--mps", "off", "--out", out,
+	_, err = executeFresh(newColocateCommand, "run", "--mps", "off", "--out", out,
 		"--hp", fake.App+" runtime hp_gemm_kernel 5 10 132 >/dev/null", "--be", fake.App+" dlsym be_gemm_kernel 5 1 132 >/dev/null")
 	require.NoError(t, err)
 	b, err := os.ReadFile(out)
@@ -53,7 +48,7 @@ func TestColocateRunHereWritesTheResult(t *testing.T) {
 }
 
 func TestColocateSimulateSaysItIsSimulated(t *testing.T) {
-	out, err := runColocate(t, "simulate", "--be-kernel", "100us", "--duration", "200ms")
+	out, err := executeFresh(newColocateCommand, "simulate", "--be-kernel", "100us", "--duration", "200ms")
 	require.NoError(t, err)
 	assert.Contains(t, out, "SIMULATED GPU (132 SMs")
 	for _, m := range []string{"dedicated", "streams", "priority", "schooner"} {

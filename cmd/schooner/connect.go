@@ -32,18 +32,26 @@ type session struct {
 // flags, a context that Ctrl-C ends, and a client of the cluster cfg names (serving the SDK's
 // metrics on metricsAddr unless it is empty), closed when fn returns.
 func withSession(cmd *cobra.Command, g *globals, cfg workers.ClientConfig, metricsAddr string, fn func(ctx context.Context, s *session) error) error {
+	return withLogger(cmd, g, func(ctx context.Context, log zerolog.Logger) error {
+		s, err := connect(ctx, log, cfg, metricsAddr)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		return fn(ctx, s)
+	})
+}
+
+// withLogger is how every command that runs until it is done or stopped starts: a logger from
+// the global flags and a context that Ctrl-C ends.
+func withLogger(cmd *cobra.Command, g *globals, fn func(ctx context.Context, log zerolog.Logger) error) error {
 	log, err := g.logger()
 	if err != nil {
 		return err
 	}
 	ctx, stop := interruptible(cmd)
 	defer stop()
-	s, err := connect(ctx, log, cfg, metricsAddr)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	return fn(ctx, s)
+	return fn(ctx, log)
 }
 
 // interruptible is the context of a CLI command: Ctrl-C ends it.

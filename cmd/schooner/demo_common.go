@@ -67,23 +67,19 @@ func runDemoCommand[S any](cmd *cobra.Command, g *globals, level string, asJSON 
 			g.logLevel = "error"
 		}
 	}
-	log, err := g.logger()
-	if err != nil {
-		return err
-	}
-	ctx, stop := interruptible(cmd)
-	defer stop()
-	progress := cmd.OutOrStdout()
-	if asJSON {
-		progress = cmd.ErrOrStderr() // stdout carries the one JSON object only
-	}
-	sum, err := run(ctx, log, progress)
-	if asJSON && started(sum) {
-		if jerr := json.NewEncoder(cmd.OutOrStdout()).Encode(sum); jerr != nil && err == nil {
-			err = jerr
+	return withLogger(cmd, g, func(ctx context.Context, log zerolog.Logger) error {
+		progress := cmd.OutOrStdout()
+		if asJSON {
+			progress = cmd.ErrOrStderr() // stdout carries the one JSON object only
 		}
-	}
-	return err
+		sum, err := run(ctx, log, progress)
+		if asJSON && started(sum) {
+			if jerr := json.NewEncoder(cmd.OutOrStdout()).Encode(sum); jerr != nil && err == nil {
+				err = jerr
+			}
+		}
+		return err
+	})
 }
 
 // demoDataDir gives o a temporary data directory (named after prefix) unless it has one;

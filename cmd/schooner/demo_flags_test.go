@@ -34,12 +34,12 @@ func TestTraceFlagRefusesABadDirectoryBeforeStarting(t *testing.T) {
 		for _, args := range [][]string{
 			{"--trace", c.dir, "--headless", "--data-dir", t.TempDir()},
 		} {
-			_, err := execute(newDemoCommand(testGlobals()), args...)
+			_, err := executeFresh(newDemoCommand, args...)
 			require.Error(t, err, c.dir)
 			for _, w := range c.want {
 				assert.ErrorContains(t, err, w)
 			}
-			_, err = execute(newDevCommand(testGlobals()), append([]string{"--headless"}, args[:2]...)...)
+			_, err = executeFresh(newDevCommand, append([]string{"--headless"}, args[:2]...)...)
 			require.Error(t, err, c.dir)
 			assert.ErrorContains(t, err, c.want[1])
 		}
@@ -66,7 +66,7 @@ func TestDemoTimeoutSaysItIsTheDemosLimit(t *testing.T) {
 	}
 	t.Parallel()
 	dir := t.TempDir()
-	_, err := execute(newDemoCommand(testGlobals()), "--headless", "--timeout", "3s", "--data-dir", dir, "--out", filepath.Join(dir, "out"))
+	_, err := executeFresh(newDemoCommand, "--headless", "--timeout", "3s", "--data-dir", dir, "--out", filepath.Join(dir, "out"))
 	require.Error(t, err)
 	assert.ErrorContains(t, err, "the demo's --timeout of 3s (wall time) ran out before the job finished")
 	assert.NotContains(t, err.Error(), "context deadline exceeded")

@@ -159,7 +159,7 @@ type serveDemo struct {
 	spec   serving.Spec
 	router *router.Pool
 	client openai.Client
-	out    io.Writer
+	out    io.Writer // progress lines: several goroutines write them, one line at a time
 	log    zerolog.Logger
 }
 
@@ -200,7 +200,7 @@ func runDemoServe(ctx context.Context, f *demoServeFlags, log zerolog.Logger, ou
 	fmt.Fprintf(out, "\n  simulated market: %gx wall time, boot %s, notice %s (%.1f s and %.1f s of wall time)\n",
 		o.TimeScale, f.bootTime, f.notice, f.bootTime.Seconds()/o.TimeScale, f.notice.Seconds()/o.TimeScale)
 
-	d := &serveDemo{stack: s, sc: servingclient.New(s.Client), spec: spec, out: &lockedWriter{w: out}, log: log}
+	d := &serveDemo{stack: s, sc: servingclient.New(s.Client), spec: spec, out: zerolog.SyncWriter(out), log: log}
 	d.id, err = d.sc.Deploy(ctx, spec, servingclient.DeployOptions{Options: serving.DeployOptions{PollInterval: f.pollInterval}})
 	if err != nil {
 		return report.ServeSummary{}, err

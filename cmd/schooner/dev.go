@@ -44,13 +44,9 @@ Point the temporal CLI at it with the flags it prints, e.g.
 Ctrl-C stops everything within 10 seconds.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := g.logger()
-			if err != nil {
-				return err
-			}
-			ctx, stop := interruptible(cmd)
-			defer stop()
-			return runDev(ctx, f, log, cmd.OutOrStdout())
+			return withLogger(cmd, g, func(ctx context.Context, log zerolog.Logger) error {
+				return runDev(ctx, f, log, cmd.OutOrStdout())
+			})
 		},
 	}
 	fs := cmd.Flags()

@@ -20,3 +20,9 @@ func execute(cmd *cobra.Command, args ...string) (string, error) {
 	err := cmd.ExecuteContext(context.Background())
 	return out.String(), err
 }
+
+// executeFresh executes a command that newCmd builds with the test globals (see execute), so
+// no state of an earlier execution carries over.
+func executeFresh(newCmd func(*globals) *cobra.Command, args ...string) (string, error) {
+	return execute(newCmd(testGlobals()), args...)
+}

@@ -15,11 +15,6 @@ import (
 	"github.com/schooner-ml/schooner/interference"
 )
 
-func runInterference(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	return execute(newGPUInterferenceCommand(testGlobals()), args...)
-}
-
 func TestGPUInterferenceShowPrintsTheTableAndDrawsThePlot(t *testing.T) {
 	dir := t.TempDir()
 	req := interference.StudyRequest{Pairs: []interference.Pair{{LC: "decode-chain", BE: "gemm"}},
@@ -33,7 +28,7 @@ func TestGPUInterferenceShowPrintsTheTableAndDrawsThePlot(t *testing.T) {
 	require.NoError(t, f.Close())
 
 	svg := filepath.Join(dir, "front.svg")
-	out, err := runInterference(t, "show", path, "--svg", svg)
+	out, err := executeFresh(newGPUInterferenceCommand, "show", path, "--svg", svg)
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(out, "SIMULATED"), "a model's study is marked: %s", out)
 	assert.Contains(t, out, "decode-chain + gemm")
@@ -44,13 +39,13 @@ func TestGPUInterferenceShowPrintsTheTableAndDrawsThePlot(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(b), "<svg")
 
-	out, err = runInterference(t, "show", path, "--json")
+	out, err = executeFresh(newGPUInterferenceCommand, "show", path, "--json")
 	require.NoError(t, err)
 	assert.Contains(t, out, `"be_throughput_fraction"`)
 
 	require.NoError(t, os.WriteFile(path, []byte(`{"version":7,"gpu":{"model":"x"}}`), 0o644))
-	_, err = runInterference(t, "show", path)
+	_, err = executeFresh(newGPUInterferenceCommand, "show", path)
 	require.ErrorContains(t, err, "version 7: this build reads version 1")
-	_, err = runInterference(t, "show", filepath.Join(dir, "none.json"))
+	_, err = executeFresh(newGPUInterferenceCommand, "show", filepath.Join(dir, "none.json"))
 	require.ErrorContains(t, err, "no such file")
 }

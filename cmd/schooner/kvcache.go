@@ -7,9 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -110,7 +108,7 @@ func runKVCacheServe(cmd *cobra.Command, g *globals, f kvcacheServeFlags) error 
 		}
 		ls = append(ls, l)
 	}
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible(cmd)
 	defer stop()
 	served := make(chan error, len(ls)+1)
 	for _, l := range ls {

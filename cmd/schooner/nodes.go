@@ -13,15 +13,13 @@ import (
 	"github.com/schooner-ml/schooner/gpu"
 	"github.com/schooner-ml/schooner/nodes"
 	"github.com/schooner-ml/schooner/taskqueue"
-	"github.com/schooner-ml/schooner/workers"
 	"github.com/schooner-ml/schooner/workflows/nodeswf"
 )
 
 func newNodesCommand(g *globals) *cobra.Command {
-	var cfg workers.ClientConfig
 	var asJSON bool
 	var wait time.Duration
-	cmd := &cobra.Command{
+	cmd := newSessionCommand(g, &cobra.Command{
 		Use:   "nodes",
 		Short: "Ask every node agent for its GPUs (runs the NodeInventory workflow)",
 		Long: `nodes starts the NodeInventory workflow, which asks every registered node agent for
@@ -30,61 +28,51 @@ agent does not answer within --wait is shown as unreachable. The same workflow c
 with the temporal CLI:
   temporal workflow execute --type NodeInventory --task-queue schooner-control --input '{}'`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withSession(cmd, g, cfg, "", func(ctx context.Context, s *session) error {
-				run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-					ID:                 fmt.Sprintf("schooner-nodes-%d", time.Now().UnixNano()),
-					TaskQueue:          taskqueue.Control,
-					WorkflowRunTimeout: wait + time.Minute,
-					StaticSummary:      "GPU inventory of every node (schooner nodes)",
-				}, nodeswf.NodeInventory, nodes.InventoryRequest{Wait: wait})
-				if err != nil {
-					return fmt.Errorf("starting NodeInventory: %w", err)
-				}
-				var res nodes.InventoryResult
-				if err := run.Get(ctx, &res); err != nil {
-					return fmt.Errorf("NodeInventory %s: %w", run.GetID(), err)
-				}
-				if asJSON {
-					return printJSON(cmd.OutOrStdout(), res)
-				}
-				printNodes(cmd.OutOrStdout(), res)
-				return nil
-			})
-		},
-	}
-	addClientFlags(cmd.Flags(), &cfg)
+	}, func(ctx context.Context, cmd *cobra.Command, s *session, _ []string) error {
+		run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+			ID:                 fmt.Sprintf("schooner-nodes-%d", time.Now().UnixNano()),
+			TaskQueue:          taskqueue.Control,
+			WorkflowRunTimeout: wait + time.Minute,
+			StaticSummary:      "GPU inventory of every node (schooner nodes)",
+		}, nodeswf.NodeInventory, nodes.InventoryRequest{Wait: wait})
+		if err != nil {
+			return fmt.Errorf("starting NodeInventory: %w", err)
+		}
+		var res nodes.InventoryResult
+		if err := run.Get(ctx, &res); err != nil {
+			return fmt.Errorf("NodeInventory %s: %w", run.GetID(), err)
+		}
+		if asJSON {
+			return printJSON(cmd.OutOrStdout(), res)
+		}
+		printNodes(cmd.OutOrStdout(), res)
+		return nil
+	})
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the full inventory as JSON")
 	cmd.Flags().DurationVar(&wait, "wait", 10*time.Second, "how long a node agent may take to answer before it is reported unreachable")
 	return cmd
 }
 
 func printNodes(out io.Writer, res nodes.InventoryResult) {
-	if len(res.Nodes) == 0 {
-		fmt.Fprintln(out, "no node agents registered: start one with 'schooner dev' or 'schooner worker node'")
-		return
-	}
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tHOST\tGPUS\tMODEL\tMEMORY\tDRIVER\tNOTE")
-	for _, n := range res.Nodes {
-		inv := n.Inventory
-		if n.Error != "" {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t%s\n", n.NodeID, n.Error)
-			continue
-		}
-		mem := "-"
-		if total := inv.TotalMemoryMiB(); total > 0 {
-			mem = fmt.Sprintf("%.1f GiB", float64(total)/1024)
-		}
-		driver := inv.DriverVersion
-		if driver == "" {
-			driver = "-"
-		} else if inv.CUDAVersion != "" {
-			driver += " (CUDA " + inv.CUDAVersion + ")"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", n.NodeID, inv.Hostname, len(inv.GPUs), inv.Model(), mem, driver, inv.Reason)
-	}
-	_ = tw.Flush()
+	printTable(out, "no node agents registered: start one with 'schooner dev' or 'schooner worker node'",
+		"NODE\tHOST\tGPUS\tMODEL\tMEMORY\tDRIVER\tNOTE", res.Nodes, func(tw io.Writer, n nodes.Report) {
+			inv := n.Inventory
+			if n.Error != "" {
+				fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t%s\n", n.NodeID, n.Error)
+				return
+			}
+			mem := "-"
+			if total := inv.TotalMemoryMiB(); total > 0 {
+				mem = fmt.Sprintf("%.1f GiB", float64(total)/1024)
+			}
+			driver := inv.DriverVersion
+			if driver == "" {
+				driver = "-"
+			} else if inv.CUDAVersion != "" {
+				driver += " (CUDA " + inv.CUDAVersion + ")"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", n.NodeID, inv.Hostname, len(inv.GPUs), inv.Model(), mem, driver, inv.Reason)
+		})
 }
 
 func printDevices(out io.Writer, devs []gpu.Device) {

@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
-	"github.com/schooner-ml/schooner/internal/specfile"
 	"github.com/schooner-ml/schooner/serving"
 	"github.com/schooner-ml/schooner/workers"
 	"github.com/schooner-ml/schooner/workers/servingclient"
@@ -65,22 +63,5 @@ Ctrl-C (as 'schooner serve router' does); the deployment keeps running after tha
 
 // loadServingSpec reads, defaults and validates a deployment spec file, printing every problem.
 func loadServingSpec(path string, errOut io.Writer) (serving.Spec, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return serving.Spec{}, fmt.Errorf("reading spec: %w", err)
-	}
-	spec, err := serving.ParseSpec(data, specfile.FormatOf(path))
-	if err != nil {
-		return spec, fmt.Errorf("%s: %w", path, err)
-	}
-	spec = spec.WithDefaults()
-	if err := spec.Validate(); err != nil {
-		problems := serving.Problems(err)
-		fmt.Fprintf(errOut, "%s is not a valid serving spec:\n", path)
-		for _, p := range problems {
-			fmt.Fprintf(errOut, "  %s\n", p)
-		}
-		return spec, fmt.Errorf("%s: %d problems, nothing started", path, len(problems))
-	}
-	return spec, nil
+	return loadSpecFile(path, "serving", serving.ParseSpec, errOut)
 }

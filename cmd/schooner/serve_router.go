@@ -13,14 +13,12 @@ import (
 
 	"github.com/schooner-ml/schooner/serving"
 	"github.com/schooner-ml/schooner/serving/router"
-	"github.com/schooner-ml/schooner/workers"
 	"github.com/schooner-ml/schooner/workers/servingclient"
 )
 
 func newServeRouterCommand(g *globals) *cobra.Command {
-	var cfg workers.ClientConfig
 	var listen string
-	cmd := &cobra.Command{
+	cmd := newSessionCommand(g, &cobra.Command{
 		Use:   "router DEPLOYMENT-ID",
 		Short: "Serve the OpenAI-compatible API of a deployment, following its stages",
 		Long: `router serves /v1/completions (streaming with SSE) and /v1/models for one deployment on
@@ -32,19 +30,15 @@ from recomputation). Try it with the official OpenAI client or curl:
   curl -N http://127.0.0.1:8000/v1/completions -H 'content-type: application/json' \
     -d '{"model":"tiny","prompt":"hello","max_tokens":32,"stream":true}'`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return withSession(cmd, g, cfg, "", func(ctx context.Context, s *session) error {
-				sc := servingclient.New(s.client)
-				st, err := sc.Status(ctx, args[0])
-				if err != nil {
-					return err
-				}
-				spec := serving.Spec{Name: st.Name, Model: serving.Model{Name: st.Model}}
-				return runRouter(ctx, s, sc, args[0], spec, listen, cmd.OutOrStdout())
-			})
-		},
-	}
-	addClientFlags(cmd.Flags(), &cfg)
+	}, func(ctx context.Context, cmd *cobra.Command, s *session, args []string) error {
+		sc := servingclient.New(s.client)
+		st, err := sc.Status(ctx, args[0])
+		if err != nil {
+			return err
+		}
+		spec := serving.Spec{Name: st.Name, Model: serving.Model{Name: st.Model}}
+		return runRouter(ctx, s, sc, args[0], spec, listen, cmd.OutOrStdout())
+	})
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8000", "host:port of the OpenAI-compatible API")
 	return cmd
 }

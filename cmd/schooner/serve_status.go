@@ -11,33 +11,17 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/schooner-ml/schooner/serving"
-	"github.com/schooner-ml/schooner/workers"
 	"github.com/schooner-ml/schooner/workers/servingclient"
 )
 
 func newServeStatusCommand(g *globals) *cobra.Command {
-	var cfg workers.ClientConfig
-	var asJSON bool
-	cmd := &cobra.Command{
+	return newShowCommand(g, &cobra.Command{
 		Use:   "status DEPLOYMENT-ID",
 		Short: "Show a deployment's stages, failovers and cost",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return withSession(cmd, g, cfg, "", func(ctx context.Context, s *session) error {
-				st, err := servingclient.New(s.client).Status(ctx, args[0])
-				if err != nil {
-					return err
-				}
-				if asJSON {
-					return printJSON(cmd.OutOrStdout(), st)
-				}
-				return printServingStatus(cmd.OutOrStdout(), st)
-			})
-		},
-	}
-	addClientFlags(cmd.Flags(), &cfg)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
-	return cmd
+	}, "print the status as JSON", func(ctx context.Context, s *session, args []string) (serving.Status, error) {
+		return servingclient.New(s.client).Status(ctx, args[0])
+	}, printServingStatus)
 }
 
 // printServingStatus is the human view of a deployment.
@@ -82,52 +66,42 @@ func orDash(s string) string {
 }
 
 func newServeListCommand(g *globals) *cobra.Command {
-	var cfg workers.ClientConfig
 	var limit int
-	cmd := &cobra.Command{
+	cmd := newSessionCommand(g, &cobra.Command{
 		Use:   "list",
 		Short: "List serving deployments, newest first",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withSession(cmd, g, cfg, "", func(ctx context.Context, s *session) error {
-				deps, err := servingclient.New(s.client).List(ctx, "", limit)
-				if err != nil {
-					return err
-				}
-				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "DEPLOYMENT\tSTATUS\tPHASE\tCOST\tGPUS\tZONES\tSTARTED")
-				for _, d := range deps {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.ID, d.Status, d.Phase, usd(d.CostUSD), d.GPUs,
-						strings.Join(d.Zones, ","), d.Started.Local().Format(time.DateTime))
-				}
-				return tw.Flush()
-			})
-		},
-	}
-	addClientFlags(cmd.Flags(), &cfg)
+	}, func(ctx context.Context, cmd *cobra.Command, s *session, _ []string) error {
+		deps, err := servingclient.New(s.client).List(ctx, "", limit)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "DEPLOYMENT\tSTATUS\tPHASE\tCOST\tGPUS\tZONES\tSTARTED")
+		for _, d := range deps {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.ID, d.Status, d.Phase, usd(d.CostUSD), d.GPUs,
+				strings.Join(d.Zones, ","), d.Started.Local().Format(time.DateTime))
+		}
+		return tw.Flush()
+	})
 	cmd.Flags().IntVar(&limit, "limit", 50, "most deployments to list")
 	return cmd
 }
 
 func newServeStopCommand(g *globals) *cobra.Command {
-	var cfg workers.ClientConfig
 	var reason string
-	cmd := &cobra.Command{
+	cmd := newSessionCommand(g, &cobra.Command{
 		Use:   "stop DEPLOYMENT-ID",
 		Short: "Drain a deployment, release every machine and end it",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return withSession(cmd, g, cfg, "", func(ctx context.Context, s *session) error {
-				st, err := servingclient.New(s.client).Stop(ctx, args[0], reason)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "deployment %s %s; machines held: %d; cost %s\n", args[0], st.Phase, len(st.Instances), usd(st.CostUSD))
-				return nil
-			})
-		},
-	}
-	addClientFlags(cmd.Flags(), &cfg)
+	}, func(ctx context.Context, cmd *cobra.Command, s *session, args []string) error {
+		st, err := servingclient.New(s.client).Stop(ctx, args[0], reason)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "deployment %s %s; machines held: %d; cost %s\n", args[0], st.Phase, len(st.Instances), usd(st.CostUSD))
+		return nil
+	})
 	cmd.Flags().StringVar(&reason, "reason", "stopped with schooner serve stop", "recorded with the deployment")
 	return cmd
 }

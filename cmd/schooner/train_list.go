@@ -10,31 +10,25 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/schooner-ml/schooner/workers"
 	"github.com/schooner-ml/schooner/workers/trainingclient"
 )
 
 func newTrainListCommand(g *globals) *cobra.Command {
-	var cfg workers.ClientConfig
 	var opts trainingclient.ListOptions
-	cmd := &cobra.Command{
+	cmd := newSessionCommand(g, &cobra.Command{
 		Use:   "list",
 		Short: "List training jobs with their phase, progress, cost, GPUs and zones",
 		Long: `list runs a visibility query over TrainingJob workflows and shows schooner's search
 attributes. The same with the temporal CLI:
   temporal workflow list --query "WorkflowType='TrainingJob' AND SchoonerPhase='training'"`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withSession(cmd, g, cfg, "", func(ctx context.Context, s *session) error {
-				jobs, err := s.jobs.List(ctx, opts)
-				if err != nil {
-					return err
-				}
-				return printJobs(cmd.OutOrStdout(), jobs)
-			})
-		},
-	}
-	addClientFlags(cmd.Flags(), &cfg)
+	}, func(ctx context.Context, cmd *cobra.Command, s *session, _ []string) error {
+		jobs, err := s.jobs.List(ctx, opts)
+		if err != nil {
+			return err
+		}
+		return printJobs(cmd.OutOrStdout(), jobs)
+	})
 	cmd.Flags().StringVar(&opts.Query, "query", "", "extra visibility filter, e.g. \"SchoonerPhase='training'\"")
 	cmd.Flags().IntVar(&opts.Limit, "limit", 50, "show at most this many jobs")
 	return cmd

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -70,26 +69,7 @@ under schooner dev, 1 for a real cloud): nothing to pass here.`,
 
 // loadSpec reads, defaults and validates a spec file, printing every problem to errOut.
 func loadSpec(path string, errOut io.Writer) (training.Spec, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return training.Spec{}, fmt.Errorf("reading spec: %w", err)
-	}
-	spec, err := training.ParseSpec(data, training.FormatOf(path))
-	if err != nil {
-		return spec, fmt.Errorf("%s: %w", path, err)
-	}
-	spec = spec.WithDefaults()
-	if err := spec.Validate(); err != nil {
-		if problems := training.Problems(err); len(problems) > 0 {
-			fmt.Fprintf(errOut, "%s is not a valid training spec:\n", path)
-			for _, p := range problems {
-				fmt.Fprintf(errOut, "  %s\n", p)
-			}
-			return spec, fmt.Errorf("%s: %d problems, nothing started", path, len(problems))
-		}
-		return spec, err
-	}
-	return spec, nil
+	return loadSpecFile(path, "training", training.ParseSpec, errOut)
 }
 
 func printSubmitted(out io.Writer, s *session, id string) {

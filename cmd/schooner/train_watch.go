@@ -9,28 +9,22 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/schooner-ml/schooner/training"
-	"github.com/schooner-ml/schooner/workers"
 	"github.com/schooner-ml/schooner/workers/trainingclient"
 )
 
 func newTrainWatchCommand(g *globals) *cobra.Command {
-	var cfg workers.ClientConfig
 	var every time.Duration
-	cmd := &cobra.Command{
+	cmd := newSessionCommand(g, &cobra.Command{
 		Use:   "watch JOB-ID",
 		Short: "Follow a job live until it ends (one line per change when not a terminal)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return withSession(cmd, g, cfg, "", func(ctx context.Context, s *session) error {
-				st, err := watchJob(ctx, s.jobs, args[0], cmd.OutOrStdout(), every)
-				if err != nil {
-					return err
-				}
-				return jobOutcome(st)
-			})
-		},
-	}
-	addClientFlags(cmd.Flags(), &cfg)
+	}, func(ctx context.Context, cmd *cobra.Command, s *session, args []string) error {
+		st, err := watchJob(ctx, s.jobs, args[0], cmd.OutOrStdout(), every)
+		if err != nil {
+			return err
+		}
+		return jobOutcome(st)
+	})
 	cmd.Flags().DurationVar(&every, "every", time.Second, "how often to refresh")
 	return cmd
 }

@@ -25,67 +25,52 @@ Run as many control workers as you like; run one node agent on every GPU machine
 }
 
 func newControlWorkerCommand(g *globals) *cobra.Command {
-	var cfg workers.ClientConfig
-	var metricsAddr string
 	var ensureSA bool
-	cmd := &cobra.Command{
+	cmd := newWorkerSubcommand(g, &cobra.Command{
 		Use:   "control",
 		Short: "Run the control worker (queue schooner-control): workflows, cloud and planner activities",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withSession(cmd, g, cfg, metricsAddr, func(ctx context.Context, s *session) error {
-				if ensureSA {
-					if err := workers.EnsureSearchAttributes(ctx, s.client, cfg.Namespace); err != nil {
-						return err
-					}
-				}
-				w := workers.NewControlWorker(s.client)
-				if err := w.Start(); err != nil {
-					return fmt.Errorf("starting control worker: %w", err)
-				}
-				defer w.Stop()
-				s.log.Info().Str("address", cfg.Address).Str("namespace", cfg.Namespace).Str("metrics", s.metricsAddr).Msg("control worker running")
-				<-ctx.Done()
-				return nil
-			})
-		},
-	}
-	addClientFlags(cmd.Flags(), &cfg)
-	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", "", "serve worker metrics for Prometheus on this host:port")
+	}, func(ctx context.Context, s *session) error {
+		if ensureSA {
+			if err := workers.EnsureSearchAttributes(ctx, s.client, s.cfg.Namespace); err != nil {
+				return err
+			}
+		}
+		w := workers.NewControlWorker(s.client)
+		if err := w.Start(); err != nil {
+			return fmt.Errorf("starting control worker: %w", err)
+		}
+		defer w.Stop()
+		s.log.Info().Str("address", s.cfg.Address).Str("namespace", s.cfg.Namespace).Str("metrics", s.metricsAddr).Msg("control worker running")
+		<-ctx.Done()
+		return nil
+	})
 	cmd.Flags().BoolVar(&ensureSA, "ensure-search-attributes", true, "register schooner's search attributes at start (needs operator rights)")
 	return cmd
 }
 
 func newNodeWorkerCommand(g *globals) *cobra.Command {
-	var cfg workers.ClientConfig
-	var metricsAddr, nodeID string
+	var nodeID string
 	var deregister bool
-	cmd := &cobra.Command{
+	cmd := newWorkerSubcommand(g, &cobra.Command{
 		Use:   "node",
 		Short: "Run this machine's node agent (queue schooner-node-<id>): GPU inventory and on-machine activities",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withSession(cmd, g, cfg, metricsAddr, func(ctx context.Context, s *session) error {
-				agent := &workers.NodeAgent{ID: nodeID, Hostname: hostname(), GPUs: nvml.Real{}, Client: s.client, Logger: s.log}
-				if inv := nvml.Discover(nvml.Real{}, nodeID, hostname(), time.Now().UTC()); len(inv.GPUs) > 0 {
-					x := pythonInterferenceExecutor(os.Stderr)
-					agent.Interference = x
-					defer x.Close()
-					agent.Colocation = newColocationRunner(os.Stderr)
-				}
-				if err := agent.Start(ctx); err != nil {
-					return err
-				}
-				s.log.Info().Str("node", nodeID).Str("address", cfg.Address).Str("metrics", s.metricsAddr).Msg("node agent running")
-				<-ctx.Done()
-				agent.Stop(deregister)
-				return nil
-			})
-		},
-	}
-	addClientFlags(cmd.Flags(), &cfg)
+	}, func(ctx context.Context, s *session) error {
+		agent := &workers.NodeAgent{ID: nodeID, Hostname: hostname(), GPUs: nvml.Real{}, Client: s.client, Logger: s.log}
+		if inv := nvml.Discover(nvml.Real{}, nodeID, hostname(), time.Now().UTC()); len(inv.GPUs) > 0 {
+			x := pythonInterferenceExecutor(os.Stderr)
+			agent.Interference = x
+			defer x.Close()
+			agent.Colocation = newColocationRunner(os.Stderr)
+		}
+		if err := agent.Start(ctx); err != nil {
+			return err
+		}
+		s.log.Info().Str("node", nodeID).Str("address", s.cfg.Address).Str("metrics", s.metricsAddr).Msg("node agent running")
+		<-ctx.Done()
+		agent.Stop(deregister)
+		return nil
+	})
 	cmd.Flags().StringVar(&nodeID, "node-id", defaultNodeID(), "id of this node (its task queue is schooner-node-<id>)")
-	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", "", "serve worker metrics for Prometheus on this host:port")
 	cmd.Flags().BoolVar(&deregister, "deregister-on-exit", false, "remove this node from the registry when stopped (for machines that will not return)")
 	return cmd
 }

@@ -14,26 +14,19 @@ package main
 
 import (
 	"errors"
-	"flag"
-	"fmt"
 	"io"
-	"os"
+
+	"github.com/schooner-ml/schooner/bench/internal/cli"
 )
 
 // goalPercent is the median absolute error the simulator should stay within.
 const goalPercent = 5.0
 
-func main() {
-	if err := run(os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "accuracy:", err)
-		os.Exit(1)
-	}
-}
+func main() { cli.Main("accuracy", run) }
 
 // run is main without the process: flags in, table out.
 func run(args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("accuracy", flag.ContinueOnError)
-	fs.SetOutput(out)
+	fs := cli.FlagSet("accuracy", out)
 	profilesDir := fs.String("profiles", "", "profiles directory written by schooner_train.profile (one file per model)")
 	measured := fs.String("measured", "", "JSON lines of measured configurations written by schooner_train.train --measure-out")
 	markdown := fs.Bool("markdown", false, "print a Markdown table")

@@ -1,0 +1,27 @@
+// Package cli is the frame of the bench commands written as run(args, out): main only wires
+// the process to run, so a test calls run with its own arguments and reads what it printed.
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Main runs run with the process's arguments and standard output; when it fails, it prints
+// "name: error" on standard error and exits with status 1.
+func Main(name string, run func(args []string, out io.Writer) error) {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, name+":", err)
+		os.Exit(1)
+	}
+}
+
+// FlagSet is the flag set of command name: a bad flag is returned as an error instead of
+// exiting, and usage goes to out, so a test sees both.
+func FlagSet(name string, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	return fs
+}
