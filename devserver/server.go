@@ -22,7 +22,7 @@ import (
 
 // Options configures the embedded server. Zero values pick sensible defaults.
 type Options struct {
-	// IP to bind (default 127.0.0.1).
+	// IP to bind (default 127.0.0.1); a loopback address only (see checkLoopback).
 	IP string
 	// Port is the frontend gRPC port (default 7233).
 	Port int
@@ -78,6 +78,9 @@ func (o *Options) defaults() {
 // returns once the frontend accepts gRPC connections.
 func Start(opts Options) (*Server, error) {
 	opts.defaults()
+	if err := checkLoopback(opts.IP); err != nil {
+		return nil, err
+	}
 	if err := checkFree(opts.IP, opts.Port, "Temporal gRPC", "--port"); err != nil {
 		return nil, err
 	}

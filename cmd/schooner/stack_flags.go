@@ -15,7 +15,7 @@ import (
 // addServerFlags binds where the embedded server of `schooner dev` and `schooner demo`
 // listens; the two differ in the default gRPC port and in what a taken port means.
 func addServerFlags(fs *pflag.FlagSet, o *stack.Options, port int, portHelp, uiPortHelp string) {
-	fs.StringVar(&o.IP, "ip", "127.0.0.1", "address to bind the server and UI to")
+	fs.StringVar(&o.IP, "ip", "127.0.0.1", "loopback address to bind the server and UI to (the embedded server has no authentication: others reach it through an SSH tunnel)")
 	fs.IntVar(&o.Port, "port", port, portHelp)
 	fs.IntVar(&o.UIPort, "ui-port", 8233, uiPortHelp)
 	fs.BoolVar(&o.Headless, "headless", false, "do not serve the Temporal UI")
