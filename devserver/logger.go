@@ -1,6 +1,8 @@
 package devserver
 
 import (
+	"strings"
+
 	"github.com/rs/zerolog"
 	"go.temporal.io/server/common/log"
 	"go.temporal.io/server/common/log/tag"
@@ -18,10 +20,31 @@ var (
 	_ log.WithLogger = serverLogger{}
 )
 
-func (l serverLogger) Debug(msg string, tags ...tag.Tag)  { emit(l.zl.Debug(), msg, tags) }
-func (l serverLogger) Info(msg string, tags ...tag.Tag)   { emit(l.zl.Info(), msg, tags) }
-func (l serverLogger) Warn(msg string, tags ...tag.Tag)   { emit(l.zl.Warn(), msg, tags) }
-func (l serverLogger) Error(msg string, tags ...tag.Tag)  { emit(l.zl.Error(), msg, tags) }
+func (l serverLogger) Debug(msg string, tags ...tag.Tag) { emit(l.zl.Debug(), msg, tags) }
+func (l serverLogger) Info(msg string, tags ...tag.Tag)  { emit(l.zl.Info(), msg, tags) }
+func (l serverLogger) Warn(msg string, tags ...tag.Tag)  { emit(l.zl.Warn(), msg, tags) }
+func (l serverLogger) Error(msg string, tags ...tag.Tag) {
+	if benign(msg) {
+		emit(l.zl.Debug(), msg, tags)
+		return
+	}
+	emit(l.zl.Error(), msg, tags)
+}
+
+// benignErrors are server log lines at error level that report nothing wrong with the call:
+// the context-metadata interceptor tries to set a gRPC trailer on a history-service call
+// whose response headers were already sent, and says so (the call itself succeeded). Users
+// read an ERR line as a failure, so these go to debug.
+var benignErrors = []string{"ContextMetadataInterceptor: Failed to set trailer"}
+
+func benign(msg string) bool {
+	for _, b := range benignErrors {
+		if strings.HasPrefix(msg, b) {
+			return true
+		}
+	}
+	return false
+}
 func (l serverLogger) DPanic(msg string, tags ...tag.Tag) { emit(l.zl.Error(), msg, tags) }
 func (l serverLogger) Panic(msg string, tags ...tag.Tag)  { emit(l.zl.Error(), msg, tags) }
 func (l serverLogger) Fatal(msg string, tags ...tag.Tag)  { emit(l.zl.Error(), msg, tags) }
