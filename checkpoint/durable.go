@@ -13,20 +13,6 @@ const blockAlign = 4096
 // alignUp rounds n up to a multiple of blockAlign.
 func alignUp(n int64) int64 { return (n + blockAlign - 1) / blockAlign * blockAlign }
 
-// syncDir makes the creation of files in dir durable, so a slot or pointer file created before a
-// crash is still there after it.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("opening directory %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("syncing directory %s: %w", dir, err)
-	}
-	return nil
-}
-
 // writeSyncedAt writes b at off in f and makes it durable before returning.
 func writeSyncedAt(f *os.File, b []byte, off int64) error {
 	if _, err := f.WriteAt(b, off); err != nil {

@@ -38,45 +38,42 @@ func openData(path string, direct bool) (*os.File, bool, error) {
 // fdatasync makes f's data (and the metadata needed to read it back, such as its size) durable
 // without forcing unrelated inode updates like mtime.
 func fdatasync(f *os.File) error {
-	sc, err := f.SyscallConn()
+	serr, err := onFD(f, syscall.Fdatasync)
+	if err == nil {
+		err = serr
+	}
 	if err != nil {
 		return fmt.Errorf("syncing %s: %w", f.Name(), err)
 	}
-	var serr error
-	if cerr := sc.Control(func(fd uintptr) {
+	return nil
+}
+
+// onFD runs call on f's descriptor, again for as long as it is interrupted (EINTR). callErr is
+// call's own error; err the error of reaching the descriptor.
+func onFD(f *os.File, call func(fd int) error) (callErr, err error) {
+	sc, err := f.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	if err := sc.Control(func(fd uintptr) {
 		for {
-			serr = syscall.Fdatasync(int(fd))
-			if !errors.Is(serr, syscall.EINTR) {
+			if callErr = call(int(fd)); !errors.Is(callErr, syscall.EINTR) {
 				return
 			}
 		}
-	}); cerr != nil {
-		return fmt.Errorf("syncing %s: %w", f.Name(), cerr)
+	}); err != nil {
+		return nil, err
 	}
-	if serr != nil {
-		return fmt.Errorf("syncing %s: %w", f.Name(), serr)
-	}
-	return nil
+	return callErr, nil
 }
 
 // preallocate reserves size bytes for f so later chunk writes never allocate blocks or fail for
 // lack of space halfway through a checkpoint; file systems without fallocate get a sparse
 // Truncate instead.
 func preallocate(f *os.File, size int64) error {
-	sc, err := f.SyscallConn()
+	ferr, err := onFD(f, func(fd int) error { return syscall.Fallocate(fd, 0, 0, size) })
 	if err != nil {
 		return fmt.Errorf("preallocating %s: %w", f.Name(), err)
-	}
-	var ferr error
-	if cerr := sc.Control(func(fd uintptr) {
-		for {
-			ferr = syscall.Fallocate(int(fd), 0, 0, size)
-			if !errors.Is(ferr, syscall.EINTR) {
-				return
-			}
-		}
-	}); cerr != nil {
-		return fmt.Errorf("preallocating %s: %w", f.Name(), cerr)
 	}
 	if ferr == nil {
 		return nil

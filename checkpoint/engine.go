@@ -7,6 +7,9 @@ import (
 	"sync"
 
 	"github.com/rs/zerolog"
+
+	"github.com/schooner-ml/schooner/internal/closing"
+	"github.com/schooner-ml/schooner/internal/defaults"
 )
 
 // Defaults for Options, chosen for a node-local NVMe or cloud SSD: 64 MiB chunks written by four
@@ -48,26 +51,16 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Rank < 0 {
 		return o, fmt.Errorf("rank %d must not be negative", o.Rank)
 	}
-	if o.MaxInFlight <= 0 {
-		o.MaxInFlight = DefaultMaxInFlight
-	}
-	if o.Writers <= 0 {
-		o.Writers = DefaultWriters
-	}
-	if o.ChunkSize <= 0 {
-		o.ChunkSize = DefaultChunkSize
-	}
+	defaults.Positive(&o.MaxInFlight, DefaultMaxInFlight)
+	defaults.Positive(&o.Writers, DefaultWriters)
+	defaults.Positive(&o.ChunkSize, DefaultChunkSize)
 	o.ChunkSize = alignUp(o.ChunkSize)
-	if o.StagingBytes <= 0 {
-		o.StagingBytes = DefaultStagingBytes
-	}
+	defaults.Positive(&o.StagingBytes, DefaultStagingBytes)
 	if minimum := int64(o.Writers) * o.ChunkSize; o.StagingBytes < minimum {
 		o.StagingBytes = minimum
 	}
 	o.StagingBytes = o.StagingBytes / o.ChunkSize * o.ChunkSize
-	if o.KeepCommitted <= 0 {
-		o.KeepCommitted = DefaultKeepCommitted
-	}
+	defaults.Positive(&o.KeepCommitted, DefaultKeepCommitted)
 	return o, nil
 }
 
@@ -137,12 +130,9 @@ func (e *Engine) committedLocked() []*slot {
 // Close waits for the checkpoints in flight to commit (or fail), stops the writers and closes
 // the files. Pending results stay readable; ShardReaders already handed out keep working.
 func (e *Engine) Close() error {
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
+	if !closing.Begin(&e.mu, &e.closed) {
 		return nil
 	}
-	e.closed = true
 	e.mu.Unlock()
 	e.inflight.Wait()
 	close(e.jobs)

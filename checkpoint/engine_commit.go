@@ -3,6 +3,8 @@ package checkpoint
 import (
 	"fmt"
 	"time"
+
+	"github.com/schooner-ml/schooner/checkpoint/store"
 )
 
 // persist drives one checkpoint from Save to commit: prepare the slot, wait for the writers,
@@ -46,7 +48,7 @@ func (e *Engine) prepare(ck *inflight) error {
 		return fmt.Errorf("no slot available for step %d", ck.meta.Step)
 	}
 	if ck.newSlot {
-		if err := syncDir(e.opts.Dir); err != nil {
+		if err := store.SyncDir(e.opts.Dir); err != nil {
 			return err
 		}
 	}

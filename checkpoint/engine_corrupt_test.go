@@ -8,6 +8,8 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/schooner-ml/schooner/internal/syncbuf"
 )
 
 // flipByte corrupts one byte of a file in place.
@@ -25,7 +27,7 @@ func flipByte(t *testing.T, path string, off int64) {
 }
 
 func TestRestoreFallsBackPastACorruptCheckpoint(t *testing.T) {
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	opts := smallOptions(t.TempDir(), zerolog.New(&logs))
 	e := openEngine(t, opts)
 	for step := int64(1); step <= 3; step++ {
@@ -56,7 +58,7 @@ func TestLoadSnapshotFallsBackPastACorruptStep(t *testing.T) {
 	}
 	flipByte(t, slotOf(t, e, 3), 10)
 
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	src := LocalRoot(root, zerolog.Nop())
 	snap, err := LoadSnapshot(context.Background(), src, -1, zerolog.New(&logs))
 	require.NoError(t, err)

@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
+
+	"github.com/schooner-ml/schooner/internal/wait"
 )
 
 // patternBytes is n bytes that are a pure function of seed (splitmix64), so a test can check a
@@ -54,24 +55,6 @@ func requireShardEqual(t testing.TB, want, got Shard) {
 	}
 }
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // smallOptions are options sized for unit tests: 64 KiB chunks, little staging.
 func smallOptions(dir string, log zerolog.Logger) Options {
 	return Options{Dir: dir, MaxInFlight: 2, Writers: 2, ChunkSize: 64 << 10, StagingBytes: 1 << 20,
@@ -104,13 +87,7 @@ func saveWait(t testing.TB, e *Engine, step int64, shard Shard, plan PlanInfo) S
 // eventually polls cond until it holds or a generous deadline passes.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	wait.For(t, 20*time.Second, time.Millisecond, cond, "%s", what)
 }
 
 // slotOf returns the data path of the committed slot holding step.

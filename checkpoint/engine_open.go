@@ -3,6 +3,8 @@ package checkpoint
 import (
 	"fmt"
 	"runtime"
+
+	"github.com/schooner-ml/schooner/checkpoint/store"
 )
 
 // Open starts the engine for opts.Dir, recovering what a previous engine left there: the valid
@@ -45,7 +47,7 @@ func Open(opts Options) (*Engine, error) {
 		e.closeFiles()
 		return nil, err
 	}
-	if err := syncDir(opts.Dir); err != nil {
+	if err := store.SyncDir(opts.Dir); err != nil {
 		e.closeFiles()
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/schooner-ml/schooner/checkpoint"
 	"github.com/schooner-ml/schooner/checkpoint/store"
 	"github.com/schooner-ml/schooner/checkpoint/store/s3test"
+	"github.com/schooner-ml/schooner/internal/syncbuf"
 )
 
 // rtBackend is a store to run the remote tier's tests on, and a way to damage one of its
@@ -206,7 +207,7 @@ func TestRemoteSnapshotFallsBackPastCorruptStep(t *testing.T) {
 		rtPutStep(t, r, 20)
 		b.corrupt(t, "step-000000000020/rank-00002.data")
 
-		var logs checkpoint.SyncBuffer
+		var logs syncbuf.Buffer
 		snap, err := checkpoint.LoadSnapshot(ctx, r, -1, zerolog.New(&logs))
 		require.NoError(t, err)
 		assert.Equal(t, int64(10), snap.Step, "the corrupt newest step is skipped")

@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/schooner-ml/schooner/internal/defaults"
 )
 
 // EncodeShard lays out a shard's data and metadata exactly as the engine does for a local slot
@@ -23,9 +25,7 @@ func EncodeShard(step int64, shard Shard, plan PlanInfo, extra map[string]string
 	if err := shard.Validate(); err != nil {
 		return ShardMeta{}, nil, fmt.Errorf("encoding step %d: %w", step, err)
 	}
-	if chunkSize <= 0 {
-		chunkSize = DefaultChunkSize
-	}
+	defaults.Positive(&chunkSize, DefaultChunkSize)
 	m := ShardMeta{
 		Format:  FormatVersion,
 		Step:    step,

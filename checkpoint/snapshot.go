@@ -5,9 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
-	"sort"
 
 	"github.com/rs/zerolog"
 )
@@ -103,14 +103,7 @@ func sameTensor(a, b Tensor) bool {
 }
 
 // Names lists the tensor names, sorted.
-func (s *Snapshot) Names() []string {
-	names := make([]string, 0, len(s.Tensors))
-	for n := range s.Tensors {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func (s *Snapshot) Names() []string { return slices.Sorted(maps.Keys(s.Tensors)) }
 
 // Layers returns the tensors of layers [first, end) plus the NoLayer ones (which every stage
 // needs), sorted by name.

@@ -29,30 +29,25 @@ var dtypeSizes = map[DType]int{
 // Size is the element size in bytes, or 0 for an unknown type.
 func (d DType) Size() int { return dtypeSizes[d] }
 
+// dtypeNames are the names ParseDType accepts, lower-cased: the safetensors name, then
+// PyTorch's.
+var dtypeNames = map[string]DType{
+	"f64": Float64, "float64": Float64, "double": Float64,
+	"f32": Float32, "float32": Float32, "float": Float32,
+	"f16": Float16, "float16": Float16, "half": Float16,
+	"bf16": BFloat16, "bfloat16": BFloat16,
+	"i64": Int64, "int64": Int64, "long": Int64,
+	"i32": Int32, "int32": Int32, "int": Int32,
+	"i16": Int16, "int16": Int16, "short": Int16,
+	"i8": Int8, "int8": Int8,
+	"u8": Uint8, "uint8": Uint8,
+	"bool": Bool,
+}
+
 // ParseDType accepts the safetensors names (F32) and the PyTorch names (float32, torch.float32).
 func ParseDType(s string) (DType, error) {
-	n := strings.TrimPrefix(strings.ToLower(strings.TrimSpace(s)), "torch.")
-	switch n {
-	case "f64", "float64", "double":
-		return Float64, nil
-	case "f32", "float32", "float":
-		return Float32, nil
-	case "f16", "float16", "half":
-		return Float16, nil
-	case "bf16", "bfloat16":
-		return BFloat16, nil
-	case "i64", "int64", "long":
-		return Int64, nil
-	case "i32", "int32", "int":
-		return Int32, nil
-	case "i16", "int16", "short":
-		return Int16, nil
-	case "i8", "int8":
-		return Int8, nil
-	case "u8", "uint8":
-		return Uint8, nil
-	case "bool":
-		return Bool, nil
+	if d, ok := dtypeNames[strings.TrimPrefix(strings.ToLower(strings.TrimSpace(s)), "torch.")]; ok {
+		return d, nil
 	}
 	return "", fmt.Errorf("unknown dtype %q (want one of F64 F32 F16 BF16 I64 I32 I16 I8 U8 BOOL)", s)
 }

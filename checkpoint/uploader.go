@@ -11,6 +11,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/schooner-ml/schooner/checkpoint/store"
+	"github.com/schooner-ml/schooner/internal/closing"
+	"github.com/schooner-ml/schooner/internal/defaults"
 )
 
 // ErrSuperseded is the outcome of a queued shard dropped because a newer step of the same rank
@@ -79,15 +81,9 @@ const (
 
 // NewUploader starts the upload goroutines; Close stops them.
 func NewUploader(opts UploaderOptions) *Uploader {
-	if opts.Concurrency <= 0 {
-		opts.Concurrency = 2
-	}
-	if opts.MaxAttempts <= 0 {
-		opts.MaxAttempts = 5
-	}
-	if opts.Backoff <= 0 {
-		opts.Backoff = time.Second
-	}
+	defaults.Positive(&opts.Concurrency, 2)
+	defaults.Positive(&opts.MaxAttempts, 5)
+	defaults.Positive(&opts.Backoff, time.Second)
 	ctx, cancel := context.WithCancel(context.Background())
 	u := &Uploader{opts: opts, ctx: ctx, cancel: cancel, idle: make(chan struct{}),
 		log: opts.Logger.With().Str("component", "uploader").Logger()}
@@ -138,12 +134,9 @@ func (u *Uploader) Flush(ctx context.Context) error {
 // upload stays in the store and a later PutShard of the shard resumes it) and waits for the
 // upload goroutines. Call Flush first to finish the work.
 func (u *Uploader) Close() error {
-	u.mu.Lock()
-	if u.closed {
-		u.mu.Unlock()
+	if !closing.Begin(&u.mu, &u.closed) {
 		return nil
 	}
-	u.closed = true
 	dropped := u.queue
 	u.queue = nil
 	u.work.Broadcast()

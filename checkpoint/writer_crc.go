@@ -25,25 +25,15 @@ func crcCombine(crcA, crcB uint32, lenB int64) uint32 {
 	}
 	gf2Square(&even, &odd) // two zero bits
 	gf2Square(&odd, &even) // four zero bits
-	// Each round squares once more (a byte, then 2, 4, ... bytes) and applies the operator
-	// when the matching bit of lenB is set.
-	for {
-		gf2Square(&even, &odd)
+	// Each round squares once more (a byte, then 2, 4, ... bytes) into the other matrix and
+	// applies the operator when the matching bit of lenB is set.
+	sq, prev := &even, &odd
+	for ; lenB != 0; lenB >>= 1 {
+		gf2Square(sq, prev)
 		if lenB&1 != 0 {
-			crcA = gf2Times(&even, crcA)
+			crcA = gf2Times(sq, crcA)
 		}
-		lenB >>= 1
-		if lenB == 0 {
-			break
-		}
-		gf2Square(&odd, &even)
-		if lenB&1 != 0 {
-			crcA = gf2Times(&odd, crcA)
-		}
-		lenB >>= 1
-		if lenB == 0 {
-			break
-		}
+		sq, prev = prev, sq
 	}
 	return crcA ^ crcB
 }

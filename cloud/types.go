@@ -134,6 +134,15 @@ type Instance struct {
 	Interruption *Interruption `json:"interruption,omitempty"`
 }
 
+// IDs is the ids of insts, in order.
+func IDs(insts []Instance) []string {
+	ids := make([]string, len(insts))
+	for i, in := range insts {
+		ids[i] = in.ID
+	}
+	return ids
+}
+
 // InterruptionKind distinguishes the warning from the act.
 type InterruptionKind string
 

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/schooner-ml/schooner/devserver/stack"
+	"github.com/schooner-ml/schooner/internal/wait"
 )
 
 // stopWithin bounds every stack's shutdown in these tests.
@@ -50,12 +51,5 @@ func testLogger(t *testing.T) zerolog.Logger {
 // eventually polls cond until it holds or the deadline passes; tests never sleep blindly.
 func eventually(t *testing.T, within time.Duration, cond func() bool, what string) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %s waiting for %s", within, what)
+	wait.For(t, within, 50*time.Millisecond, cond, "%s", what)
 }

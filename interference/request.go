@@ -67,35 +67,16 @@ func (r StudyRequest) WithDefaults() StudyRequest {
 // Validate names the first field that is wrong. Dedicated is implied (every study measures each
 // workload alone) and is refused in the list so that no run is counted twice.
 func (r StudyRequest) Validate() error {
-	var errs []error
-	if len(r.Pairs) == 0 {
-		errs = append(errs, errors.New("pairs: at least one"))
-	}
-	seen := map[Pair]bool{}
-	for i, p := range r.Pairs {
-		if err := p.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("pairs[%d]: %w", i, err))
-		}
-		if seen[p] {
-			errs = append(errs, fmt.Errorf("pairs[%d]: %s twice", i, p))
-		}
-		seen[p] = true
-	}
-	if len(r.Mechanisms) == 0 {
-		errs = append(errs, errors.New("mechanisms: at least one"))
-	}
-	seenM := map[Mechanism]bool{}
-	for i, m := range r.Mechanisms {
+	errs := validateList("pairs", r.Pairs, Pair.Validate)
+	errs = append(errs, validateList("mechanisms", r.Mechanisms, func(m Mechanism) error {
 		if err := m.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("mechanisms[%d]: %w", i, err))
-		} else if m.Kind == Dedicated {
-			errs = append(errs, fmt.Errorf("mechanisms[%d]: dedicated is always measured; leave it out", i))
+			return err
 		}
-		if seenM[m] {
-			errs = append(errs, fmt.Errorf("mechanisms[%d]: %s twice", i, m))
+		if m.Kind == Dedicated {
+			return errors.New("dedicated is always measured; leave it out")
 		}
-		seenM[m] = true
-	}
+		return nil
+	})...)
 	switch {
 	case r.Requests < 10 || r.Requests > MaxRequests:
 		errs = append(errs, fmt.Errorf("requests: %d is not in [10, %d] (a p99 needs at least 10)", r.Requests, MaxRequests))
@@ -107,4 +88,27 @@ func (r StudyRequest) Validate() error {
 		errs = append(errs, fmt.Errorf("repeats: %d is not in [1, %d]", r.Repeats, MaxRepeats))
 	}
 	return errors.Join(errs...)
+}
+
+// validateList names what is wrong with the list field of items: empty, an item that validate
+// refuses, an item given twice.
+func validateList[T interface {
+	comparable
+	fmt.Stringer
+}](field string, items []T, validate func(T) error) []error {
+	var errs []error
+	if len(items) == 0 {
+		errs = append(errs, fmt.Errorf("%s: at least one", field))
+	}
+	seen := map[T]bool{}
+	for i, it := range items {
+		if err := validate(it); err != nil {
+			errs = append(errs, fmt.Errorf("%s[%d]: %w", field, i, err))
+		}
+		if seen[it] {
+			errs = append(errs, fmt.Errorf("%s[%d]: %s twice", field, i, it))
+		}
+		seen[it] = true
+	}
+	return errs
 }

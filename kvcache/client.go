@@ -324,6 +324,13 @@ func (c *Client) dispatch(hdr frame.Header, payload []byte) error {
 		}
 		return fmt.Errorf("kv-cache holder sent %q in answer to %q", hdr.Op, head.op)
 	}
+	// answer checks that the frame answers one of ops and decodes its message into m.
+	answer := func(m any, ops ...string) error {
+		if err := expect(ops...); err != nil {
+			return err
+		}
+		return hdr.Decode(m)
+	}
 	switch hdr.Op {
 	case opAck, opError:
 		var a ackMsg
@@ -352,42 +359,30 @@ func (c *Client) dispatch(hdr frame.Header, payload []byte) error {
 		}
 		c.answer(head, ack)
 	case opChunk:
-		if err := expect(opGet); err != nil {
-			return err
-		}
 		var m chunkMsg
-		if err := hdr.Decode(&m); err != nil {
+		if err := answer(&m, opGet); err != nil {
 			return err
 		}
 		if head.onChunk != nil && head.chunkErr == nil && !head.gone.Load() {
 			head.chunkErr = head.onChunk(Chunk{Request: m.Request, Layers: m.Layers, Tokens: m.Tokens, DType: m.DType, Shape: m.Shape, Data: payload})
 		}
 	case opEnd:
-		if err := expect(opGet); err != nil {
-			return err
-		}
 		var m endMsg
-		if err := hdr.Decode(&m); err != nil {
+		if err := answer(&m, opGet); err != nil {
 			return err
 		}
 		head.end = End{Request: m.Request, AckedStep: m.AckedStep}
 		c.complete(head)
 	case opHeld:
-		if err := expect(opList); err != nil {
-			return err
-		}
 		var m heldMsg
-		if err := hdr.Decode(&m); err != nil {
+		if err := answer(&m, opList); err != nil {
 			return err
 		}
 		head.held = m.Requests
 		c.complete(head)
 	case opDropped:
-		if err := expect(opDrop, opDropDeployment); err != nil {
-			return err
-		}
 		var m droppedMsg
-		if err := hdr.Decode(&m); err != nil {
+		if err := answer(&m, opDrop, opDropDeployment); err != nil {
 			return err
 		}
 		head.dropped = Dropped{Requests: m.Requests, Bytes: m.Bytes}

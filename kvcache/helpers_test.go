@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/schooner-ml/schooner/internal/wait"
 )
 
 // testLayout is small enough to reason about byte by byte: a token of a layer is 32 bytes.
@@ -139,11 +141,5 @@ func expectLayer(req string, l, n int, lay Layout) []byte { return promptData(re
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	wait.For(t, 20*time.Second, time.Millisecond, cond, "%s", what)
 }

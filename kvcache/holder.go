@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/schooner-ml/schooner/internal/defaults"
 )
 
 // Options configure a Holder. Only Budget is required.
@@ -44,24 +46,14 @@ func (o *Options) setDefaults() error {
 	if o.MaxPayload == 0 {
 		o.MaxPayload = 256 << 20
 	}
-	if o.QueueDepth <= 0 {
-		o.QueueDepth = 8
-	}
+	defaults.Positive(&o.QueueDepth, 8)
 	if o.NewQueue == nil {
 		o.NewQueue = func(depth int) Queue { return NewFIFO(depth) }
 	}
-	if o.MaxConns <= 0 {
-		o.MaxConns = 1024
-	}
-	if o.ChunkTokens <= 0 {
-		o.ChunkTokens = DefaultChunkTokens
-	}
-	if o.HelloTimeout <= 0 {
-		o.HelloTimeout = 10 * time.Second
-	}
-	if o.WriteTimeout <= 0 {
-		o.WriteTimeout = 30 * time.Second
-	}
+	defaults.Positive(&o.MaxConns, 1024)
+	defaults.Positive(&o.ChunkTokens, DefaultChunkTokens)
+	defaults.Positive(&o.HelloTimeout, 10*time.Second)
+	defaults.Positive(&o.WriteTimeout, 30*time.Second)
 	return nil
 }
 

@@ -29,12 +29,7 @@ func lendFile(t *testing.T, size int64) string {
 func TestGetIntoLentMemoryIsTheChunksBytes(t *testing.T) {
 	_, tcp, sock := holderAt(t, Options{ChunkTokens: 7})
 	shmReplica(t, tcp, "r")
-	var want []Chunk
-	_, err := dial(t, tcp, RoleReader, "d", 0).Get(ctxT(t), "r", func(c Chunk) error {
-		want = append(want, c)
-		return nil
-	})
-	require.NoError(t, err)
+	want, _ := getChunks(t, tcp, "r")
 	var total int64
 	for _, c := range want {
 		total += int64(len(c.Data))
@@ -42,7 +37,7 @@ func TestGetIntoLentMemoryIsTheChunksBytes(t *testing.T) {
 
 	path := lendFile(t, total+4096)
 	c := rawUnix(t, sock)
-	_, err = c.Write(rawFrame(fmt.Sprintf(`{"op":"lend","path":%q,"size":%d}`, path, total+4096), nil))
+	_, err := c.Write(rawFrame(fmt.Sprintf(`{"op":"lend","path":%q,"size":%d}`, path, total+4096), nil))
 	require.NoError(t, err)
 	h, _ := readRaw(t, c)
 	require.JSONEq(t, fmt.Sprintf(`{"op":"lent","path":%q,"size":%d}`, path, total+4096), h)

@@ -13,6 +13,19 @@ import (
 )
 
 // shmReplica puts a request of 30 prompt tokens over layers [1,4) and 5 decode steps.
+// getChunks reads the replica of req from the holder at addr through the chunk path: its
+// chunks and the end of the answer.
+func getChunks(t *testing.T, addr, req string) ([]Chunk, End) {
+	t.Helper()
+	var chunks []Chunk
+	end, err := dial(t, addr, RoleReader, "d", 0).Get(ctxT(t), req, func(c Chunk) error {
+		chunks = append(chunks, c)
+		return nil
+	})
+	require.NoError(t, err)
+	return chunks, end
+}
+
 func shmReplica(t *testing.T, addr, req string) {
 	t.Helper()
 	w := dial(t, addr, RoleWriter, "d", 0)
@@ -73,17 +86,12 @@ func TestShmGetIsTheChunksBytesInOneMemoryFile(t *testing.T) {
 	shmReplica(t, tcp, "r")
 
 	// the chunk path
-	var want []Chunk
-	end, err := dial(t, tcp, RoleReader, "d", 0).Get(ctxT(t), "r", func(c Chunk) error {
-		want = append(want, c)
-		return nil
-	})
-	require.NoError(t, err)
+	want, end := getChunks(t, tcp, "r")
 	require.Equal(t, 5, end.AckedStep)
 	require.Len(t, want, 5) // 35 tokens by 7
 
 	c := rawUnix(t, sock)
-	_, err = c.Write(rawFrame(`{"op":"get","request":"r","shm":true}`, nil))
+	_, err := c.Write(rawFrame(`{"op":"get","request":"r","shm":true}`, nil))
 	require.NoError(t, err)
 	h, fds := readShm(t, c)
 	require.Len(t, fds, 1)

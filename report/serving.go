@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/schooner-ml/schooner/internal/defaults"
 	"github.com/schooner-ml/schooner/serving"
 	"github.com/schooner-ml/schooner/serving/router"
 )
@@ -218,9 +219,7 @@ func loadEnd(f ServeFacts) time.Time {
 // SummarizeServing computes the summary from the facts.
 func SummarizeServing(f ServeFacts) ServeSummary {
 	slack := f.Slack
-	if slack <= 0 {
-		slack = FaultSlack
-	}
+	defaults.Positive(&slack, FaultSlack)
 	s := ServeSummary{Deployment: f.Deployment, Model: f.Model, Stages: f.Stages, Rate: f.Rate,
 		DurationS: f.Duration.Seconds(), WallSeconds: round(f.Wall.Seconds(), 1), TimeScale: f.TimeScale,
 		Requests: len(f.Requests), PlannedFaults: f.PlannedFaults, ReferenceErrors: f.ReferenceErrors,

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/schooner-ml/schooner/internal/defaults"
 )
 
 // WriteServingMarkdown writes the report of `schooner demo serve`: the verdict, latency and
@@ -75,9 +77,7 @@ func WriteServingTimeline(w io.Writer, s ServeSummary, f ServeFacts) error {
 		}
 	}
 	span := end.Sub(start).Seconds()
-	if span <= 0 {
-		span = 1
-	}
+	defaults.Positive(&span, 1)
 	x := func(t time.Time) float64 { return plotLeft + (plotRight-plotLeft)*t.Sub(start).Seconds()/span }
 	n := max(len(f.Requests), 1)
 	reqTop, reqHeight := float64(topMargin+16), 300.0
@@ -167,9 +167,7 @@ func WriteServingTimeline(w io.Writer, s ServeSummary, f ServeFacts) error {
 // hitSet marks the requests whose lifetime overlaps any fault's window.
 func hitSet(f ServeFacts) []bool {
 	slack := f.Slack
-	if slack <= 0 {
-		slack = FaultSlack
-	}
+	defaults.Positive(&slack, FaultSlack)
 	end := loadEnd(f)
 	hit := make([]bool, len(f.Requests))
 	for _, ft := range f.Faults {

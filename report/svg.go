@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/schooner-ml/schooner/internal/defaults"
 	"github.com/schooner-ml/schooner/training"
 )
 
@@ -38,9 +39,7 @@ func WriteTimeline(w io.Writer, st training.JobStatus) error {
 	}
 	end := pts[len(pts)-1].At
 	span := end.Sub(start).Seconds()
-	if span <= 0 {
-		span = 1
-	}
+	defaults.Positive(&span, 1)
 	x := func(t time.Time) float64 { return plotLeft + (plotRight-plotLeft)*t.Sub(start).Seconds()/span }
 	keys := gpuKeys(pts)
 	maxGPUs, maxCost, maxIter := 1.0, 0.01, float64(st.Iterations)
@@ -49,9 +48,7 @@ func WriteTimeline(w io.Writer, st training.JobStatus) error {
 		maxCost = math.Max(maxCost, p.CostUSD)
 		maxIter = math.Max(maxIter, float64(p.Iteration))
 	}
-	if maxIter <= 0 {
-		maxIter = 1
-	}
+	defaults.Positive(&maxIter, 1)
 	height := topMargin + 3*panelHeight + 3*panelGap
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`+"\n", svgWidth, height, svgWidth, height)

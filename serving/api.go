@@ -10,6 +10,7 @@ import (
 
 	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/fleet"
+	"github.com/schooner-ml/schooner/internal/defaults"
 )
 
 // WorkflowServingDeployment is the ServingDeployment workflow's type name; a deployment's
@@ -111,12 +112,8 @@ func (o DeployOptions) WithDefaults() DeployOptions {
 	def(&o.AvoidZoneTTL, 10*time.Minute)
 	def(&o.RetryWait, 5*time.Second)
 	def(&o.DrainTimeout, 30*time.Second)
-	if o.MaxStageRestarts <= 0 {
-		o.MaxStageRestarts = 3
-	}
-	if o.MaxAcquireRounds <= 0 {
-		o.MaxAcquireRounds = 3
-	}
+	defaults.Positive(&o.MaxStageRestarts, 3)
+	defaults.Positive(&o.MaxAcquireRounds, 3)
 	return o
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/fleet"
 	"github.com/schooner-ml/schooner/gpu"
+	"github.com/schooner-ml/schooner/internal/defaults"
 )
 
 // Slot is one (replica, stage) of a deployment: one inference worker on one machine.
@@ -77,9 +78,7 @@ func Place(req PlacementRequest) Placement {
 		return a.Stage - b.Stage
 	})
 	assume := req.AssumeSpotCapacity
-	if assume <= 0 {
-		assume = 4
-	}
+	defaults.Positive(&assume, 4)
 	type option struct {
 		offer    cloud.Offering
 		capacity cloud.CapacityType

@@ -1,6 +1,10 @@
 package training
 
-import "time"
+import (
+	"time"
+
+	"github.com/schooner-ml/schooner/internal/defaults"
+)
 
 // JobOptions tunes a job's control loop. Durations marked wall are workflow (wall) time;
 // those marked simulated are converted with the job's TimeScale, so a demo at 60× and a real
@@ -48,16 +52,16 @@ type JobOptions struct {
 
 // WithDefaults fills the zero fields.
 func (o JobOptions) WithDefaults() JobOptions {
-	orDefault(&o.HeartbeatTimeout, 10*time.Second)
-	orDefault(&o.ScheduleToStartTimeout, 2*time.Minute)
-	orDefault(&o.WarmScheduleToStartTimeout, 3*o.HeartbeatTimeout)
-	orDefault(&o.PollInterval, 3*time.Second)
-	orDefault(&o.UnavailableTTL, 3*time.Minute)
-	orDefault(&o.AvoidZoneTTL, 10*time.Minute)
-	orDefault(&o.RetryWait, 5*time.Second)
-	orDefault(&o.MaxAcquireRounds, 3)
-	orDefault(&o.MaxWaitForCapacity, 6*time.Hour)
-	orDefault(&o.MaxTrainerFailures, 5)
+	defaults.Positive(&o.HeartbeatTimeout, 10*time.Second)
+	defaults.Positive(&o.ScheduleToStartTimeout, 2*time.Minute)
+	defaults.Positive(&o.WarmScheduleToStartTimeout, 3*o.HeartbeatTimeout)
+	defaults.Positive(&o.PollInterval, 3*time.Second)
+	defaults.Positive(&o.UnavailableTTL, 3*time.Minute)
+	defaults.Positive(&o.AvoidZoneTTL, 10*time.Minute)
+	defaults.Positive(&o.RetryWait, 5*time.Second)
+	defaults.Positive(&o.MaxAcquireRounds, 3)
+	defaults.Positive(&o.MaxWaitForCapacity, 6*time.Hour)
+	defaults.Positive(&o.MaxTrainerFailures, 5)
 	return o
 }
 

@@ -1,6 +1,10 @@
 package training
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/schooner-ml/schooner/internal/defaults"
+)
 
 // Limits are the largest job a control plane accepts: policy, not physics, so an operator
 // sets them (`schooner worker control --limits FILE`, `schooner dev --limits FILE`) and
@@ -38,12 +42,12 @@ var DefaultLimits = Limits{
 // WithDefaults fills the zero fields from DefaultLimits.
 func (l Limits) WithDefaults() Limits {
 	d := DefaultLimits
-	orDefault(&l.MaxIterations, d.MaxIterations)
-	orDefault(&l.MaxGlobalBatch, d.MaxGlobalBatch)
-	orDefault(&l.MaxSeqLen, d.MaxSeqLen)
-	orDefault(&l.MaxModelParams, d.MaxModelParams)
-	orDefault(&l.MaxGPUs, d.MaxGPUs)
-	orDefault(&l.MaxSpecBytes, d.MaxSpecBytes)
+	defaults.Positive(&l.MaxIterations, d.MaxIterations)
+	defaults.Positive(&l.MaxGlobalBatch, d.MaxGlobalBatch)
+	defaults.Positive(&l.MaxSeqLen, d.MaxSeqLen)
+	defaults.Positive(&l.MaxModelParams, d.MaxModelParams)
+	defaults.Positive(&l.MaxGPUs, d.MaxGPUs)
+	defaults.Positive(&l.MaxSpecBytes, d.MaxSpecBytes)
 	return l
 }
 

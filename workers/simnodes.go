@@ -17,6 +17,7 @@ import (
 	"github.com/schooner-ml/schooner/activities/trainingact"
 	"github.com/schooner-ml/schooner/checkpoint/store"
 	"github.com/schooner-ml/schooner/cloud"
+	"github.com/schooner-ml/schooner/internal/defaults"
 	"github.com/schooner-ml/schooner/serving/stage"
 	"github.com/schooner-ml/schooner/taskqueue"
 	"github.com/schooner-ml/schooner/trainer/node"
@@ -124,12 +125,8 @@ func NewSimNodes(c client.Client, o SimNodesOptions) (*SimNodes, error) {
 	if o.Deployments == nil && c != nil {
 		o.Deployments = &ServingReporter{Client: c}
 	}
-	if o.HolderBudget <= 0 {
-		o.HolderBudget = SimHolderBudget
-	}
-	if o.PollInterval <= 0 {
-		o.PollInterval = 50 * time.Millisecond
-	}
+	defaults.Positive(&o.HolderBudget, SimHolderBudget)
+	defaults.Positive(&o.PollInterval, 50*time.Millisecond)
 	s := &SimNodes{o: o, log: o.Logger.With().Str("component", "sim-nodes").Logger(), nodes: map[string]*simNode{}}
 	if o.DataDir == "" {
 		d, err := os.MkdirTemp("", "schooner-simnodes")

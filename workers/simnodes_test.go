@@ -16,6 +16,7 @@ import (
 	"github.com/schooner-ml/schooner/activities/trainingact"
 	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/cloud/sim"
+	"github.com/schooner-ml/schooner/internal/wait"
 	"github.com/schooner-ml/schooner/training"
 )
 
@@ -85,22 +86,12 @@ func launch(t *testing.T, m *sim.Market, job string, n int) []string {
 	t.Helper()
 	got, err := m.Create(context.Background(), cloud.CreateRequest{JobID: job, Zone: simZone, InstanceType: simType, Capacity: cloud.Spot, Count: n})
 	require.NoError(t, err)
-	var ids []string
-	for _, i := range got {
-		ids = append(ids, i.ID)
-	}
-	return ids
+	return cloud.IDs(got)
 }
 
 func eventually(t *testing.T, cond func() bool, what string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting: %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	wait.For(t, 10*time.Second, 5*time.Millisecond, cond, "%s", what)
 }
 
 func newTestSimNodes(t *testing.T, m *sim.Market) (*SimNodes, *fakeStarter, *noticeRecorder) {

@@ -1,9 +1,9 @@
 package colocationact
 
 import (
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/schooner-ml/schooner/activities/internal/register"
 	"github.com/schooner-ml/schooner/colocation"
 )
 
@@ -11,5 +11,5 @@ var _ colocation.NodeActivities = (*Node)(nil)
 
 // RegisterNode registers a node's colocation activity under its contract name.
 func RegisterNode(r worker.ActivityRegistry, a colocation.NodeActivities) {
-	r.RegisterActivityWithOptions(a.RunColocated, activity.RegisterOptions{Name: colocation.ActivityRunColocated})
+	register.Named(r, map[string]any{colocation.ActivityRunColocated: a.RunColocated})
 }

@@ -55,10 +55,7 @@ func (t *Instances) AcquireInstances(ctx context.Context, req cloud.CreateReques
 		return res, nil
 	default:
 		if len(got) > 0 {
-			ids := make([]string, len(got))
-			for i, in := range got {
-				ids[i] = in.ID
-			}
+			ids := cloud.IDs(got)
 			if terr := t.Provider.Terminate(context.WithoutCancel(ctx), ids); terr != nil {
 				err = errors.Join(err, fmt.Errorf("releasing %d instances obtained before the error: %w", len(ids), terr))
 			}

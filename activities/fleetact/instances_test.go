@@ -7,15 +7,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/schooner-ml/schooner/activities/internal/acttest"
 	"github.com/schooner-ml/schooner/cloud"
 )
 
-func testOffers() []cloud.Offering {
-	return []cloud.Offering{
-		{Provider: "fake", Region: "r1", Zone: "r1-a", InstanceType: "p4", GPUType: "A100-40", GPUsPerInstance: 1, SpotPrice: 1, OnDemandPrice: 4, SpotCapacity: 8},
-		{Provider: "fake", Region: "r1", Zone: "r1-b", InstanceType: "p4", GPUType: "A100-40", GPUsPerInstance: 1, SpotPrice: 1.1, OnDemandPrice: 4, SpotCapacity: 8},
-	}
-}
+// testOffers is the two A100 zones of region r1.
+func testOffers() []cloud.Offering { return acttest.Offers()[:2] }
 
 func TestAcquireInstancesReportsShortageAsResult(t *testing.T) {
 	f := cloud.NewFake("fake", testOffers()...)

@@ -1,9 +1,9 @@
 package interferenceact
 
 import (
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/schooner-ml/schooner/activities/internal/register"
 	"github.com/schooner-ml/schooner/interference"
 )
 
@@ -11,5 +11,5 @@ var _ interference.NodeActivities = (*Profiler)(nil)
 
 // RegisterNode registers a node's interference activity under its contract name.
 func RegisterNode(r worker.ActivityRegistry, a interference.NodeActivities) {
-	r.RegisterActivityWithOptions(a.ProfileInterference, activity.RegisterOptions{Name: interference.ActivityProfile})
+	register.Named(r, map[string]any{interference.ActivityProfile: a.ProfileInterference})
 }

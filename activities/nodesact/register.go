@@ -1,9 +1,9 @@
 package nodesact
 
 import (
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/schooner-ml/schooner/activities/internal/register"
 	"github.com/schooner-ml/schooner/nodes"
 )
 
@@ -14,10 +14,10 @@ var (
 
 // RegisterNode registers a node's own activities under their contract names.
 func RegisterNode(r worker.ActivityRegistry, a nodes.NodeActivities) {
-	r.RegisterActivityWithOptions(a.Inventory, activity.RegisterOptions{Name: nodes.ActivityInventory})
+	register.Named(r, map[string]any{nodes.ActivityInventory: a.Inventory})
 }
 
 // RegisterControl registers the node domain's control-queue activities.
 func RegisterControl(r worker.ActivityRegistry, a nodes.ControlActivities) {
-	r.RegisterActivityWithOptions(a.ListNodes, activity.RegisterOptions{Name: nodes.ActivityListNodes})
+	register.Named(r, map[string]any{nodes.ActivityListNodes: a.ListNodes})
 }

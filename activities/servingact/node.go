@@ -2,11 +2,10 @@ package servingact
 
 import (
 	"context"
-	"errors"
 
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/temporal"
 
+	"github.com/schooner-ml/schooner/activities/internal/noderun"
 	"github.com/schooner-ml/schooner/serving"
 	"github.com/schooner-ml/schooner/serving/stage"
 )
@@ -31,13 +30,6 @@ type Node struct {
 // (activity.ErrResultPending), as from a vanished machine.
 func (n *Node) RunStage(ctx context.Context, a serving.StageAssignment) (serving.StageResult, error) {
 	res, err := n.Supervisor.Run(ctx, a, func(h stage.Heartbeat) { activity.RecordHeartbeat(ctx, h) })
-	switch {
-	case err == nil:
-		return res, nil
-	case errors.Is(err, stage.ErrVanished):
-		return res, activity.ErrResultPending
-	case errors.Is(err, stage.ErrBadAssignment):
-		return res, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadAssignment, err)
-	}
-	return res, err
+	return res, noderun.Err(err, stage.ErrVanished,
+		noderun.NonRetryable{Class: stage.ErrBadAssignment, Type: ErrTypeBadAssignment, WithCause: true})
 }

@@ -4,9 +4,9 @@
 package servingact
 
 import (
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/schooner-ml/schooner/activities/internal/register"
 	"github.com/schooner-ml/schooner/serving"
 )
 
@@ -18,10 +18,10 @@ var (
 // RegisterControl registers the deployment's control-queue activities under their contract
 // names. Tests pass a stand-in of the same interface, so signatures cannot drift.
 func RegisterControl(r worker.ActivityRegistry, a serving.ControlActivities) {
-	r.RegisterActivityWithOptions(a.Offerings, activity.RegisterOptions{Name: serving.ActivityOfferings})
+	register.Named(r, map[string]any{serving.ActivityOfferings: a.Offerings})
 }
 
 // RegisterNode registers RunStage on a node agent's own queue.
 func RegisterNode(r worker.ActivityRegistry, a serving.NodeActivities) {
-	r.RegisterActivityWithOptions(a.RunStage, activity.RegisterOptions{Name: serving.ActivityRunStage})
+	register.Named(r, map[string]any{serving.ActivityRunStage: a.RunStage})
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/schooner-ml/schooner/activities/internal/acttest"
 	"github.com/schooner-ml/schooner/checkpoint"
 	"github.com/schooner-ml/schooner/checkpoint/store"
 	"github.com/schooner-ml/schooner/cloud"
@@ -16,16 +17,8 @@ import (
 	"github.com/schooner-ml/schooner/training"
 )
 
-func testOffers() []cloud.Offering {
-	return []cloud.Offering{
-		{Provider: "fake", Region: "r1", Zone: "r1-a", InstanceType: "p4", GPUType: "A100-40", GPUsPerInstance: 1, SpotPrice: 1, OnDemandPrice: 4, SpotCapacity: 8},
-		{Provider: "fake", Region: "r1", Zone: "r1-b", InstanceType: "p4", GPUType: "A100-40", GPUsPerInstance: 1, SpotPrice: 1.1, OnDemandPrice: 4, SpotCapacity: 8},
-		{Provider: "fake", Region: "r2", Zone: "r2-a", InstanceType: "v1", GPUType: "V100-16", GPUsPerInstance: 1, SpotPrice: 0.5, OnDemandPrice: 3, SpotCapacity: 8},
-	}
-}
-
 func TestJobOfferingsFiltersBySpec(t *testing.T) {
-	tr := &Control{Provider: cloud.NewFake("fake", testOffers()...)}
+	tr := &Control{Provider: cloud.NewFake("fake", acttest.Offers()...)}
 	got, err := tr.JobOfferings(context.Background(), training.JobOfferingsRequest{Resources: training.Resources{GPUTypes: []string{"A100-40"}, Zones: []string{"r1-b"}}})
 	require.NoError(t, err)
 	require.Len(t, got, 1)
@@ -37,7 +30,7 @@ func TestJobOfferingsFiltersBySpec(t *testing.T) {
 
 func TestPlanJobPlansAndPlaces(t *testing.T) {
 	tr := &Control{}
-	req := training.PlanJobRequest{Model: training.Model{Name: "OPT-350"}, GlobalBatch: 64, Offers: testOffers()}
+	req := training.PlanJobRequest{Model: training.Model{Name: "OPT-350"}, GlobalBatch: 64, Offers: acttest.Offers()}
 	res, err := tr.PlanJob(context.Background(), req)
 	require.NoError(t, err)
 	require.NotEmpty(t, res.Replicas)
@@ -80,7 +73,7 @@ func TestPlanJobKeepsSurvivors(t *testing.T) {
 	surv := []cloud.Instance{{ID: "s1", Provider: "fake", Region: "r1", Zone: "r1-b", InstanceType: "p4", GPUType: "A100-40", GPUs: 1,
 		Capacity: cloud.Spot, PricePerHour: 1.1}}
 	res, err := tr.PlanJob(context.Background(), training.PlanJobRequest{Model: training.Model{Name: "OPT-350"}, GlobalBatch: 64,
-		Survivors: surv, Offers: testOffers()[:1], MaxGPUs: 4})
+		Survivors: surv, Offers: acttest.Offers()[:1], MaxGPUs: 4})
 	require.NoError(t, err)
 	assert.LessOrEqual(t, res.Plan.GPUs(), 4)
 	kept := false
@@ -136,7 +129,7 @@ func TestPlanJobFindsThePlanUnderTheCapWithoutAGPUCap(t *testing.T) {
 }
 
 func TestJobOfferingsNamesZonesRegionsAndGPUsNobodyOffers(t *testing.T) {
-	tr := &Control{Provider: cloud.NewFake("fake", testOffers()...)}
+	tr := &Control{Provider: cloud.NewFake("fake", acttest.Offers()...)}
 	_, err := tr.JobOfferings(context.Background(), training.JobOfferingsRequest{Resources: training.Resources{
 		Zones: []string{"r1-a", "mars-1a"}, Regions: []string{"r9"}, GPUTypes: []string{"H200"}}})
 	require.Error(t, err)

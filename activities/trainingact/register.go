@@ -4,9 +4,9 @@
 package trainingact
 
 import (
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/schooner-ml/schooner/activities/internal/register"
 	"github.com/schooner-ml/schooner/training"
 )
 
@@ -19,19 +19,19 @@ var (
 // workflow runs it as a local activity, which needs it registered on the same worker).
 // Tests pass a stand-in of the same interface, so signatures cannot drift from production's.
 func RegisterControl(r worker.ActivityRegistry, a training.ControlActivities) {
-	for name, fn := range map[string]any{
+	register.Named(r, map[string]any{
 		training.ActivityJobOfferings:       a.JobOfferings,
 		training.ActivityPlanJob:            a.PlanJob,
 		training.ActivityLatestCheckpoint:   a.LatestDurableCheckpoint,
 		training.ActivityVerifyTrainedState: a.VerifyTrainedState,
 		training.ActivityAdmissionLimits:    a.AdmissionLimits,
-	} {
-		r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
-	}
+	})
 }
 
 // RegisterNode registers the trainer activities on a node agent's own queue.
 func RegisterNode(r worker.ActivityRegistry, a training.NodeActivities) {
-	r.RegisterActivityWithOptions(a.RunTrainer, activity.RegisterOptions{Name: training.ActivityRunTrainer})
-	r.RegisterActivityWithOptions(a.StopTrainers, activity.RegisterOptions{Name: training.ActivityStopTrainers})
+	register.Named(r, map[string]any{
+		training.ActivityRunTrainer:   a.RunTrainer,
+		training.ActivityStopTrainers: a.StopTrainers,
+	})
 }

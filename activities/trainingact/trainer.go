@@ -2,11 +2,10 @@ package trainingact
 
 import (
 	"context"
-	"errors"
 
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/temporal"
 
+	"github.com/schooner-ml/schooner/activities/internal/noderun"
 	"github.com/schooner-ml/schooner/trainer/node"
 	"github.com/schooner-ml/schooner/training"
 )
@@ -42,17 +41,9 @@ type Trainer struct {
 // (activity.ErrResultPending), as a vanished machine.
 func (t *Trainer) RunTrainer(ctx context.Context, a training.Assignment) (training.TrainerResult, error) {
 	res, err := t.Supervisor.Run(ctx, a, func(p training.Progress) { activity.RecordHeartbeat(ctx, p) })
-	switch {
-	case err == nil:
-		return res, nil
-	case errors.Is(err, node.ErrVanished):
-		return res, activity.ErrResultPending
-	case errors.Is(err, node.ErrBadAssignment):
-		return res, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadAssignment, err)
-	case errors.Is(err, node.ErrStopped):
-		return res, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeTrainerStopped, nil)
-	}
-	return res, err
+	return res, noderun.Err(err, node.ErrVanished,
+		noderun.NonRetryable{Class: node.ErrBadAssignment, Type: ErrTypeBadAssignment, WithCause: true},
+		noderun.NonRetryable{Class: node.ErrStopped, Type: ErrTypeTrainerStopped})
 }
 
 // StopTrainers stops this node's trainers of req.JobID from epochs before req.BeforeEpoch

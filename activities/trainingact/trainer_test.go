@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/schooner-ml/schooner/checkpoint"
+	"github.com/schooner-ml/schooner/internal/wait"
 	"github.com/schooner-ml/schooner/trainer/node"
 	"github.com/schooner-ml/schooner/training"
 )
@@ -85,12 +86,7 @@ func TestKilledNodeAnswersNothing(t *testing.T) {
 	done := runAsync(tr, a)
 	waitRunning(t, tr, 1)
 	tr.Kill()
-	select {
-	case err := <-done:
-		require.ErrorContains(t, err, activity.ErrResultPending.Error())
-	case <-time.After(20 * time.Second):
-		t.Fatal("RunTrainer did not stop after Kill")
-	}
+	require.ErrorContains(t, wait.Recv(t, done, 20*time.Second, "RunTrainer to stop after Kill"), activity.ErrResultPending.Error())
 	require.ErrorContains(t, <-runAsync(tr, a), "was killed")
 }
 
@@ -119,12 +115,7 @@ func TestStopTrainersStopsOnlyOlderEpochsOfTheJob(t *testing.T) {
 	n, err = tr.StopTrainers(context.Background(), training.StopRequest{JobID: "train-t-1", BeforeEpoch: 2})
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
-	select {
-	case err := <-done:
-		requireAppError(t, err, ErrTypeTrainerStopped)
-	case <-time.After(10 * time.Second):
-		t.Fatal("RunTrainer did not return after StopTrainers")
-	}
+	requireAppError(t, wait.Recv(t, done, 10*time.Second, "RunTrainer to return after StopTrainers"), ErrTypeTrainerStopped)
 	require.Empty(t, tr.Running())
 }
 

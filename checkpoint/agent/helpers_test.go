@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/schooner-ml/schooner/checkpoint"
+	"github.com/schooner-ml/schooner/internal/wait"
 )
 
 // rig is an agent serving on a socket in a short temporary directory (socket paths are limited
@@ -135,13 +136,7 @@ func requireTensors(t *testing.T, want, got []checkpoint.Tensor) {
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t *testing.T, within time.Duration, cond func() bool, what string, args ...any) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting: "+what, args...)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	wait.For(t, within, 5*time.Millisecond, cond, what, args...)
 }
 
 func plan1() checkpoint.PlanInfo { return checkpoint.PlanInfo{World: 1, PP: 1, DP: 1, TP: 1} }

@@ -7,6 +7,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/schooner-ml/schooner/checkpoint/store"
+	"github.com/schooner-ml/schooner/internal/defaults"
 )
 
 // Mode says where the agent keeps checkpoints.
@@ -111,18 +112,10 @@ func (o Options) withDefaults() (Options, error) {
 	if o.ShmDir == "" {
 		o.ShmDir = DefaultShmDir()
 	}
-	if o.MaxInFlight <= 0 {
-		o.MaxInFlight = 3
-	}
-	if o.MaxRanks <= 0 {
-		o.MaxRanks = DefaultMaxRanks
-	}
-	if o.AssumedBandwidth <= 0 {
-		o.AssumedBandwidth = 100e6
-	}
-	if o.WatchInterval <= 0 {
-		o.WatchInterval = time.Second
-	}
+	defaults.Positive(&o.MaxInFlight, 3)
+	defaults.Positive(&o.MaxRanks, DefaultMaxRanks)
+	defaults.Positive(&o.AssumedBandwidth, 100e6)
+	defaults.Positive(&o.WatchInterval, time.Second)
 	if o.Now == nil {
 		o.Now = time.Now
 	}

@@ -83,7 +83,7 @@ func (d *Dir) Put(ctx context.Context, key string, r io.ReaderAt, size int64, cr
 	if err := os.Rename(f.Name(), dst); err != nil {
 		return fmt.Errorf("renaming %s into place in %s: %w", key, d, err)
 	}
-	return syncDir(dir)
+	return SyncDir(dir)
 }
 
 // createTemp makes dir and a temp file in it. A concurrent Delete may remove the directory
@@ -105,8 +105,9 @@ func createTemp(dir, pattern string) (*os.File, error) {
 	return nil, err
 }
 
-// syncDir makes a rename in dir durable.
-func syncDir(dir string) error {
+// SyncDir makes the creation, renaming or removal of files in dir durable, so what was done
+// before a crash is still there after it.
+func SyncDir(dir string) error {
 	f, err := os.Open(dir)
 	if err != nil {
 		return fmt.Errorf("opening directory %s to sync it: %w", dir, err)

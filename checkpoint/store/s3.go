@@ -15,6 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/rs/zerolog"
+
+	"github.com/schooner-ml/schooner/internal/defaults"
 )
 
 // Part sizes of multipart uploads. S3 refuses parts under 5 MiB (except the last); 64 MiB keeps
@@ -82,9 +84,7 @@ func NewS3(ctx context.Context, opts S3Options) (*S3, error) {
 	if opts.PartSize < MinPartSize {
 		return nil, fmt.Errorf("s3 part size %d is below the S3 minimum of %d bytes", opts.PartSize, MinPartSize)
 	}
-	if opts.PartConcurrency <= 0 {
-		opts.PartConcurrency = 4
-	}
+	defaults.Positive(&opts.PartConcurrency, 4)
 	var load []func(*config.LoadOptions) error
 	if opts.AccessKeyID != "" || opts.SecretAccessKey != "" {
 		load = append(load, config.WithCredentialsProvider(

@@ -90,6 +90,20 @@ type countingReader struct {
 
 var errInjected = errors.New("injected read failure")
 
+// newCountingReader reads data in parts of store.MinPartSize, failing part failPart (-1:
+// none).
+func newCountingReader(data []byte, failPart int64) *countingReader {
+	return &countingReader{r: bytes.NewReader(data), partSize: store.MinPartSize, read: map[int64]int64{}, failPart: failPart}
+}
+
+// assertNoUploads checks that no multipart upload is left in the gateway's bucket.
+func assertNoUploads(t *testing.T, g *s3test.Gateway, s *store.S3, why string) {
+	t.Helper()
+	uploads, err := s.Client().ListMultipartUploads(context.Background(), &s3.ListMultipartUploadsInput{Bucket: aws.String(g.Bucket)})
+	require.NoError(t, err)
+	assert.Empty(t, uploads.Uploads, why)
+}
+
 func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
 	part := off / c.partSize
 	c.mu.Lock()
@@ -112,14 +126,14 @@ func TestS3ResumesInterruptedMultipart(t *testing.T) {
 
 	const k = 2 // parts that make it before the failure
 	data := randomBytes(11, 4*int(store.MinPartSize)+999)
-	first := &countingReader{r: bytes.NewReader(data), partSize: store.MinPartSize, read: map[int64]int64{}, failPart: k}
+	first := newCountingReader(data, k)
 	err := s.Put(ctx, "shard", first, int64(len(data)), crcOf(data))
 	require.ErrorIs(t, err, errInjected)
 	assert.Equal(t, int64(k), s.Stats().PartsUploaded)
 	_, err = s.Get(ctx, "shard")
 	require.ErrorIs(t, err, store.ErrNotFound, "the object is not there until the upload completes")
 
-	second := &countingReader{r: bytes.NewReader(data), partSize: store.MinPartSize, read: map[int64]int64{}, failPart: -1}
+	second := newCountingReader(data, -1)
 	require.NoError(t, s.Put(ctx, "shard", second, int64(len(data)), crcOf(data)))
 	assert.Equal(t, int64(5), s.Stats().PartsUploaded, "only the three missing parts are sent again")
 	for part := int64(0); part < k; part++ {
@@ -130,9 +144,7 @@ func TestS3ResumesInterruptedMultipart(t *testing.T) {
 	}
 	assert.Equal(t, data, get(t, s, "shard"))
 
-	uploads, err := s.Client().ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String(g.Bucket)})
-	require.NoError(t, err)
-	assert.Empty(t, uploads.Uploads, "the resumed upload completed")
+	assertNoUploads(t, g, s, "the resumed upload completed")
 }
 
 func TestS3AbandonsUploadOfOtherContent(t *testing.T) {
@@ -141,7 +153,7 @@ func TestS3AbandonsUploadOfOtherContent(t *testing.T) {
 	g, s := startSmallParts(t)
 
 	old := randomBytes(1, 3*int(store.MinPartSize))
-	r := &countingReader{r: bytes.NewReader(old), partSize: store.MinPartSize, read: map[int64]int64{}, failPart: 1}
+	r := newCountingReader(old, 1)
 	require.Error(t, s.Put(ctx, "shard", r, int64(len(old)), crcOf(old)))
 
 	// Same key, new content: the unfinished upload must not be completed with its metadata.
@@ -149,9 +161,7 @@ func TestS3AbandonsUploadOfOtherContent(t *testing.T) {
 	put(t, s, "shard", data)
 	assert.Equal(t, data, get(t, s, "shard"))
 	assert.Equal(t, int64(1+3), s.Stats().PartsUploaded)
-	uploads, err := s.Client().ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String(g.Bucket)})
-	require.NoError(t, err)
-	assert.Empty(t, uploads.Uploads, "the stale upload was aborted")
+	assertNoUploads(t, g, s, "the stale upload was aborted")
 }
 
 func TestS3AbortStale(t *testing.T) {
@@ -159,7 +169,7 @@ func TestS3AbortStale(t *testing.T) {
 	ctx := context.Background()
 	_, s := startS3(t, "job")
 	data := randomBytes(3, 2*int(store.MinPartSize)+1)
-	r := &countingReader{r: bytes.NewReader(data), partSize: store.MinPartSize, read: map[int64]int64{}, failPart: 0}
+	r := newCountingReader(data, 0)
 	require.Error(t, s.Put(ctx, "shard", r, int64(len(data)), crcOf(data)))
 
 	n, err := s.AbortStale(ctx, time.Hour)

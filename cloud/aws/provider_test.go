@@ -183,7 +183,7 @@ func TestListPagesAndFindsLeaksByJob(t *testing.T) {
 		t.Errorf("DescribeInstances calls %d, want 4", n)
 	}
 	// Describe of more ids than a page also reads every page.
-	ids := append(instanceIDs(mine), west[0].ID)
+	ids := append(cloud.IDs(mine), west[0].ID)
 	if all, err := e.p.Describe(ctx, ids); err != nil || len(all) != 13 {
 		t.Errorf("describe %d %v", len(all), err)
 	}
@@ -209,7 +209,7 @@ func TestPreemptionSeenByDescribe(t *testing.T) {
 	if err := e.p.Terminate(ctx, []string{insts[1].ID}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := e.p.Describe(ctx, instanceIDs(insts))
+	got, err := e.p.Describe(ctx, cloud.IDs(insts))
 	if err != nil || len(got) != 2 {
 		t.Fatalf("describe %+v %v", got, err)
 	}
@@ -296,7 +296,7 @@ func TestClientTokenMakesCreateIdempotent(t *testing.T) {
 	first := e.mustCreate(t, ctx, req)
 	again := e.mustCreate(t, ctx, req)
 	if len(again) != 2 || again[0].ID != first[0].ID || again[1].ID != first[1].ID {
-		t.Errorf("first %v, again %v", instanceIDs(first), instanceIDs(again))
+		t.Errorf("first %v, again %v", cloud.IDs(first), cloud.IDs(again))
 	}
 	if live, _ := e.fake.List(ctx, nil); len(live) != 2 {
 		t.Errorf("%d instances launched", len(live))
@@ -305,12 +305,4 @@ func TestClientTokenMakesCreateIdempotent(t *testing.T) {
 	if _, err := e.p.Create(ctx, req); !cloud.IsInvalidRequest(err) {
 		t.Errorf("token reused with other parameters: %v", err)
 	}
-}
-
-func instanceIDs(insts []cloud.Instance) []string {
-	out := make([]string, len(insts))
-	for i, inst := range insts {
-		out[i] = inst.ID
-	}
-	return out
 }

@@ -171,11 +171,7 @@ func TestLeakListingAndCleanupAcrossClouds(t *testing.T) {
 	leaked, err := both.List(ctx, map[string]string{cloud.JobTag: "leaky"})
 	require.NoError(t, err)
 	require.Len(t, leaked, 3)
-	ids := []string{}
-	for _, i := range leaked {
-		ids = append(ids, i.ID)
-	}
-	require.NoError(t, both.Terminate(ctx, ids))
+	require.NoError(t, both.Terminate(ctx, cloud.IDs(leaked)))
 	r.market.Advance(time.Minute)
 	left, err := both.List(ctx, map[string]string{cloud.JobTag: "leaky"})
 	require.NoError(t, err)

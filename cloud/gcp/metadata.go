@@ -12,6 +12,7 @@ import (
 	"cloud.google.com/go/compute/metadata"
 
 	"github.com/schooner-ml/schooner/cloud"
+	"github.com/schooner-ml/schooner/internal/defaults"
 )
 
 // DefaultNoticeLead is how long GCE gives a preempted VM between the preemption notice and
@@ -56,9 +57,7 @@ var _ cloud.InterruptionWatcher = (*Watcher)(nil)
 
 // NewWatcher returns a Watcher; it makes no request until Poll.
 func NewWatcher(opts WatcherOptions) (*Watcher, error) {
-	if opts.NoticeLead <= 0 {
-		opts.NoticeLead = DefaultNoticeLead
-	}
+	defaults.Positive(&opts.NoticeLead, DefaultNoticeLead)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}

@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/schooner-ml/schooner/cloud/sim/gceapi/gcetest"
 )
 
 var (
@@ -67,17 +69,17 @@ func TestShapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := p.shapeOf(n1v100); s.MachineType != "n1-standard-8" || s.AcceleratorType != "nvidia-tesla-v100" || s.AcceleratorCount != 1 {
+	if s := p.shapeOf(gcetest.N1V100); s.MachineType != "n1-standard-8" || s.AcceleratorType != "nvidia-tesla-v100" || s.AcceleratorCount != 1 {
 		t.Errorf("catalog shape %+v", s)
 	}
 	if s := p.shapeOf("n1-standard-16+nvidia-tesla-t4:2"); s.MachineType != "n1-standard-16" || s.AcceleratorType != "nvidia-tesla-t4" || s.AcceleratorCount != 2 {
 		t.Errorf("shape from the naming convention %+v", s)
 	}
 	// GCE lists an A2's built-in GPU as a guest accelerator; it is still the catalog's a2.
-	if s := p.shapeNamed(a2, "nvidia-tesla-a100", 1); s.Name != a2 {
+	if s := p.shapeNamed(gcetest.A2, "nvidia-tesla-a100", 1); s.Name != gcetest.A2 {
 		t.Errorf("a2 read back as %+v", s)
 	}
-	if s := p.shapeNamed("n1-standard-8", "nvidia-tesla-v100", 1); s.Name != n1v100 {
+	if s := p.shapeNamed("n1-standard-8", "nvidia-tesla-v100", 1); s.Name != gcetest.N1V100 {
 		t.Errorf("n1 read back as %+v", s)
 	}
 }

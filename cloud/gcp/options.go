@@ -6,6 +6,7 @@ import (
 	"google.golang.org/api/option"
 
 	"github.com/schooner-ml/schooner/cloud/catalog"
+	"github.com/schooner-ml/schooner/internal/defaults"
 )
 
 // DefaultImage is the boot image used when Options.Image is empty: a public image family
@@ -69,9 +70,7 @@ func (o Options) withDefaults() Options {
 	if o.Image == "" {
 		o.Image = DefaultImage
 	}
-	if o.DiskSizeGB <= 0 {
-		o.DiskSizeGB = 100
-	}
+	defaults.Positive(&o.DiskSizeGB, 100)
 	if o.Network == "" {
 		o.Network = "global/networks/default"
 	}
@@ -81,21 +80,11 @@ func (o Options) withDefaults() Options {
 	if o.PageSize <= 0 || o.PageSize > 500 {
 		o.PageSize = 500
 	}
-	if o.CreateParallelism <= 0 {
-		o.CreateParallelism = 8
-	}
-	if o.PollInterval <= 0 {
-		o.PollInterval = time.Second
-	}
-	if o.Retry.Attempts <= 0 {
-		o.Retry.Attempts = 6
-	}
-	if o.Retry.Initial <= 0 {
-		o.Retry.Initial = 500 * time.Millisecond
-	}
-	if o.Retry.Max <= 0 {
-		o.Retry.Max = 10 * time.Second
-	}
+	defaults.Positive(&o.CreateParallelism, 8)
+	defaults.Positive(&o.PollInterval, time.Second)
+	defaults.Positive(&o.Retry.Attempts, 6)
+	defaults.Positive(&o.Retry.Initial, 500*time.Millisecond)
+	defaults.Positive(&o.Retry.Max, 10*time.Second)
 	if o.Now == nil {
 		o.Now = time.Now
 	}

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/api/option"
 
 	"github.com/schooner-ml/schooner/cloud"
+	"github.com/schooner-ml/schooner/cloud/sim/gceapi/gcetest"
 )
 
 // countingTransport counts the list calls the clients make, per path.
@@ -30,7 +31,7 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func TestListAndPreemptionsReadEveryPage(t *testing.T) {
 	e := newEnv(t)
-	got := e.create(t, cloud.CreateRequest{JobID: "j", Zone: zoneA, InstanceType: a2, Capacity: cloud.Spot, Count: 5})
+	got := e.create(t, cloud.CreateRequest{JobID: "j", Zone: gcetest.ZoneA, InstanceType: gcetest.A2, Capacity: cloud.Spot, Count: 5})
 	for _, inst := range got[:3] {
 		if err := e.fake.Preempt(inst.ID); err != nil {
 			t.Fatal(err)
@@ -38,7 +39,7 @@ func TestListAndPreemptionsReadEveryPage(t *testing.T) {
 	}
 	ct := &countingTransport{lists: map[string]int{}}
 	p, err := New(context.Background(), Options{
-		Project: project, Zones: []string{zoneA}, Endpoint: e.srv.URL(), Catalog: testCatalog(),
+		Project: gcetest.Project, Zones: []string{gcetest.ZoneA}, Endpoint: e.srv.URL(), Catalog: testCatalog(),
 		PageSize: 2, PollInterval: time.Millisecond,
 		ClientOptions: []option.ClientOption{option.WithHTTPClient(&http.Client{Transport: ct})},
 	})
@@ -46,7 +47,7 @@ func TestListAndPreemptionsReadEveryPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	e.create(t, cloud.CreateRequest{JobID: "j", Zone: zoneA, InstanceType: a2, Capacity: cloud.Spot, Count: 1})
+	e.create(t, cloud.CreateRequest{JobID: "j", Zone: gcetest.ZoneA, InstanceType: gcetest.A2, Capacity: cloud.Spot, Count: 1})
 
 	live, err := p.List(context.Background(), map[string]string{cloud.JobTag: "j"})
 	if err != nil || len(live) != 3 {
@@ -61,7 +62,7 @@ func TestListAndPreemptionsReadEveryPage(t *testing.T) {
 			t.Fatalf("%s is %s", inst.ID, inst.State)
 		}
 	}
-	base := "/compute/v1/projects/" + project + "/zones/" + zoneA
+	base := "/compute/v1/projects/" + gcetest.Project + "/zones/" + gcetest.ZoneA
 	if n := ct.lists[base+"/instances"]; n != 2 {
 		t.Errorf("3 live VMs in pages of 2 should take 2 list calls, took %d", n)
 	}

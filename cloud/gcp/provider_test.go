@@ -10,24 +10,17 @@ import (
 	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/cloud/catalog"
 	"github.com/schooner-ml/schooner/cloud/sim/gceapi"
+	"github.com/schooner-ml/schooner/cloud/sim/gceapi/gcetest"
 	"github.com/schooner-ml/schooner/gpu"
-)
-
-const (
-	project = "test-project"
-	zoneA   = "us-central1-a"
-	zoneB   = "us-central1-b"
-	a2      = "a2-highgpu-1g"
-	n1v100  = "n1-standard-8+nvidia-tesla-v100:1"
 )
 
 // testCatalog is a catalog of its own, so the tests do not depend on the price data.
 func testCatalog() *catalog.Catalog {
-	zones := []string{zoneA, zoneB, "europe-west4-a"}
+	zones := []string{gcetest.ZoneA, gcetest.ZoneB, "europe-west4-a"}
 	return &catalog.Catalog{Types: []catalog.InstanceType{
-		{Provider: "gcp", Name: a2, GPUType: gpu.A100_40, GPUs: 1, VCPUs: 12, MemoryGiB: 85, MachineType: a2,
+		{Provider: "gcp", Name: gcetest.A2, GPUType: gpu.A100_40, GPUs: 1, VCPUs: 12, MemoryGiB: 85, MachineType: gcetest.A2,
 			OnDemand: map[string]float64{"us-central1": 3.67, "europe-west4": 3.9}, SpotDiscount: 0.6, Zones: zones},
-		{Provider: "gcp", Name: n1v100, GPUType: gpu.V100, GPUs: 1, VCPUs: 8, MemoryGiB: 30, MachineType: "n1-standard-8",
+		{Provider: "gcp", Name: gcetest.N1V100, GPUType: gpu.V100, GPUs: 1, VCPUs: 8, MemoryGiB: 30, MachineType: "n1-standard-8",
 			AcceleratorType: "nvidia-tesla-v100", AcceleratorCount: 1,
 			OnDemand: map[string]float64{"us-central1": 2.86}, SpotDiscount: 0.7, Zones: zones[:2]},
 		{Provider: "aws", Name: "p3.2xlarge", GPUType: gpu.V100, GPUs: 1, OnDemand: map[string]float64{"us-east-1": 3.06},
@@ -55,13 +48,9 @@ func newEnv(t *testing.T) *env {
 	}
 	e.fake = cloud.NewFake("gcp", offers...)
 	e.fake.Now = func() time.Time { return e.now }
-	e.srv = gceapi.NewServer(e.fake, gceapi.Options{Project: project})
-	if err := e.srv.Start("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.srv.Close() })
+	e.srv = gcetest.Start(t, e.fake)
 	p, err := New(context.Background(), Options{
-		Project: project, Zones: []string{zoneA, zoneB}, Endpoint: e.srv.URL(), Catalog: cat,
+		Project: gcetest.Project, Zones: []string{gcetest.ZoneA, gcetest.ZoneB}, Endpoint: e.srv.URL(), Catalog: cat,
 		PageSize: 2, PollInterval: time.Millisecond,
 		Retry: Retry{Attempts: 5, Initial: time.Millisecond, Max: 4 * time.Millisecond},
 		Now:   func() time.Time { return e.now },
@@ -84,10 +73,7 @@ func (e *env) create(t *testing.T, req cloud.CreateRequest) []cloud.Instance {
 }
 
 func ids(insts []cloud.Instance) []string {
-	out := make([]string, 0, len(insts))
-	for _, i := range insts {
-		out = append(out, i.ID)
-	}
+	out := cloud.IDs(insts)
 	sort.Strings(out)
 	return out
 }
@@ -107,7 +93,7 @@ func TestOfferingsFromCatalog(t *testing.T) {
 		}
 	}
 	// Regions pick the catalog's zones when no zones are given.
-	p, err := NewWithClients(Options{Project: project, Regions: []string{"europe-west4"}, Catalog: testCatalog()}, nil, nil)
+	p, err := NewWithClients(Options{Project: gcetest.Project, Regions: []string{"europe-west4"}, Catalog: testCatalog()}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,20 +104,20 @@ func TestOfferingsFromCatalog(t *testing.T) {
 
 func TestCreateSpotAndOnDemand(t *testing.T) {
 	e := newEnv(t)
-	spot := e.create(t, cloud.CreateRequest{JobID: "Job_42", Zone: zoneA, InstanceType: n1v100, Capacity: cloud.Spot, Count: 2,
+	spot := e.create(t, cloud.CreateRequest{JobID: "Job_42", Zone: gcetest.ZoneA, InstanceType: gcetest.N1V100, Capacity: cloud.Spot, Count: 2,
 		Tags: map[string]string{"Team": "ML Infra"}})
-	od := e.create(t, cloud.CreateRequest{JobID: "job-42", Zone: zoneB, InstanceType: a2, Capacity: cloud.OnDemand, Count: 1})
+	od := e.create(t, cloud.CreateRequest{JobID: "job-42", Zone: gcetest.ZoneB, InstanceType: gcetest.A2, Capacity: cloud.OnDemand, Count: 1})
 	if len(spot) != 2 || len(od) != 1 {
 		t.Fatalf("got %d spot, %d on-demand", len(spot), len(od))
 	}
 	for _, inst := range spot {
-		if inst.Capacity != cloud.Spot || inst.InstanceType != n1v100 || inst.GPUType != gpu.V100 || inst.GPUs != 1 ||
-			inst.State != cloud.StateRunning || inst.Zone != zoneA || inst.Region != "us-central1" || inst.JobID != "job_42" ||
+		if inst.Capacity != cloud.Spot || inst.InstanceType != gcetest.N1V100 || inst.GPUType != gpu.V100 || inst.GPUs != 1 ||
+			inst.State != cloud.StateRunning || inst.Zone != gcetest.ZoneA || inst.Region != "us-central1" || inst.JobID != "job_42" ||
 			inst.Tags["team"] != "ml_infra" || inst.PricePerHour <= 0 || inst.PricePerHour >= 2.86 || inst.LaunchedAt.IsZero() {
 			t.Fatalf("spot instance %+v", inst)
 		}
 	}
-	if o := od[0]; o.Capacity != cloud.OnDemand || o.InstanceType != a2 || o.GPUType != gpu.A100_40 || o.PricePerHour != 3.67 {
+	if o := od[0]; o.Capacity != cloud.OnDemand || o.InstanceType != gcetest.A2 || o.GPUType != gpu.A100_40 || o.PricePerHour != 3.67 {
 		t.Fatalf("on-demand instance %+v", o)
 	}
 	// The backend got the shape, capacity and job that GCE was asked for.
@@ -140,10 +126,10 @@ func TestCreateSpotAndOnDemand(t *testing.T) {
 		t.Fatalf("backend has %+v", back)
 	}
 	for _, b := range back {
-		if b.Zone == zoneA && (b.Capacity != cloud.Spot || b.InstanceType != n1v100 || b.JobID != "job_42") {
+		if b.Zone == gcetest.ZoneA && (b.Capacity != cloud.Spot || b.InstanceType != gcetest.N1V100 || b.JobID != "job_42") {
 			t.Fatalf("backend spot %+v", b)
 		}
-		if b.Zone == zoneB && (b.Capacity != cloud.OnDemand || b.InstanceType != a2) {
+		if b.Zone == gcetest.ZoneB && (b.Capacity != cloud.OnDemand || b.InstanceType != gcetest.A2) {
 			t.Fatalf("backend on-demand %+v", b)
 		}
 	}
@@ -155,9 +141,9 @@ func TestCreateSpotAndOnDemand(t *testing.T) {
 
 func TestCapacityErrorKeepsWhatWasPlaced(t *testing.T) {
 	e := newEnv(t)
-	key := cloud.OfferingKey{Capacity: cloud.Spot, InstanceType: n1v100, Zone: zoneA}
+	key := cloud.OfferingKey{Capacity: cloud.Spot, InstanceType: gcetest.N1V100, Zone: gcetest.ZoneA}
 	e.fake.Capacity[key] = 2
-	got, err := e.p.Create(context.Background(), cloud.CreateRequest{JobID: "j", Zone: zoneA, InstanceType: n1v100, Capacity: cloud.Spot, Count: 4})
+	got, err := e.p.Create(context.Background(), cloud.CreateRequest{JobID: "j", Zone: gcetest.ZoneA, InstanceType: gcetest.N1V100, Capacity: cloud.Spot, Count: 4})
 	if len(got) != 2 {
 		t.Fatalf("want the 2 placed instances, got %d", len(got))
 	}
@@ -177,9 +163,9 @@ func TestCapacityErrorKeepsWhatWasPlaced(t *testing.T) {
 func TestSequentialCreateStopsAtTheFirstStockout(t *testing.T) {
 	e := newEnv(t)
 	e.p.opts.CreateParallelism = 1
-	key := cloud.OfferingKey{Capacity: cloud.Spot, InstanceType: a2, Zone: zoneB}
+	key := cloud.OfferingKey{Capacity: cloud.Spot, InstanceType: gcetest.A2, Zone: gcetest.ZoneB}
 	e.fake.Capacity[key] = 2
-	got, err := e.p.Create(context.Background(), cloud.CreateRequest{JobID: "j", Zone: zoneB, InstanceType: a2, Capacity: cloud.Spot, Count: 5})
+	got, err := e.p.Create(context.Background(), cloud.CreateRequest{JobID: "j", Zone: gcetest.ZoneB, InstanceType: gcetest.A2, Capacity: cloud.Spot, Count: 5})
 	if len(got) != 2 || !cloud.IsInsufficientCapacity(err) {
 		t.Fatalf("got %d, %v", len(got), err)
 	}
@@ -191,7 +177,7 @@ func TestSequentialCreateStopsAtTheFirstStockout(t *testing.T) {
 func TestQuotaError(t *testing.T) {
 	e := newEnv(t)
 	e.fake.InjectError("Create", &cloud.Error{Kind: cloud.ErrQuota, Provider: "gcp", Message: "Quota 'GPUS_ALL_REGIONS' exceeded. Limit: 0.0 globally."})
-	got, err := e.p.Create(context.Background(), cloud.CreateRequest{JobID: "j", Zone: zoneA, InstanceType: a2, Capacity: cloud.Spot, Count: 1})
+	got, err := e.p.Create(context.Background(), cloud.CreateRequest{JobID: "j", Zone: gcetest.ZoneA, InstanceType: gcetest.A2, Capacity: cloud.Spot, Count: 1})
 	if len(got) != 0 || !cloud.IsQuota(err) || cloud.ShouldTryElsewhere(err) {
 		t.Fatalf("got %d, %v", len(got), err)
 	}
@@ -203,7 +189,7 @@ func TestQuotaError(t *testing.T) {
 func TestThrottledCallsAreRetried(t *testing.T) {
 	e := newEnv(t)
 	e.srv.ThrottleNext(3)
-	got := e.create(t, cloud.CreateRequest{JobID: "j", Zone: zoneA, InstanceType: a2, Capacity: cloud.Spot, Count: 1})
+	got := e.create(t, cloud.CreateRequest{JobID: "j", Zone: gcetest.ZoneA, InstanceType: gcetest.A2, Capacity: cloud.Spot, Count: 1})
 	if len(got) != 1 || e.srv.Throttling() != 0 {
 		t.Fatalf("got %d instances, %d throttles left", len(got), e.srv.Throttling())
 	}
@@ -222,9 +208,9 @@ func TestThrottledCallsAreRetried(t *testing.T) {
 
 func TestListPagesAcrossZonesAndFindsLeaks(t *testing.T) {
 	e := newEnv(t)
-	a := e.create(t, cloud.CreateRequest{JobID: "job-a", Zone: zoneA, InstanceType: n1v100, Capacity: cloud.Spot, Count: 3})
-	a = append(a, e.create(t, cloud.CreateRequest{JobID: "job-a", Zone: zoneB, InstanceType: a2, Capacity: cloud.OnDemand, Count: 2})...)
-	b := e.create(t, cloud.CreateRequest{JobID: "job-b", Zone: zoneA, InstanceType: a2, Capacity: cloud.Spot, Count: 2})
+	a := e.create(t, cloud.CreateRequest{JobID: "job-a", Zone: gcetest.ZoneA, InstanceType: gcetest.N1V100, Capacity: cloud.Spot, Count: 3})
+	a = append(a, e.create(t, cloud.CreateRequest{JobID: "job-a", Zone: gcetest.ZoneB, InstanceType: gcetest.A2, Capacity: cloud.OnDemand, Count: 2})...)
+	b := e.create(t, cloud.CreateRequest{JobID: "job-b", Zone: gcetest.ZoneA, InstanceType: gcetest.A2, Capacity: cloud.Spot, Count: 2})
 
 	got, err := e.p.List(context.Background(), map[string]string{cloud.JobTag: "job-a"})
 	if err != nil {
@@ -254,7 +240,7 @@ func TestListPagesAcrossZonesAndFindsLeaks(t *testing.T) {
 
 func TestPreemptionSeenThroughZoneOperations(t *testing.T) {
 	e := newEnv(t)
-	got := e.create(t, cloud.CreateRequest{JobID: "j", Zone: zoneA, InstanceType: n1v100, Capacity: cloud.Spot, Count: 3})
+	got := e.create(t, cloud.CreateRequest{JobID: "j", Zone: gcetest.ZoneA, InstanceType: gcetest.N1V100, Capacity: cloud.Spot, Count: 3})
 	victim, deleted, alive := got[0].ID, got[1].ID, got[2].ID
 	e.now = e.now.Add(time.Minute)
 	if err := e.fake.Preempt(victim); err != nil {
@@ -276,7 +262,7 @@ func TestPreemptionSeenThroughZoneOperations(t *testing.T) {
 	}
 	v := byID[victim]
 	if v.State != cloud.StatePreempted || v.Interruption == nil || v.Interruption.Kind != cloud.Preempted ||
-		!v.Interruption.At.Equal(e.now) || v.JobID != "j" || v.InstanceType != n1v100 {
+		!v.Interruption.At.Equal(e.now) || v.JobID != "j" || v.InstanceType != gcetest.N1V100 {
 		t.Fatalf("preempted VM %+v (%+v)", v, v.Interruption)
 	}
 	if byID[alive].State != cloud.StateRunning {
@@ -290,14 +276,14 @@ func TestPreemptionSeenThroughZoneOperations(t *testing.T) {
 		t.Fatalf("deleted VM verdict %v", verdict)
 	}
 	// A provider that never saw the VM still finds the preemption, searching the zones.
-	fresh, err := New(context.Background(), Options{Project: project, Zones: []string{zoneB, zoneA}, Endpoint: e.srv.URL(),
+	fresh, err := New(context.Background(), Options{Project: gcetest.Project, Zones: []string{gcetest.ZoneB, gcetest.ZoneA}, Endpoint: e.srv.URL(),
 		Catalog: testCatalog(), PollInterval: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer fresh.Close()
 	d, err = fresh.Describe(context.Background(), []string{victim})
-	if err != nil || len(d) != 1 || d[0].State != cloud.StatePreempted || d[0].Zone != zoneA {
+	if err != nil || len(d) != 1 || d[0].State != cloud.StatePreempted || d[0].Zone != gcetest.ZoneA {
 		t.Fatalf("fresh describe: %v %+v", err, d)
 	}
 	if l, _ := e.p.List(context.Background(), nil); !equal(ids(l), []string{alive}) {
@@ -313,12 +299,12 @@ func TestBadInputIsClassified(t *testing.T) {
 		req  cloud.CreateRequest
 		want error
 	}{
-		{"count 0", cloud.CreateRequest{Zone: zoneA, InstanceType: a2, Capacity: cloud.Spot, Count: 0}, cloud.ErrInvalidRequest},
-		{"no capacity type", cloud.CreateRequest{Zone: zoneA, InstanceType: a2, Count: 1}, cloud.ErrInvalidRequest},
-		{"no zone", cloud.CreateRequest{InstanceType: a2, Capacity: cloud.Spot, Count: 1}, cloud.ErrInvalidRequest},
-		{"unknown machine type", cloud.CreateRequest{Zone: zoneA, InstanceType: "n9-bogus-8", Capacity: cloud.Spot, Count: 1}, cloud.ErrInvalidRequest},
-		{"unknown accelerator", cloud.CreateRequest{Zone: zoneA, InstanceType: "n1-standard-8+nvidia-tesla-k80:1", Capacity: cloud.Spot, Count: 1}, cloud.ErrInvalidRequest},
-		{"unknown zone", cloud.CreateRequest{Zone: "mars-north1-a", InstanceType: a2, Capacity: cloud.Spot, Count: 1}, cloud.ErrNotFound},
+		{"count 0", cloud.CreateRequest{Zone: gcetest.ZoneA, InstanceType: gcetest.A2, Capacity: cloud.Spot, Count: 0}, cloud.ErrInvalidRequest},
+		{"no capacity type", cloud.CreateRequest{Zone: gcetest.ZoneA, InstanceType: gcetest.A2, Count: 1}, cloud.ErrInvalidRequest},
+		{"no zone", cloud.CreateRequest{InstanceType: gcetest.A2, Capacity: cloud.Spot, Count: 1}, cloud.ErrInvalidRequest},
+		{"unknown machine type", cloud.CreateRequest{Zone: gcetest.ZoneA, InstanceType: "n9-bogus-8", Capacity: cloud.Spot, Count: 1}, cloud.ErrInvalidRequest},
+		{"unknown accelerator", cloud.CreateRequest{Zone: gcetest.ZoneA, InstanceType: "n1-standard-8+nvidia-tesla-k80:1", Capacity: cloud.Spot, Count: 1}, cloud.ErrInvalidRequest},
+		{"unknown zone", cloud.CreateRequest{Zone: "mars-north1-a", InstanceType: gcetest.A2, Capacity: cloud.Spot, Count: 1}, cloud.ErrNotFound},
 	}
 	for _, c := range cases {
 		got, err := e.p.Create(ctx, c.req)
@@ -336,7 +322,7 @@ func TestBadInputIsClassified(t *testing.T) {
 
 func TestMetadataWatcherReportsNotice(t *testing.T) {
 	e := newEnv(t)
-	inst := e.create(t, cloud.CreateRequest{JobID: "j", Zone: zoneA, InstanceType: a2, Capacity: cloud.Spot, Count: 1})[0]
+	inst := e.create(t, cloud.CreateRequest{JobID: "j", Zone: gcetest.ZoneA, InstanceType: gcetest.A2, Capacity: cloud.Spot, Count: 1})[0]
 	w, err := NewWatcher(WatcherOptions{MetadataURL: e.srv.MetadataURL(inst.ID), Now: func() time.Time { return e.now }})
 	if err != nil {
 		t.Fatal(err)
@@ -353,7 +339,7 @@ func TestMetadataWatcherReportsNotice(t *testing.T) {
 	if err != nil || got == nil {
 		t.Fatalf("after the notice: %+v %v", got, err)
 	}
-	if got.Kind != cloud.Notice || got.InstanceID != inst.ID || got.Zone != zoneA ||
+	if got.Kind != cloud.Notice || got.InstanceID != inst.ID || got.Zone != gcetest.ZoneA ||
 		!got.At.Equal(noticed) || !got.Deadline.Equal(noticed.Add(DefaultNoticeLead)) {
 		t.Fatalf("interruption %+v", got)
 	}

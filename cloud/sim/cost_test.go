@@ -47,15 +47,15 @@ func TestMinimumBilledMinute(t *testing.T) {
 	got, err := m.Create(ctx, cloud.CreateRequest{JobID: "j", Zone: zone, InstanceType: typ, Capacity: cloud.OnDemand, Count: 2})
 	require.NoError(t, err)
 	m.Advance(m.Params("gcp").BootTime + 20*time.Second)
-	require.NoError(t, m.Terminate(ctx, ids(got[:1])))
+	require.NoError(t, m.Terminate(ctx, cloud.IDs(got[:1])))
 	cost, _ := m.InstanceCost(got[0].ID)
 	assert.InDelta(t, got[0].PricePerHour*60/3600, cost, 1e-12, "20 s of running is charged as a minute")
 
 	// Terminated while pending: never ran, never charged.
-	require.NoError(t, m.Terminate(ctx, ids(got[1:])))
+	require.NoError(t, m.Terminate(ctx, cloud.IDs(got[1:])))
 	later, err := m.Create(ctx, cloud.CreateRequest{JobID: "j", Zone: zone, InstanceType: typ, Capacity: cloud.OnDemand, Count: 1})
 	require.NoError(t, err)
-	require.NoError(t, m.Terminate(ctx, ids(later)))
+	require.NoError(t, m.Terminate(ctx, cloud.IDs(later)))
 	m.Advance(time.Hour)
 	cost, _ = m.InstanceCost(later[0].ID)
 	assert.Zero(t, cost)

@@ -49,11 +49,3 @@ func ofKind(events []cloud.Event, kind cloud.EventKind) []cloud.Event {
 	}
 	return out
 }
-
-func ids(insts []cloud.Instance) []string {
-	var out []string
-	for _, i := range insts {
-		out = append(out, i.ID)
-	}
-	return out
-}

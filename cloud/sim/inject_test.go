@@ -17,7 +17,7 @@ func running(t *testing.T, m *Market, zone, typ string, n int) []string {
 	got, err := m.Create(ctx, spotReq(zone, typ, n))
 	require.NoError(t, err)
 	m.Advance(time.Hour)
-	return ids(got)
+	return cloud.IDs(got)
 }
 
 func TestPreemptWithNoticeRunsItsCourse(t *testing.T) {

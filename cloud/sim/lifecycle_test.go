@@ -138,12 +138,12 @@ func TestTerminateDuringNoticeIsNotPreemption(t *testing.T) {
 	got, err := m.Create(ctx, spotReq(zone, typ, 1))
 	require.NoError(t, err)
 	m.AdvanceTo(DefaultStart.Add(time.Hour + time.Minute))
-	require.NoError(t, m.Terminate(ctx, ids(got)))
+	require.NoError(t, m.Terminate(ctx, cloud.IDs(got)))
 	m.Advance(time.Hour)
 	ev := m.EventsSince(0)
 	assert.Empty(t, ofKind(ev, cloud.EventPreempted))
 	require.Len(t, ofKind(ev, cloud.EventTerminated), 1)
-	d, _ := m.Describe(ctx, ids(got))
+	d, _ := m.Describe(ctx, cloud.IDs(got))
 	assert.Equal(t, cloud.StateTerminated, d[0].State)
 }
 
@@ -220,7 +220,7 @@ func TestQuotaOnGPUs(t *testing.T) {
 	_, err = m.Create(ctx, cloud.CreateRequest{JobID: "j", Zone: zone, InstanceType: typ, Capacity: cloud.OnDemand, Count: 1})
 	require.ErrorIs(t, err, cloud.ErrQuota, "the quota covers on-demand too")
 
-	require.NoError(t, m.Terminate(ctx, ids(got[:1])))
+	require.NoError(t, m.Terminate(ctx, cloud.IDs(got[:1])))
 	more, err = m.Create(ctx, spotReq(zone, typ, 1))
 	require.NoError(t, err, "terminating gives the quota back")
 	assert.Len(t, more, 1)

@@ -138,11 +138,11 @@ func TestDescribeListTerminate(t *testing.T) {
 
 	got, err := m.Describe(ctx, []string{a[0].ID, "i-nope", b[0].ID})
 	require.NoError(t, err)
-	assert.Equal(t, []string{a[0].ID, b[0].ID}, ids(got))
+	assert.Equal(t, []string{a[0].ID, b[0].ID}, cloud.IDs(got))
 
 	listed, err := m.List(ctx, map[string]string{cloud.JobTag: "a"})
 	require.NoError(t, err)
-	assert.Equal(t, ids(a), ids(listed))
+	assert.Equal(t, cloud.IDs(a), cloud.IDs(listed))
 	listed, _ = m.List(ctx, map[string]string{"team": "y"})
 	assert.Empty(t, listed)
 	listed, _ = m.List(ctx, nil)
@@ -152,7 +152,7 @@ func TestDescribeListTerminate(t *testing.T) {
 	require.NoError(t, m.Terminate(ctx, []string{a[0].ID, "i-nope"}), "terminate is idempotent")
 	assert.Len(t, ofKind(m.EventsSince(0), cloud.EventTerminated), 1)
 	listed, _ = m.List(ctx, map[string]string{cloud.JobTag: "a"})
-	assert.Equal(t, []string{a[1].ID}, ids(listed))
+	assert.Equal(t, []string{a[1].ID}, cloud.IDs(listed))
 	got, _ = m.Describe(ctx, []string{a[0].ID})
 	assert.Equal(t, cloud.StateTerminated, got[0].State, "gone instances stay describable")
 
@@ -167,7 +167,7 @@ func TestGCPInstanceNames(t *testing.T) {
 	m := newMarket(t, oneOffering(zone, typ, Constant(3)))
 	got, err := m.Create(ctx, spotReq(zone, typ, 2))
 	require.NoError(t, err)
-	assert.Equal(t, []string{"sim-gcp-000001", "sim-gcp-000002"}, ids(got))
+	assert.Equal(t, []string{"sim-gcp-000001", "sim-gcp-000002"}, cloud.IDs(got))
 	assert.Equal(t, "gcp", got[0].Provider)
 	assert.Equal(t, "us-west1", got[0].Region)
 }
@@ -182,7 +182,7 @@ func TestClientTokenMakesCreateIdempotent(t *testing.T) {
 	m.Advance(5 * time.Minute)
 	again, err := m.Create(ctx, req)
 	require.NoError(t, err)
-	assert.Equal(t, ids(first), ids(again))
+	assert.Equal(t, cloud.IDs(first), cloud.IDs(again))
 	assert.Equal(t, cloud.StateRunning, again[0].State, "the retry sees the instances as they are now")
 	listed, _ := m.List(ctx, nil)
 	assert.Len(t, listed, 2)
@@ -196,7 +196,7 @@ func TestClientTokenMakesCreateIdempotent(t *testing.T) {
 	req.ClientToken = "tok-3"
 	_, err = m.Create(ctx, req)
 	require.ErrorIs(t, err, cloud.ErrInsufficientCapacity)
-	require.NoError(t, m.Terminate(ctx, ids(first)))
+	require.NoError(t, m.Terminate(ctx, cloud.IDs(first)))
 	got, err = m.Create(ctx, req)
 	require.NoError(t, err)
 	assert.Len(t, got, 2)
@@ -245,7 +245,7 @@ func TestProviderParamsOverrideDefaults(t *testing.T) {
 	got, err := m.Create(ctx, spotReq(zone, typ, 1))
 	require.NoError(t, err)
 	m.Advance(3*time.Minute + 10*time.Second)
-	require.NoError(t, m.Terminate(ctx, ids(got)))
+	require.NoError(t, m.Terminate(ctx, cloud.IDs(got)))
 	cost, _ := m.InstanceCost(got[0].ID)
 	assert.InDelta(t, got[0].PricePerHour*10/3600, cost, 1e-12, "no minimum billed")
 

@@ -23,12 +23,12 @@ func TestGoneInstancesArePrunedAfterTheRetention(t *testing.T) {
 			Count: 1, ClientToken: fmt.Sprintf("tok-%d", i)})
 		require.NoError(t, err)
 		if i == 0 {
-			first = ids(got)
+			first = cloud.IDs(got)
 		}
 		m.Advance(10 * time.Minute)
 		c, _ := m.InstanceCost(got[0].ID)
 		spent += c
-		require.NoError(t, m.Terminate(ctx, ids(got)))
+		require.NoError(t, m.Terminate(ctx, cloud.IDs(got)))
 	}
 	keep := live(m)
 	// 600 instances over 100 simulated hours; the last hour's stay describable.
@@ -53,7 +53,7 @@ func TestGoneInstancesArePrunedAfterTheRetention(t *testing.T) {
 	again, err := m.Create(ctx, cloud.CreateRequest{JobID: "job-1", Zone: zone, InstanceType: typ, Capacity: cloud.Spot,
 		Count: 1, ClientToken: "tok-0"})
 	require.NoError(t, err)
-	assert.NotEqual(t, first, ids(again))
+	assert.NotEqual(t, first, cloud.IDs(again))
 }
 
 // Within the retention a gone instance still says what happened to it, which is how a job
@@ -63,14 +63,14 @@ func TestGoneInstancesAreDescribedWithinTheRetention(t *testing.T) {
 	m := newMarket(t, oneOffering(zone, typ, Constant(1)))
 	got, err := m.Create(ctx, spotReq(zone, typ, 1))
 	require.NoError(t, err)
-	require.NoError(t, m.Terminate(ctx, ids(got)))
+	require.NoError(t, m.Terminate(ctx, cloud.IDs(got)))
 	m.Advance(DefaultRetention - time.Minute)
-	d, err := m.Describe(ctx, ids(got))
+	d, err := m.Describe(ctx, cloud.IDs(got))
 	require.NoError(t, err)
 	require.Len(t, d, 1)
 	assert.Equal(t, cloud.StateTerminated, d[0].State)
 	m.Advance(2 * time.Minute)
-	d, err = m.Describe(ctx, ids(got))
+	d, err = m.Describe(ctx, cloud.IDs(got))
 	require.NoError(t, err)
 	assert.Empty(t, d)
 }

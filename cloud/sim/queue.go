@@ -1,8 +1,9 @@
 package sim
 
 import (
-	"container/heap"
 	"time"
+
+	"github.com/schooner-ml/schooner/internal/seqheap"
 )
 
 // action is what a scheduled item does when its time comes.
@@ -16,51 +17,36 @@ const (
 )
 
 // item is one scheduled change. Items run in time order; items due at the same instant run in
-// the order they were scheduled (seq), which keeps the market deterministic.
+// the order they were scheduled, which keeps the market deterministic.
 type item struct {
 	at    time.Time
-	seq   uint64
 	act   action
 	off   *offering
 	inst  *instance
 	level int
 }
 
-// queue is a min-heap of items by (at, seq).
+// queue is a min-heap of items by time, in scheduling order among items due at the same
+// instant. Its zero value is empty.
 type queue struct {
-	items []*item
-	seq   uint64
+	h *seqheap.Heap[*item]
 }
 
-func (q *queue) Len() int { return len(q.items) }
-func (q *queue) Less(i, j int) bool {
-	a, b := q.items[i], q.items[j]
-	if !a.at.Equal(b.at) {
-		return a.at.Before(b.at)
-	}
-	return a.seq < b.seq
-}
-func (q *queue) Swap(i, j int) { q.items[i], q.items[j] = q.items[j], q.items[i] }
-func (q *queue) Push(x any)    { q.items = append(q.items, x.(*item)) }
-func (q *queue) Pop() any {
-	n := len(q.items)
-	it := q.items[n-1]
-	q.items[n-1] = nil
-	q.items = q.items[:n-1]
-	return it
-}
-
-// schedule adds it, stamping its sequence number.
+// schedule adds it.
 func (q *queue) schedule(it *item) {
-	q.seq++
-	it.seq = q.seq
-	heap.Push(q, it)
+	if q.h == nil {
+		q.h = seqheap.New(func(a, b *item) bool { return a.at.Before(b.at) })
+	}
+	q.h.Push(it)
 }
 
 // due pops the earliest item if it is due at or before t.
 func (q *queue) due(t time.Time) (*item, bool) {
-	if len(q.items) == 0 || q.items[0].at.After(t) {
+	if q.h == nil {
 		return nil, false
 	}
-	return heap.Pop(q).(*item), true
+	if it, ok := q.h.Peek(); !ok || it.at.After(t) {
+		return nil, false
+	}
+	return q.h.Pop()
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/schooner-ml/schooner/cloud"
+	"github.com/schooner-ml/schooner/internal/wait"
 )
 
 // TestRunDrivesTheClock checks the live driver without sleeping: it polls for simulated
@@ -46,10 +47,5 @@ func TestRunDrivesTheClock(t *testing.T) {
 	}, 10*time.Second, time.Millisecond, "the driver boots instances as simulated time passes")
 
 	cancel()
-	select {
-	case err := <-done:
-		require.ErrorIs(t, err, context.Canceled)
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after cancel")
-	}
+	require.ErrorIs(t, wait.Recv(t, done, 10*time.Second, "Run to return after cancel"), context.Canceled)
 }

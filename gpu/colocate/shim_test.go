@@ -110,16 +110,32 @@ func (s *side) wait(t *testing.T) map[string]any {
 
 const ms = int64(time.Millisecond)
 
+// kernels is a program's launches: count kernels named kernel, each ms long on grid blocks,
+// launched the given way.
+type kernels struct {
+	way, kernel string
+	count       int
+	ms          float64
+	grid        int
+}
+
+// besideHP runs the HP program and, once its first kernel is launched, the BE program beside
+// it, and waits for both to end. It returns the BE side, when the HP kernel was launched and
+// both sides' stats.
+func (g *fakeGPU) besideHP(t *testing.T, hpk, bek kernels) (be *side, hpLaunched int64, hpStats, beStats map[string]any) {
+	hp := g.start(t, "hp", hpk.way, hpk.kernel, hpk.count, hpk.ms, hpk.grid)
+	_, hpLaunched = hp.next(t)
+	be = g.start(t, "be", bek.way, bek.kernel, bek.count, bek.ms, bek.grid)
+	return be, hpLaunched, hp.wait(t), be.wait(t)
+}
+
 // A BE kernel of the HP kernel's bound waits until the HP kernel is done, whichever way each
 // side launches; the HP side's books show its kernel; the runtime launch is counted once
 // though it also passes the driver entry point.
 func TestShimHoldsABEKernelBackWhileHPWorkOfTheSameBoundRuns(t *testing.T) {
 	g := newFakeGPU(t)
-	hp := g.start(t, "hp", "runtime", "hp_gemm_kernel", 1, 300, 132)
-	_, hpLaunched := hp.next(t)
-	be := g.start(t, "be", "dlsym", "be_gemm_kernel", 3, 20, 132)
-	hpStats := hp.wait(t)
-	beStats := be.wait(t)
+	be, hpLaunched, hpStats, beStats := g.besideHP(t, kernels{"runtime", "hp_gemm_kernel", 1, 300, 132},
+		kernels{"dlsym", "be_gemm_kernel", 3, 20, 132})
 
 	require.GreaterOrEqual(t, be.launched[0], hpLaunched+290*ms, "the BE launch went while the HP kernel ran")
 	require.Equal(t, map[string]any{"runtime": 1.0, "runtime_ex": 0.0, "driver": 0.0, "driver_ex": 0.0, "graph": 0.0}, hpStats["launches"])
@@ -146,11 +162,8 @@ func TestShimLetsAComplementaryBEKernelRunBesideHPWork(t *testing.T) {
 	g := newFakeGPU(t)
 	// The HP kernel runs 3 s: the BE program, started after it, has time to load and launch
 	// well before it ends even on a loaded machine; launching within 1 s is beside it.
-	hp := g.start(t, "hp", "proc-address", "hp_gemm_kernel", 1, 3000, 132)
-	_, hpLaunched := hp.next(t)
-	be := g.start(t, "be", "proc-address", "vectorized_elementwise_kernel", 1, 20, 10)
-	beStats := be.wait(t)
-	hpStats := hp.wait(t)
+	be, hpLaunched, hpStats, beStats := g.besideHP(t, kernels{"proc-address", "hp_gemm_kernel", 1, 3000, 132},
+		kernels{"proc-address", "vectorized_elementwise_kernel", 1, 20, 10})
 
 	require.Less(t, be.launched[0], hpLaunched+1000*ms, "the complementary kernel waited for the HP side")
 	require.Equal(t, 1.0, hpStats["launches"].(map[string]any)["driver"])

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,11 +21,11 @@ import (
 	"time"
 
 	"github.com/openai/openai-go"
-	"github.com/openai/openai-go/option"
 	"github.com/stretchr/testify/require"
 
 	"github.com/schooner-ml/schooner/kvcache"
 	"github.com/schooner-ml/schooner/serving/router"
+	"github.com/schooner-ml/schooner/serving/router/routertest"
 )
 
 const (
@@ -211,19 +210,13 @@ func startRouter(t testing.TB, opts router.Options, stages ...*worker) *front {
 	}
 	r, err := router.New(opts)
 	require.NoError(t, err)
-	srv := httptest.NewServer(r)
-	t.Cleanup(func() {
-		srv.CloseClientConnections()
-		srv.Close()
-		_ = r.Close()
-	})
+	_, client := routertest.Serve(t, r)
 	var addrs []router.StageAddr
 	for _, w := range stages {
 		addrs = append(addrs, router.StageAddr{Addr: w.addr})
 	}
 	r.SetStages(addrs)
-	return &front{r: r, client: openai.NewClient(option.WithBaseURL(srv.URL+"/v1/"), option.WithAPIKey("unused"),
-		option.WithMaxRetries(0))}
+	return &front{r: r, client: client}
 }
 
 // req is one completion of the tests.

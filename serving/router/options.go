@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/schooner-ml/schooner/internal/defaults"
 )
 
 // StageAddr is where one pipeline stage's worker listens for the router: "host:port" for TCP
@@ -58,36 +60,16 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.MaxQueue <= 0 {
-		o.MaxQueue = 256
-	}
-	if o.ContextLength <= 0 {
-		o.ContextLength = 4096
-	}
-	if o.DefaultMaxTokens <= 0 {
-		o.DefaultMaxTokens = 16
-	}
-	if o.MaxBodyBytes <= 0 {
-		o.MaxBodyBytes = 1 << 20
-	}
-	if o.PauseLimit <= 0 {
-		o.PauseLimit = 60 * time.Second
-	}
-	if o.RetryAfter <= 0 {
-		o.RetryAfter = time.Second
-	}
-	if o.PingInterval <= 0 {
-		o.PingInterval = time.Second
-	}
-	if o.DialTimeout <= 0 {
-		o.DialTimeout = 5 * time.Second
-	}
-	if o.ReconnectBackoff <= 0 {
-		o.ReconnectBackoff = 100 * time.Millisecond
-	}
-	if o.KeepAlive <= 0 {
-		o.KeepAlive = 15 * time.Second
-	}
+	defaults.Positive(&o.MaxQueue, 256)
+	defaults.Positive(&o.ContextLength, 4096)
+	defaults.Positive(&o.DefaultMaxTokens, 16)
+	defaults.Positive(&o.MaxBodyBytes, 1<<20)
+	defaults.Positive(&o.PauseLimit, 60*time.Second)
+	defaults.Positive(&o.RetryAfter, time.Second)
+	defaults.Positive(&o.PingInterval, time.Second)
+	defaults.Positive(&o.DialTimeout, 5*time.Second)
+	defaults.Positive(&o.ReconnectBackoff, 100*time.Millisecond)
+	defaults.Positive(&o.KeepAlive, 15*time.Second)
 	if o.Tokenizer == nil {
 		o.Tokenizer = Bytes{}
 	}

@@ -2,10 +2,13 @@ package router
 
 import (
 	"errors"
+	"maps"
 	"net/http"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/schooner-ml/schooner/internal/closing"
 )
 
 // Pool fronts every pipeline replica of a deployment: one Router per replica, each with its own
@@ -123,14 +126,7 @@ func (p *Pool) pick() *Router {
 	return best
 }
 
-func (p *Pool) ids() []int {
-	ids := make([]int, 0, len(p.routers))
-	for id := range p.routers {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
-}
+func (p *Pool) ids() []int { return slices.Sorted(maps.Keys(p.routers)) }
 
 // ServeHTTP sends each request to the replica pick chooses: a completion runs there to its end,
 // and the models endpoints and errors are the same on every replica.
@@ -173,12 +169,9 @@ func (p *Pool) Status() Status {
 // Close closes every replica's router (failing their open requests with a 503) and waits for
 // the drains to end.
 func (p *Pool) Close() error {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
+	if !closing.Begin(&p.mu, &p.closed) {
 		return nil
 	}
-	p.closed = true
 	all := slices.Clone(p.draining)
 	for _, r := range p.routers {
 		all = append(all, r)

@@ -2,16 +2,15 @@ package router_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/openai/openai-go"
-	"github.com/openai/openai-go/option"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/schooner-ml/schooner/serving/router"
+	"github.com/schooner-ml/schooner/serving/router/routertest"
 )
 
 // poolHarness is a Pool behind an HTTP server and the official client, with one holding
@@ -26,14 +25,8 @@ func newPoolHarness(t *testing.T, hold int, replicas ...int) *poolHarness {
 	t.Helper()
 	p, err := router.NewPool(router.Options{Model: modelID, Deployment: "dep-test", ReconnectBackoff: 10 * time.Millisecond})
 	require.NoError(t, err)
-	srv := httptest.NewServer(p)
-	t.Cleanup(func() {
-		srv.CloseClientConnections()
-		srv.Close()
-		_ = p.Close()
-	})
-	h := &poolHarness{p: p, workers: map[int]*fakeWorker{},
-		client: openai.NewClient(option.WithBaseURL(srv.URL+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))}
+	_, client := routertest.Serve(t, p)
+	h := &poolHarness{p: p, workers: map[int]*fakeWorker{}, client: client}
 	var routes []router.ReplicaRoute
 	for _, id := range replicas {
 		w := startFake(t, "first+last")

@@ -1,8 +1,9 @@
 package router
 
 import (
-	"container/heap"
 	"sync"
+
+	"github.com/schooner-ml/schooner/internal/seqheap"
 )
 
 // Item is one waiting request in a Queue. Lower keys pop first; the router's key is the
@@ -23,61 +24,34 @@ type Queue interface {
 	Len() int
 }
 
-// HeapQueue is a Queue over container/heap, FIFO among equal keys.
+// HeapQueue is a Queue over a heap, FIFO among equal keys.
 type HeapQueue struct {
-	mu  sync.Mutex
-	h   itemHeap
-	seq uint64
+	mu sync.Mutex
+	h  *seqheap.Heap[Item]
 }
 
 // NewHeapQueue is an empty HeapQueue.
-func NewHeapQueue() *HeapQueue { return &HeapQueue{} }
+func NewHeapQueue() *HeapQueue {
+	return &HeapQueue{h: seqheap.New(func(a, b Item) bool { return a.Key < b.Key })}
+}
 
 // Push adds an item.
 func (q *HeapQueue) Push(it Item) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.seq++
-	heap.Push(&q.h, seqItem{Item: it, seq: q.seq})
+	q.h.Push(it)
 }
 
 // Pop removes the item with the lowest key.
 func (q *HeapQueue) Pop() (Item, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if len(q.h) == 0 {
-		return Item{}, false
-	}
-	return heap.Pop(&q.h).(seqItem).Item, true
+	return q.h.Pop()
 }
 
 // Len is the number of items.
 func (q *HeapQueue) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return len(q.h)
-}
-
-type seqItem struct {
-	Item
-	seq uint64
-}
-
-type itemHeap []seqItem
-
-func (h itemHeap) Len() int { return len(h) }
-func (h itemHeap) Less(i, j int) bool {
-	if h[i].Key != h[j].Key {
-		return h[i].Key < h[j].Key
-	}
-	return h[i].seq < h[j].seq
-}
-func (h itemHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *itemHeap) Push(x any)   { *h = append(*h, x.(seqItem)) }
-func (h *itemHeap) Pop() any {
-	old := *h
-	it := old[len(old)-1]
-	old[len(old)-1] = seqItem{}
-	*h = old[:len(old)-1]
-	return it
+	return q.h.Len()
 }

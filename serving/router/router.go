@@ -9,6 +9,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/schooner-ml/schooner/internal/closing"
 )
 
 // Router is the front end of one serving deployment. It is an http.Handler; SetStages tells
@@ -61,12 +63,9 @@ func New(opts Options) (*Router, error) {
 // Close fails every request still open with a 503, closes the stage connections and stops.
 // Stop the HTTP server first so no request arrives meanwhile.
 func (r *Router) Close() error {
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
+	if !closing.Begin(&r.mu, &r.closed) {
 		return nil
 	}
-	r.closed = true
 	for _, q := range r.reqs {
 		r.finishLocked(q, "", shuttingDown())
 	}

@@ -9,12 +9,12 @@ import (
 	"time"
 
 	"github.com/openai/openai-go"
-	"github.com/openai/openai-go/option"
 	"github.com/openai/openai-go/packages/ssestream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/schooner-ml/schooner/serving/router"
+	"github.com/schooner-ml/schooner/serving/router/routertest"
 )
 
 const modelID = "schooner/test-model"
@@ -37,16 +37,10 @@ func newHarness(t *testing.T, opts router.Options, stages ...*fakeWorker) *harne
 	opts.Deployment = "dep-test"
 	r, err := router.New(opts)
 	require.NoError(t, err)
-	srv := httptest.NewServer(r)
-	t.Cleanup(func() {
-		srv.CloseClientConnections()
-		srv.Close()
-		_ = r.Close()
-	})
+	srv, client := routertest.Serve(t, r)
 	if len(stages) > 0 {
 		r.SetStages(addrs(stages...))
 	}
-	client := openai.NewClient(option.WithBaseURL(srv.URL+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
 	return &harness{r: r, srv: srv, client: client}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/schooner-ml/schooner/internal/defaults"
 	"github.com/schooner-ml/schooner/internal/procgroup"
 	"github.com/schooner-ml/schooner/serving"
 )
@@ -113,18 +114,10 @@ func (s *Supervisor) withDefaults() {
 	if s.Command == nil {
 		s.Command = PythonCommand(s.Python, s.PythonPath)
 	}
-	if s.ReadyTimeout <= 0 {
-		s.ReadyTimeout = DefaultReadyTimeout
-	}
-	if s.Grace <= 0 {
-		s.Grace = DefaultGrace
-	}
-	if s.HeartbeatEvery <= 0 {
-		s.HeartbeatEvery = DefaultHeartbeatEvery
-	}
-	if s.PeersEvery <= 0 {
-		s.PeersEvery = DefaultPeersEvery
-	}
+	defaults.Positive(&s.ReadyTimeout, DefaultReadyTimeout)
+	defaults.Positive(&s.Grace, DefaultGrace)
+	defaults.Positive(&s.HeartbeatEvery, DefaultHeartbeatEvery)
+	defaults.Positive(&s.PeersEvery, DefaultPeersEvery)
 	if s.procs == nil {
 		s.procs = map[procKey]*proc{}
 	}

@@ -118,6 +118,13 @@ func (h *harness) start(ctx context.Context, a serving.StageAssignment) chan run
 	return done
 }
 
+// startCancelable starts a run of a that cancel (or the test's end) cancels.
+func (h *harness) startCancelable(a serving.StageAssignment) (chan runEnd, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	h.t.Cleanup(cancel)
+	return h.start(ctx, a), cancel
+}
+
 func (h *harness) waitReady(done chan runEnd) serving.StageReady {
 	h.t.Helper()
 	select {
@@ -180,10 +187,8 @@ func flagValue(args []string, flag string) (string, bool) {
 
 func TestRunReportsReadyHeartbeatsAndStopsOnCancel(t *testing.T) {
 	h := newHarness(t, "serve")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	a := assignment(0, 1)
-	done := h.start(ctx, a)
+	done, cancel := h.startCancelable(a)
 	r := h.waitReady(done)
 
 	assert.Equal(t, serving.StageReady{Replica: 0, Stage: 0, InstanceID: "i-1", Epoch: 5, WorkerAddr: r.WorkerAddr, HolderAddr: "127.0.0.1:7101"}, r)
@@ -218,8 +223,7 @@ func TestRunReportsReadyHeartbeatsAndStopsOnCancel(t *testing.T) {
 func TestRunRetriesTheReadySignal(t *testing.T) {
 	h := newHarness(t, "serve")
 	h.dep.failSigs = 2
-	ctx, cancel := context.WithCancel(context.Background())
-	done := h.start(ctx, assignment(0, 1))
+	done, cancel := h.startCancelable(assignment(0, 1))
 	r := h.waitReady(done)
 	assert.Equal(t, 5, r.Epoch)
 	cancel()
@@ -228,9 +232,7 @@ func TestRunRetriesTheReadySignal(t *testing.T) {
 
 func TestRunReturnsExitStatusAndStderrOfACrash(t *testing.T) {
 	h := newHarness(t, "serve")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := h.start(ctx, assignment(0, 1))
+	done, _ := h.startCancelable(assignment(0, 1))
 	r := h.waitReady(done)
 
 	c, err := net.DialTimeout("tcp", r.WorkerAddr, time.Second)
@@ -267,8 +269,7 @@ func TestRunFailsClearlyWhenTheWorkerCannotStart(t *testing.T) {
 func TestRunKillsAWorkerThatIgnoresSIGTERM(t *testing.T) {
 	h := newHarness(t, "stubborn")
 	h.sup.Grace = 100 * time.Millisecond
-	ctx, cancel := context.WithCancel(context.Background())
-	done := h.start(ctx, assignment(0, 1))
+	done, cancel := h.startCancelable(assignment(0, 1))
 	h.waitReady(done)
 	require.Eventually(t, func() bool { return h.lastHB().PID != 0 }, 10*time.Second, 10*time.Millisecond)
 	pid := h.lastHB().PID
@@ -280,11 +281,9 @@ func TestRunKillsAWorkerThatIgnoresSIGTERM(t *testing.T) {
 
 func TestRunSendsPeersWhenTheSuccessorChanges(t *testing.T) {
 	h := newHarness(t, "serve")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	// The last of two stages starts first: stage 0 is not known yet.
 	a := assignment(1, 2)
-	done := h.start(ctx, a)
+	done, cancel := h.startCancelable(a)
 	h.waitReady(done)
 	args := h.args()
 	_, hasNext := flagValue(args, "--next")
@@ -329,10 +328,9 @@ func TestRunSendsPeersWhenTheSuccessorChanges(t *testing.T) {
 
 func TestRunPassesKnownSuccessorAndRestore(t *testing.T) {
 	h := newHarness(t, "serve")
-	ctx, cancel := context.WithCancel(context.Background())
 	a := assignment(0, 2)
 	a.NextWorkerAddr, a.NextHolderAddr, a.Restore = "10.0.0.9:7001", "10.0.0.9:7100", true
-	done := h.start(ctx, a)
+	done, cancel := h.startCancelable(a)
 	h.waitReady(done)
 	args := h.args()
 	next, _ := flagValue(args, "--next")
@@ -350,8 +348,7 @@ func TestRunPassesKnownSuccessorAndRestore(t *testing.T) {
 
 func TestRunWithAWorkerWithoutTheNodeRole(t *testing.T) {
 	h := newHarness(t, "legacy")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := h.start(ctx, assignment(1, 2))
+	done, cancel := h.startCancelable(assignment(1, 2))
 	h.waitReady(done)
 	h.dep.set(serving.Pipeline{Replicas: []serving.ReplicaStages{{Replica: 0, Stages: []serving.StageAddr{
 		{Stage: 0, Addr: "10.0.0.1:7001", Holder: "10.0.0.1:7100", Ready: true}, {Stage: 1}}}}})

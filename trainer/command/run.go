@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/schooner-ml/schooner/internal/defaults"
 	"github.com/schooner-ml/schooner/internal/procgroup"
 	"github.com/schooner-ml/schooner/training"
 )
@@ -52,9 +53,7 @@ func Run(ctx context.Context, o Options) (training.TrainerResult, error) {
 	if len(argv) == 0 {
 		return res, fmt.Errorf("running the command trainer: the spec's trainer has no command")
 	}
-	if o.Grace <= 0 {
-		o.Grace = DefaultGrace
-	}
+	defaults.Positive(&o.Grace, DefaultGrace)
 	env, err := Environment(a, o.Socket, o.Batch)
 	if err != nil {
 		return res, err

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/schooner-ml/schooner/checkpoint"
+	"github.com/schooner-ml/schooner/internal/wait"
 	"github.com/schooner-ml/schooner/training"
 )
 
@@ -130,18 +131,9 @@ func TestCancelKillsTheProcessGroup(t *testing.T) {
 					Logger: zerolog.Nop(), OnProgress: func(training.Progress) { started <- struct{}{} }})
 				done <- err
 			}()
-			select {
-			case <-started:
-			case <-time.After(10 * time.Second):
-				t.Fatal("the program never reported progress")
-			}
+			wait.Recv(t, started, 10*time.Second, "the program to report progress")
 			cancel()
-			select {
-			case err := <-done:
-				require.ErrorIs(t, err, context.Canceled)
-			case <-time.After(10 * time.Second):
-				t.Fatal("Run did not return after cancel")
-			}
+			require.ErrorIs(t, wait.Recv(t, done, 10*time.Second, "Run to return after cancel"), context.Canceled)
 			b, err := os.ReadFile(pidFile)
 			require.NoError(t, err)
 			child, err := strconv.Atoi(strings.TrimSpace(string(b)))

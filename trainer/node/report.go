@@ -7,6 +7,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/schooner-ml/schooner/internal/defaults"
 	"github.com/schooner-ml/schooner/training"
 )
 
@@ -74,9 +75,7 @@ func (r *progressReporter) wake() {
 // context callerCtx ends.
 func (r *progressReporter) loop(runCtx, callerCtx context.Context) {
 	every := r.s.HeartbeatEvery
-	if every <= 0 {
-		every = DefaultHeartbeatEvery
-	}
+	defaults.Positive(&every, DefaultHeartbeatEvery)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
@@ -93,9 +92,7 @@ func (r *progressReporter) loop(runCtx, callerCtx context.Context) {
 // beat sends a heartbeat and, when due (or force), a progress signal.
 func (r *progressReporter) beat(ctx, callerCtx context.Context, force bool) {
 	every := r.s.ProgressEvery
-	if every <= 0 {
-		every = DefaultProgressEvery
-	}
+	defaults.Positive(&every, DefaultProgressEvery)
 	r.mu.Lock()
 	p := r.latest
 	send := r.s.Reporter != nil && r.dirty && (force || r.urgent || time.Since(r.lastSent) >= every)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/schooner-ml/schooner/checkpoint"
 	"github.com/schooner-ml/schooner/checkpoint/store"
+	"github.com/schooner-ml/schooner/internal/wait"
 	trainsim "github.com/schooner-ml/schooner/trainer/sim"
 	"github.com/schooner-ml/schooner/training"
 )
@@ -142,12 +143,7 @@ func TestKilledNodeAnswersNothing(t *testing.T) {
 		_, err := s.Run(context.Background(), a, nil)
 		done <- err
 	}()
-	select {
-	case err := <-done:
-		require.ErrorIs(t, err, ErrVanished)
-	case <-time.After(20 * time.Second):
-		t.Fatal("Run did not stop after Kill")
-	}
+	require.ErrorIs(t, wait.Recv(t, done, 20*time.Second, "Run to stop after Kill"), ErrVanished)
 	_, err := s.Run(context.Background(), a, nil)
 	require.ErrorContains(t, err, "was killed")
 	require.NotErrorIs(t, err, ErrVanished, "a call after Kill fails; it is not a vanished run")
@@ -195,11 +191,7 @@ func TestStopStopsOnlyOlderEpochsOfTheJob(t *testing.T) {
 		}()
 	}
 	for range 2 {
-		select {
-		case <-started:
-		case <-time.After(20 * time.Second):
-			t.Fatal("trainers did not start")
-		}
+		wait.Recv(t, started, 20*time.Second, "the trainers to start")
 	}
 	require.Zero(t, s.Stop(training.StopRequest{JobID: "train-other", BeforeEpoch: 9}), "another job's request stops nothing")
 	require.Zero(t, s.Stop(training.StopRequest{JobID: "train-t-1", BeforeEpoch: 1}), "epoch 1 is not before epoch 1")
@@ -207,13 +199,9 @@ func TestStopStopsOnlyOlderEpochsOfTheJob(t *testing.T) {
 
 	require.Equal(t, 2, s.Stop(training.StopRequest{JobID: "train-t-1", BeforeEpoch: 2}))
 	for range 2 {
-		select {
-		case err := <-done:
-			require.ErrorIs(t, err, ErrStopped)
-			require.ErrorContains(t, err, "stopped by its job for a newer epoch")
-		case <-time.After(10 * time.Second):
-			t.Fatal("Run did not return after Stop")
-		}
+		err := wait.Recv(t, done, 10*time.Second, "Run to return after Stop")
+		require.ErrorIs(t, err, ErrStopped)
+		require.ErrorContains(t, err, "stopped by its job for a newer epoch")
 	}
 	require.Empty(t, s.Running())
 }

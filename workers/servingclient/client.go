@@ -5,15 +5,14 @@
 package servingclient
 
 import (
+	"cmp"
 	"context"
-	"crypto/rand"
 	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/client"
 
 	"github.com/schooner-ml/schooner/serving"
-	"github.com/schooner-ml/schooner/taskqueue"
 	"github.com/schooner-ml/schooner/workers/wfclient"
 )
 
@@ -42,31 +41,13 @@ type DeployOptions struct {
 // applies the defaults and validates the spec itself; callers validate first only to answer
 // sooner.
 func (c *Client) Deploy(ctx context.Context, spec serving.Spec, o DeployOptions) (string, error) {
-	id := o.ID
-	if id == "" {
-		id = NewID(spec.Name)
-	}
 	in := serving.DeployInput{Spec: spec, SubmittedAt: time.Now().UTC(), Options: o.Options}
-	_, err := c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: id, TaskQueue: taskqueue.Control,
-		StaticSummary: fmt.Sprintf("serve %s: %s in %d stages × %d replicas", spec.Name, spec.ModelID(), max(spec.Stages, 1), max(spec.Replicas, 1)),
-	}, serving.WorkflowServingDeployment, in)
-	if err != nil {
-		return "", fmt.Errorf("starting serving deployment %s: %w", id, err)
-	}
-	return id, nil
+	summary := fmt.Sprintf("serve %s: %s in %d stages × %d replicas", spec.Name, spec.ModelID(), max(spec.Stages, 1), max(spec.Replicas, 1))
+	return wfclient.Start(ctx, c.Temporal, "serving deployment", cmp.Or(o.ID, NewID(spec.Name)), summary, serving.WorkflowServingDeployment, in)
 }
 
 // NewID is serve-<name>-<6 random lowercase letters and digits>.
-func NewID(name string) string {
-	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	for i := range b {
-		b[i] = alphabet[int(b[i])%len(alphabet)]
-	}
-	return "serve-" + name + "-" + string(b)
-}
+func NewID(name string) string { return wfclient.NewID("serve", name) }
 
 // Status asks the deployment for its status; when no worker answers, the status it last
 // published in its memo, marked Stale; never a zero status.

@@ -6,14 +6,13 @@
 package trainingclient
 
 import (
+	"cmp"
 	"context"
-	"crypto/rand"
 	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/schooner-ml/schooner/taskqueue"
 	"github.com/schooner-ml/schooner/training"
 	"github.com/schooner-ml/schooner/workers/wfclient"
 )
@@ -46,32 +45,13 @@ type SubmitOptions struct {
 // applies the defaults and validates the spec itself (and asks its provider for the time
 // scale); callers that read a spec from a user validate it first only to answer sooner.
 func (c *Client) Submit(ctx context.Context, spec training.Spec, o SubmitOptions) (string, error) {
-	id := o.ID
-	if id == "" {
-		id = NewJobID(spec.Name)
-	}
 	in := training.JobInput{Spec: spec, SubmittedAt: time.Now().UTC(), Options: o.Options}
-	_, err := c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:            id,
-		TaskQueue:     taskqueue.Control,
-		StaticSummary: fmt.Sprintf("train %s: %d iterations of %s", spec.Name, spec.Iterations, ModelName(spec.Model)),
-	}, training.WorkflowTrainingJob, in)
-	if err != nil {
-		return "", fmt.Errorf("starting training job %s: %w", id, err)
-	}
-	return id, nil
+	summary := fmt.Sprintf("train %s: %d iterations of %s", spec.Name, spec.Iterations, ModelName(spec.Model))
+	return wfclient.Start(ctx, c.Temporal, "training job", cmp.Or(o.ID, NewJobID(spec.Name)), summary, training.WorkflowTrainingJob, in)
 }
 
 // NewJobID is train-<name>-<6 random lowercase letters and digits>.
-func NewJobID(name string) string {
-	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	for i := range b {
-		b[i] = alphabet[int(b[i])%len(alphabet)]
-	}
-	return "train-" + name + "-" + string(b)
-}
+func NewJobID(name string) string { return wfclient.NewID("train", name) }
 
 // ModelName is how a job's model reads in summaries: its name, or its shape when it has none.
 func ModelName(m training.Model) string {

@@ -9,6 +9,8 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/converter"
+
+	"github.com/schooner-ml/schooner/internal/defaults"
 )
 
 // Summary is one workflow as the visibility store lists it: its Temporal status and
@@ -29,9 +31,7 @@ type Summary struct {
 // List runs a visibility query over the workflows of one type, newest first as the server
 // orders them: at most limit (50 when zero), with extra ANDed to the type.
 func List(ctx context.Context, c Conn, workflowType, extra string, limit int) ([]Summary, error) {
-	if limit <= 0 {
-		limit = 50
-	}
+	defaults.Positive(&limit, 50)
 	q := "WorkflowType='" + workflowType + "'"
 	if extra != "" {
 		q += " AND (" + extra + ")"

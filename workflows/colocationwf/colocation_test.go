@@ -15,16 +15,11 @@ import (
 	"github.com/schooner-ml/schooner/colocation"
 	"github.com/schooner-ml/schooner/interference"
 	"github.com/schooner-ml/schooner/taskqueue"
+	"github.com/schooner-ml/schooner/workflows/internal/wftest"
 )
 
-func newEnv() *testsuite.TestWorkflowEnvironment {
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	env.RegisterActivityWithOptions(func(context.Context, colocation.Pair) (colocation.Result, error) {
-		return colocation.Result{}, nil
-	}, activity.RegisterOptions{Name: colocation.ActivityRunColocated})
-	return env
-}
+// standIns is the colocation activity's stand-in, which the tests mock.
+var standIns = map[string]any{colocation.ActivityRunColocated: wftest.StandIn1[colocation.Pair, colocation.Result]()}
 
 // study is an H200 study in which MPS at 50% kept decode-chain within 1.05× beside gemm.
 func study(simulated bool) *interference.Study {
@@ -53,15 +48,11 @@ func input() colocation.Input {
 
 func status(t *testing.T, env *testsuite.TestWorkflowEnvironment) colocation.WorkflowStatus {
 	t.Helper()
-	v, err := env.QueryWorkflow(colocation.QueryStatus)
-	require.NoError(t, err)
-	var st colocation.WorkflowStatus
-	require.NoError(t, v.Get(&st))
-	return st
+	return wftest.Query[colocation.WorkflowStatus](t, env, colocation.QueryStatus)
 }
 
 func TestAPlacedPairRunsOnItsNodeWithTheDefaults(t *testing.T) {
-	env := newEnv()
+	env := wftest.NewEnv(standIns)
 	var got colocation.Pair
 	env.OnActivity(colocation.ActivityRunColocated, mock.Anything, mock.Anything).Return(
 		func(ctx context.Context, p colocation.Pair) (colocation.Result, error) {
@@ -70,10 +61,7 @@ func TestAPlacedPairRunsOnItsNodeWithTheDefaults(t *testing.T) {
 			return colocation.Result{Status: colocation.Status{HPKernels: 10, MeanSlowdown: 1.04}}, nil
 		})
 	env.ExecuteWorkflow(Colocation, input())
-	require.True(t, env.IsWorkflowCompleted())
-	require.NoError(t, env.GetWorkflowError())
-	var res colocation.Result
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := wftest.Result[colocation.Result](t, env)
 	assert.Equal(t, int64(10), res.HPKernels)
 	assert.Equal(t, colocation.DefaultParams(), got.Params, "the node gets the pair with its defaults")
 	assert.Equal(t, colocation.MPSAuto, got.MPS)
@@ -99,22 +87,19 @@ func TestPlacementRefusesWithoutEvidenceAndBadInputFailsAtOnce(t *testing.T) {
 		"bad kinds":            {func(in *colocation.Input) { in.Kinds.BE = "" }, "kinds:"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			env := newEnv()
+			env := wftest.NewEnv(standIns)
 			in := input()
 			c.mutate(&in)
 			env.ExecuteWorkflow(Colocation, in)
-			require.True(t, env.IsWorkflowCompleted())
-			err := env.GetWorkflowError()
+			app, err := wftest.Failure(t, env)
 			require.ErrorContains(t, err, c.want)
-			var app *temporal.ApplicationError
-			require.ErrorAs(t, err, &app)
 			assert.True(t, app.NonRetryable())
 		})
 	}
 }
 
 func TestAForcedPairRunsAndAFailedOneSaysWhy(t *testing.T) {
-	env := newEnv()
+	env := wftest.NewEnv(standIns)
 	in := input()
 	in.Study, in.Force = nil, true
 	env.OnActivity(colocation.ActivityRunColocated, mock.Anything, mock.Anything).Return(colocation.Result{},
@@ -125,7 +110,7 @@ func TestAForcedPairRunsAndAFailedOneSaysWhy(t *testing.T) {
 	assert.Equal(t, colocation.Failed, st.Phase)
 	assert.Contains(t, st.Placement, "forced")
 
-	env = newEnv()
+	env = wftest.NewEnv(standIns)
 	env.OnActivity(colocation.ActivityRunColocated, mock.Anything, mock.Anything).Return(colocation.Result{},
 		temporal.NewNonRetryableApplicationError("this node agent has no NVIDIA GPU to colocate on", "NoGPU", nil))
 	env.ExecuteWorkflow(Colocation, input())

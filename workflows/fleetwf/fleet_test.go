@@ -1,4 +1,4 @@
-package fleetwf
+package fleetwf_test
 
 import (
 	"context"
@@ -6,22 +6,19 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/testsuite"
 
 	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/fleet"
+	"github.com/schooner-ml/schooner/workflows/fleetwf"
+	"github.com/schooner-ml/schooner/workflows/internal/wftest"
 )
 
-func standInAcquire(context.Context, cloud.CreateRequest) (fleet.AcquireResult, error) {
-	return fleet.AcquireResult{}, nil
-}
+// standIns is the acquire activity's stand-in, which the tests mock.
+var standIns = map[string]any{fleet.ActivityAcquireInstances: wftest.StandIn1[cloud.CreateRequest, fleet.AcquireResult]()}
 
 func TestFleetKeepsWhatItGotOnPartialFailure(t *testing.T) {
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	env.RegisterActivityWithOptions(standInAcquire, activity.RegisterOptions{Name: fleet.ActivityAcquireInstances})
+	env := wftest.NewEnv(standIns)
 	env.OnActivity(fleet.ActivityAcquireInstances, mock.Anything, mock.Anything).Return(func(_ context.Context, req cloud.CreateRequest) (fleet.AcquireResult, error) {
 		switch req.Zone {
 		case "z-a":
@@ -32,14 +29,12 @@ func TestFleetKeepsWhatItGotOnPartialFailure(t *testing.T) {
 		}
 		return fleet.AcquireResult{}, temporal.NewNonRetryableApplicationError("zone is down", "Down", nil)
 	})
-	env.ExecuteWorkflow(Fleet, fleet.Input{JobID: "j", Groups: []fleet.Group{
+	env.ExecuteWorkflow(fleetwf.Fleet, fleet.Input{JobID: "j", Groups: []fleet.Group{
 		{Key: cloud.OfferingKey{Capacity: cloud.Spot, InstanceType: "a1", Zone: "z-a"}, Count: 2},
 		{Key: cloud.OfferingKey{Capacity: cloud.Spot, InstanceType: "a1", Zone: "z-b"}, Count: 2},
 		{Key: cloud.OfferingKey{Capacity: cloud.Spot, InstanceType: "a1", Zone: "z-c"}, Count: 1},
 	}})
-	require.NoError(t, env.GetWorkflowError())
-	var res fleet.Result
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := wftest.Result[fleet.Result](t, env)
 	require.Len(t, res.Instances, 3)
 	require.Equal(t, 2, res.Short)
 	require.Len(t, res.Unavailable, 1)
@@ -55,14 +50,9 @@ func TestFleetRefusesAnInvalidInputBeforeBuying(t *testing.T) {
 		"bad capacity": {JobID: "j", Groups: []fleet.Group{{Key: cloud.OfferingKey{Capacity: "cheap", InstanceType: "a1", Zone: "z"}, Count: 1}}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			var s testsuite.WorkflowTestSuite
-			env := s.NewTestWorkflowEnvironment()
-			env.RegisterActivityWithOptions(standInAcquire, activity.RegisterOptions{Name: fleet.ActivityAcquireInstances})
-			env.ExecuteWorkflow(Fleet, in)
-			err := env.GetWorkflowError()
-			require.Error(t, err)
-			var app *temporal.ApplicationError
-			require.ErrorAs(t, err, &app)
+			env := wftest.NewEnv(standIns)
+			env.ExecuteWorkflow(fleetwf.Fleet, in)
+			app, _ := wftest.Failure(t, env)
 			require.Equal(t, fleet.ErrTypeInvalidInput, app.Type())
 		})
 	}

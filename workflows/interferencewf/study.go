@@ -9,7 +9,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/schooner-ml/schooner/interference"
-	"github.com/schooner-ml/schooner/taskqueue"
 	"github.com/schooner-ml/schooner/workflows/nodeswf"
 )
 
@@ -32,27 +31,15 @@ func InterferenceStudy(ctx workflow.Context, in interference.StudyInput) (interf
 	if err != nil {
 		return interference.StudyResult{}, err
 	}
-	futures := make([]workflow.Future, len(ids))
-	for i, id := range ids {
-		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			TaskQueue:              taskqueue.Node(id),
-			ScheduleToStartTimeout: in.Wait,
-			StartToCloseTimeout:    studyTimeout,
-			HeartbeatTimeout:       2 * time.Minute,
-			RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
-			Summary:                "interference study on node " + id,
-		})
-		futures[i] = workflow.ExecuteActivity(actx, interference.ActivityProfile, in.Request)
-	}
+	answers := nodeswf.AskEach[interference.Study](ctx, ids, workflow.ActivityOptions{
+		ScheduleToStartTimeout: in.Wait,
+		StartToCloseTimeout:    studyTimeout,
+		HeartbeatTimeout:       2 * time.Minute,
+		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+	}, "interference study on node ", interference.ActivityProfile, in.Request)
 	out := interference.StudyResult{Nodes: make([]interference.NodeStudy, len(ids))}
-	for i, f := range futures {
-		out.Nodes[i].NodeID = ids[i]
-		var st interference.Study
-		if err := f.Get(ctx, &st); err != nil {
-			out.Nodes[i].Error = describe(err)
-			continue
-		}
-		out.Nodes[i].Study = &st
+	for i, a := range answers {
+		out.Nodes[i] = interference.NodeStudy{NodeID: a.NodeID, Study: a.Result, Error: a.Describe(describe)}
 	}
 	return out, nil
 }

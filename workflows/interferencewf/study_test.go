@@ -10,23 +10,15 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/testsuite"
 
 	"github.com/schooner-ml/schooner/interference"
 	"github.com/schooner-ml/schooner/nodes"
 	"github.com/schooner-ml/schooner/taskqueue"
+	"github.com/schooner-ml/schooner/workflows/internal/wftest"
 )
 
-func newEnv() *testsuite.TestWorkflowEnvironment {
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	env.RegisterActivityWithOptions(func(context.Context) ([]string, error) { return nil, nil },
-		activity.RegisterOptions{Name: nodes.ActivityListNodes})
-	env.RegisterActivityWithOptions(func(context.Context, interference.StudyRequest) (interference.Study, error) {
-		return interference.Study{}, nil
-	}, activity.RegisterOptions{Name: interference.ActivityProfile})
-	return env
-}
+// standIns are the study's activities' stand-ins, which the tests mock.
+var standIns = map[string]any{nodes.ActivityListNodes: wftest.StandIn[[]string](), interference.ActivityProfile: wftest.StandIn1[interference.StudyRequest, interference.Study]()}
 
 func request() interference.StudyRequest {
 	return interference.StudyRequest{Pairs: []interference.Pair{{LC: "decode-chain", BE: "gemm"}},
@@ -34,7 +26,7 @@ func request() interference.StudyRequest {
 }
 
 func TestAStudyAsksEveryNodeAndSaysWhyOneHasNoStudy(t *testing.T) {
-	env := newEnv()
+	env := wftest.NewEnv(standIns)
 	env.OnActivity(nodes.ActivityListNodes, mock.Anything).Return([]string{"a", "b", "c", "d"}, nil).Once()
 	var got interference.StudyRequest
 	env.OnActivity(interference.ActivityProfile, mock.Anything, mock.Anything).Return(
@@ -51,10 +43,7 @@ func TestAStudyAsksEveryNodeAndSaysWhyOneHasNoStudy(t *testing.T) {
 			return interference.Study{Version: interference.FormatVersion, Node: "a", GPU: interference.GPUInfo{Model: "H200"}}, nil
 		})
 	env.ExecuteWorkflow(InterferenceStudy, interference.StudyInput{Request: request()})
-	require.True(t, env.IsWorkflowCompleted())
-	require.NoError(t, env.GetWorkflowError())
-	var res interference.StudyResult
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := wftest.Result[interference.StudyResult](t, env)
 	require.Len(t, res.Nodes, 4)
 	assert.Equal(t, "H200", res.Nodes[0].Study.GPU.Model)
 	assert.Equal(t, 200, got.Requests, "the request reaches the node with its defaults")
@@ -66,16 +55,12 @@ func TestAStudyAsksEveryNodeAndSaysWhyOneHasNoStudy(t *testing.T) {
 }
 
 func TestABadStudyFailsAtOnceNamingTheField(t *testing.T) {
-	env := newEnv()
+	env := wftest.NewEnv(standIns)
 	in := interference.StudyInput{Nodes: []string{"a", "a"}, Request: request()}
 	in.Request.Repeats = 99
 	env.ExecuteWorkflow(InterferenceStudy, in)
-	require.True(t, env.IsWorkflowCompleted())
-	err := env.GetWorkflowError()
-	require.Error(t, err)
+	app, err := wftest.Failure(t, env)
 	assert.Contains(t, err.Error(), "nodes[1]: a twice")
 	assert.Contains(t, err.Error(), "request: repeats: 99 is not in [1, 50]")
-	var app *temporal.ApplicationError
-	require.ErrorAs(t, err, &app)
 	assert.True(t, app.NonRetryable())
 }

@@ -26,26 +26,14 @@ func NodeInventory(ctx workflow.Context, req nodes.InventoryRequest) (nodes.Inve
 	if wait <= 0 {
 		wait = 10 * time.Second
 	}
-	futures := make([]workflow.Future, len(ids))
-	for i, id := range ids {
-		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			TaskQueue:              taskqueue.Node(id),
-			ScheduleToStartTimeout: wait,
-			StartToCloseTimeout:    30 * time.Second,
-			RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
-			Summary:                "GPU inventory of node " + id,
-		})
-		futures[i] = workflow.ExecuteActivity(actx, nodes.ActivityInventory)
-	}
+	answers := AskEach[gpu.Inventory](ctx, ids, workflow.ActivityOptions{
+		ScheduleToStartTimeout: wait,
+		StartToCloseTimeout:    30 * time.Second,
+		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+	}, "GPU inventory of node ", nodes.ActivityInventory)
 	out := nodes.InventoryResult{Nodes: make([]nodes.Report, len(ids))}
-	for i, f := range futures {
-		out.Nodes[i].NodeID = ids[i]
-		var inv gpu.Inventory
-		if err := f.Get(ctx, &inv); err != nil {
-			out.Nodes[i].Error = DescribeNodeError(err)
-			continue
-		}
-		out.Nodes[i].Inventory = inv
+	for i, a := range answers {
+		out.Nodes[i] = nodes.Report{NodeID: a.NodeID, Inventory: a.Value(), Error: a.Describe(DescribeNodeError)}
 	}
 	return out, nil
 }

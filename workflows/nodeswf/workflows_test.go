@@ -18,19 +18,14 @@ import (
 	"github.com/schooner-ml/schooner/gpu"
 	"github.com/schooner-ml/schooner/nodes"
 	"github.com/schooner-ml/schooner/taskqueue"
+	"github.com/schooner-ml/schooner/workflows/internal/wftest"
 )
 
-func registerNodeActivities(env *testsuite.TestWorkflowEnvironment) {
-	env.RegisterActivityWithOptions(func(context.Context) ([]string, error) { return nil, nil },
-		activity.RegisterOptions{Name: nodes.ActivityListNodes})
-	env.RegisterActivityWithOptions(func(context.Context) (gpu.Inventory, error) { return gpu.Inventory{}, nil },
-		activity.RegisterOptions{Name: nodes.ActivityInventory})
-}
+// standIns are the node activities' stand-ins, which the inventory tests mock.
+var standIns = map[string]any{nodes.ActivityListNodes: wftest.StandIn[[]string](), nodes.ActivityInventory: wftest.StandIn[gpu.Inventory]()}
 
 func TestNodeInventoryAsksEveryNodeAndReportsUnreachable(t *testing.T) {
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	registerNodeActivities(env)
+	env := wftest.NewEnv(standIns)
 	env.OnActivity(nodes.ActivityListNodes, mock.Anything).Return([]string{"a", "b"}, nil).Once()
 	env.OnActivity(nodes.ActivityInventory, mock.Anything).Return(func(ctx context.Context) (gpu.Inventory, error) {
 		info := activity.GetInfo(ctx)
@@ -40,10 +35,7 @@ func TestNodeInventoryAsksEveryNodeAndReportsUnreachable(t *testing.T) {
 		return gpu.Inventory{NodeID: "a", GPUs: []gpu.Device{{Name: "NVIDIA H200"}}}, nil
 	})
 	env.ExecuteWorkflow(NodeInventory, nodes.InventoryRequest{})
-	require.True(t, env.IsWorkflowCompleted())
-	require.NoError(t, env.GetWorkflowError())
-	var res nodes.InventoryResult
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := wftest.Result[nodes.InventoryResult](t, env)
 	require.Len(t, res.Nodes, 2)
 	assert.Equal(t, "a", res.Nodes[0].NodeID)
 	assert.Len(t, res.Nodes[0].Inventory.GPUs, 1)
@@ -54,22 +46,16 @@ func TestNodeInventoryAsksEveryNodeAndReportsUnreachable(t *testing.T) {
 }
 
 func TestNodeInventoryExplicitNodesSkipsRegistry(t *testing.T) {
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	registerNodeActivities(env)
+	env := wftest.NewEnv(standIns)
 	env.OnActivity(nodes.ActivityInventory, mock.Anything).Return(gpu.Inventory{NodeID: "x"}, nil).Once()
 	env.ExecuteWorkflow(NodeInventory, nodes.InventoryRequest{Nodes: []string{"x"}})
-	require.NoError(t, env.GetWorkflowError())
-	var res nodes.InventoryResult
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := wftest.Result[nodes.InventoryResult](t, env)
 	require.Len(t, res.Nodes, 1)
 	env.AssertNotCalled(t, nodes.ActivityListNodes, mock.Anything)
 }
 
 func TestNodeInventoryFailsWhenRegistryUnreadable(t *testing.T) {
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	registerNodeActivities(env)
+	env := wftest.NewEnv(standIns)
 	env.OnActivity(nodes.ActivityListNodes, mock.Anything).Return(nil, temporal.NewNonRetryableApplicationError("boom", "test", nil))
 	env.ExecuteWorkflow(NodeInventory, nodes.InventoryRequest{})
 	require.Error(t, env.GetWorkflowError())
@@ -77,16 +63,11 @@ func TestNodeInventoryFailsWhenRegistryUnreadable(t *testing.T) {
 
 func queryNodes(t *testing.T, env *testsuite.TestWorkflowEnvironment) []nodes.Record {
 	t.Helper()
-	v, err := env.QueryWorkflow(nodes.QueryNodes)
-	require.NoError(t, err)
-	var nodes []nodes.Record
-	require.NoError(t, v.Get(&nodes))
-	return nodes
+	return wftest.Query[[]nodes.Record](t, env, nodes.QueryNodes)
 }
 
 func TestNodeRegistryRegisterDeregisterAndQuery(t *testing.T) {
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
+	env := wftest.NewEnv(nil)
 	started := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(nodes.SignalRegister, nodes.Record{ID: "zeta", Hostname: "z"})
@@ -114,8 +95,7 @@ func TestNodeRegistryRegisterDeregisterAndQuery(t *testing.T) {
 }
 
 func TestNodeRegistryContinuesAsNewWithState(t *testing.T) {
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
+	env := wftest.NewEnv(nil)
 	env.RegisterDelayedCallback(func() {
 		for i := 0; i < maxRegistrySignals; i++ {
 			env.SignalWorkflow(nodes.SignalRegister, nodes.Record{ID: "n"})

@@ -69,22 +69,7 @@ func (d *dep) stop(ctx workflow.Context) error {
 	tctx, cancelTimer := workflow.WithCancel(ctx)
 	defer cancelTimer()
 	timer := workflow.NewTimerWithOptions(tctx, d.opts.DrainTimeout, workflow.TimerOptions{Summary: "wait for the stages to drain"})
-	for expired := false; !expired; {
-		sel := workflow.NewSelector(ctx)
-		pending := 0
-		for _, r := range d.runs {
-			if r.done {
-				continue
-			}
-			pending++
-			sel.AddFuture(r.future, func(f workflow.Future) { r.done, r.err = true, f.Get(ctx, &r.result) })
-		}
-		if pending == 0 {
-			break
-		}
-		sel.AddFuture(timer, func(workflow.Future) { expired = true })
-		sel.Select(ctx)
-	}
+	jobwf.AwaitRuns(ctx, timer, d.runs, nil)
 	d.runs = nil
 	for _, s := range d.slots {
 		s.run, s.state, s.workerAddr, s.holderAddr = nil, "", "", ""
@@ -100,10 +85,7 @@ func (d *dep) stop(ctx workflow.Context) error {
 // cleanup releases every held instance, then the stragglers still tagged with the
 // deployment's id (a fleet interrupted mid-create); what is still listed after that leaked.
 func (d *dep) cleanup(ctx workflow.Context) error {
-	ids := make([]string, len(d.held))
-	for i, in := range d.held {
-		ids[i] = in.ID
-	}
+	ids := cloud.IDs(d.held)
 	if err := d.release(ctx, ids); err != nil {
 		return err
 	}

@@ -10,9 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
@@ -85,31 +83,20 @@ func newWorldEnv(t *testing.T) (*world, *testsuite.TestWorkflowEnvironment) {
 }
 
 func newEnv(t *testing.T, w *world) *testsuite.TestWorkflowEnvironment {
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
+	env := w.NewEnv(standIn{}, func(env *testsuite.TestWorkflowEnvironment) {
+		Register(env)
+		servingact.RegisterControl(env, standIn{})
+		servingact.RegisterNode(env, standIn{})
+	})
 	env.SetTestTimeout(30 * time.Second)
-	Register(env)
-	wftest.RegisterFleet(env, standIn{})
-	servingact.RegisterControl(env, standIn{})
-	servingact.RegisterNode(env, standIn{})
-	w.Mock(env)
-	env.OnActivity(serving.ActivityOfferings, mock.Anything, mock.Anything).Return([]cloud.Offering{
-		{Provider: "sim", Zone: "z-a", InstanceType: "v1", GPUType: "V100-16", GPUsPerInstance: 1, SpotPrice: 1, OnDemandPrice: 3, SpotCapacity: 8},
-		{Provider: "sim", Zone: "z-b", InstanceType: "v1", GPUType: "V100-16", GPUsPerInstance: 1, SpotPrice: 1.2, OnDemandPrice: 3, SpotCapacity: 8},
-		{Provider: "sim", Zone: "z-c", InstanceType: "v1", GPUType: "V100-16", GPUsPerInstance: 1, SpotPrice: 1.5, OnDemandPrice: 3, SpotCapacity: 8},
-	}, nil)
+	env.OnActivity(serving.ActivityOfferings, mock.Anything, mock.Anything).Return(w.Offers("v1", 1, 1.2, 1.5), nil)
 	// A stage serves until it is cancelled (a day of test clock); the node side reports it
 	// ready after its boot time.
 	env.OnActivity(serving.ActivityRunStage, mock.Anything, mock.Anything).After(24 * time.Hour).Return(
 		func(_ context.Context, a serving.StageAssignment) (serving.StageResult, error) {
 			return serving.StageResult{Replica: a.Replica, Stage: a.Stage, Epoch: a.Epoch}, nil
 		})
-	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
-		if info.ActivityType.Name != serving.ActivityRunStage {
-			return
-		}
-		var a serving.StageAssignment
-		require.NoError(t, args.Get(&a))
+	wftest.OnStarted(t, env, serving.ActivityRunStage, func(a serving.StageAssignment) {
 		w.Lock()
 		w.assignments = append(w.assignments, a)
 		w.Unlock()
@@ -133,15 +120,6 @@ func newEnv(t *testing.T, w *world) *testsuite.TestWorkflowEnvironment {
 	return env
 }
 
-func query[T any](t *testing.T, env *testsuite.TestWorkflowEnvironment, name string) T {
-	t.Helper()
-	v, err := env.QueryWorkflow(name)
-	require.NoError(t, err)
-	var out T
-	require.NoError(t, v.Get(&out))
-	return out
-}
-
 // stopAt stops the deployment at the given test-clock time and keeps the update's result.
 func stopAt(t *testing.T, env *testsuite.TestWorkflowEnvironment, at time.Duration, result *serving.Status) {
 	env.RegisterDelayedCallback(func() {
@@ -162,7 +140,7 @@ func stopAt(t *testing.T, env *testsuite.TestWorkflowEnvironment, at time.Durati
 // once the workflow has run.
 func queryAt[T any](t *testing.T, env *testsuite.TestWorkflowEnvironment, name string, at time.Duration) *T {
 	var v T
-	env.RegisterDelayedCallback(func() { v = query[T](t, env, name) }, at)
+	env.RegisterDelayedCallback(func() { v = wftest.Query[T](t, env, name) }, at)
 	return &v
 }
 
@@ -172,16 +150,7 @@ func runUntilStopped(t *testing.T, env *testsuite.TestWorkflowEnvironment, in se
 	t.Helper()
 	stopAt(t, env, at, stopped)
 	env.ExecuteWorkflow(ServingDeployment, in)
-	return finalStatus(t, env)
-}
-
-func finalStatus(t *testing.T, env *testsuite.TestWorkflowEnvironment) serving.Status {
-	t.Helper()
-	require.True(t, env.IsWorkflowCompleted())
-	require.NoError(t, env.GetWorkflowError())
-	var st serving.Status
-	require.NoError(t, env.GetWorkflowResult(&st))
-	return st
+	return wftest.Result[serving.Status](t, env)
 }
 
 func TestTwoStageDeploymentBecomesServing(t *testing.T) {
@@ -323,17 +292,7 @@ func TestBadSpecFailsAtOnceNamingTheFields(t *testing.T) {
 	in := deployInput()
 	in.Spec.Name, in.Spec.Stages = "Chat!", 9
 	env.ExecuteWorkflow(ServingDeployment, in)
-	require.True(t, env.IsWorkflowCompleted())
-	err := env.GetWorkflowError()
-	require.Error(t, err)
-	var app *temporal.ApplicationError
-	require.ErrorAs(t, err, &app)
-	assert.Equal(t, serving.ErrTypeInvalidSpec, app.Type())
-	assert.True(t, app.NonRetryable(), "a bad spec is final")
-	assert.Contains(t, err.Error(), "name")
-	assert.Contains(t, err.Error(), "stages")
-	var problems []serving.FieldError
-	require.NoError(t, app.Details(&problems))
+	problems := wftest.BadSpec[serving.FieldError](t, env, serving.ErrTypeInvalidSpec, "name", "stages")
 	var fields []string
 	for _, p := range problems {
 		fields = append(fields, p.Field)

@@ -10,6 +10,7 @@ import (
 	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/serving"
 	"github.com/schooner-ml/schooner/taskqueue"
+	"github.com/schooner-ml/schooner/workflows/internal/jobwf"
 )
 
 // advance starts every RunStage that may start now. The start order, per replica, is from
@@ -65,7 +66,7 @@ func (d *dep) start(ctx workflow.Context, s *slot, inst cloud.Instance, isStandb
 			what, s.replica, s.stage, d.depth(), a.Layers.First, a.Layers.End-1, inst.ID, epoch),
 	})
 	run := &stageRun{slot: s, epoch: epoch, instanceID: inst.ID, cancel: cancel, startedAt: workflow.Now(ctx), standby: isStandby,
-		future: workflow.ExecuteActivity(actx, serving.ActivityRunStage, a)}
+		Run: jobwf.Run[serving.StageResult]{Future: workflow.ExecuteActivity(actx, serving.ActivityRunStage, a)}}
 	d.runs = append(d.runs, run)
 	if isStandby {
 		s.standby.run = run

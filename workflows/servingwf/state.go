@@ -89,18 +89,15 @@ type standby struct {
 
 // stageRun is one RunStage activity.
 type stageRun struct {
+	jobwf.Run[serving.StageResult]
 	slot       *slot
 	epoch      int
 	instanceID string
-	future     workflow.Future
 	cancel     workflow.CancelFunc
 	startedAt  time.Time
 	standby    bool
 	// retired: cancelled on purpose (replaced, scaled away, stopped); its end means nothing.
 	retired bool
-	done    bool
-	err     error
-	result  serving.StageResult
 }
 
 // newDep builds the state of a fresh start or of a run continued as new.

@@ -54,24 +54,10 @@ func (d *dep) loop(ctx workflow.Context) error {
 		polled := false
 		sel := workflow.NewSelector(ctx)
 		for _, r := range d.runs {
-			if r.done {
-				continue
-			}
-			sel.AddFuture(r.future, func(f workflow.Future) {
-				r.done, r.err = true, f.Get(ctx, &r.result)
-				ended = r
-			})
+			r.Watch(ctx, sel, func() { ended = r })
 		}
-		sel.AddReceive(readyCh, func(c workflow.ReceiveChannel, _ bool) {
-			var m serving.StageReady
-			c.Receive(ctx, &m)
-			ready = &m
-		})
-		sel.AddReceive(noticeCh, func(c workflow.ReceiveChannel, _ bool) {
-			var n serving.PreemptionNotice
-			c.Receive(ctx, &n)
-			notice = &n
-		})
+		jobwf.Receive(ctx, sel, readyCh, &ready)
+		jobwf.Receive(ctx, sel, noticeCh, &notice)
 		sel.AddReceive(d.wake, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
 		sel.AddFuture(poll, func(workflow.Future) { polled, poll = true, nil })
 		if retry != nil {
@@ -101,7 +87,7 @@ func (d *dep) loop(ctx workflow.Context) error {
 		}
 		live := d.runs[:0]
 		for _, r := range d.runs {
-			if !r.done {
+			if !r.Done {
 				live = append(live, r)
 			}
 		}
@@ -205,7 +191,7 @@ func (d *dep) onRunEnded(ctx workflow.Context, r *stageRun) error {
 		if s.standby == nil || s.standby.run != r {
 			return nil
 		}
-		return d.dropStandby(ctx, s, fmt.Sprintf("its stage ended: %v", r.err))
+		return d.dropStandby(ctx, s, fmt.Sprintf("its stage ended: %v", r.Err))
 	}
 	if s.run != r {
 		return nil
@@ -219,7 +205,7 @@ func (d *dep) onRunEnded(ctx workflow.Context, r *stageRun) error {
 		return d.onLost(ctx, s, lossOf(v))
 	}
 	var timeout *temporal.TimeoutError
-	stuck := errors.As(r.err, &timeout) && timeout.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START
+	stuck := errors.As(r.Err, &timeout) && timeout.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START
 	s.restarts++
 	if stuck || s.restarts > d.opts.MaxStageRestarts {
 		return d.onLost(ctx, s, lossReplaced)
@@ -228,7 +214,7 @@ func (d *dep) onRunEnded(ctx workflow.Context, r *stageRun) error {
 		d.version++
 	}
 	s.state, s.workerAddr, s.holderAddr = "", "", ""
-	d.event(ctx, fmt.Sprintf("replica %d stage %d ended on live %s (%v): restarting it there", s.replica, s.stage, s.instID(), r.err))
+	d.event(ctx, fmt.Sprintf("replica %d stage %d ended on live %s (%v): restarting it there", s.replica, s.stage, s.instID(), r.Err))
 	return nil
 }
 
@@ -346,10 +332,7 @@ func (d *dep) avoidZone(zone string, now time.Time) {
 // gives up stages that started but never reported ready.
 func (d *dep) onPoll(ctx workflow.Context) error {
 	d.event(ctx, "")
-	ids := make([]string, len(d.held))
-	for i, in := range d.held {
-		ids[i] = in.ID
-	}
+	ids := cloud.IDs(d.held)
 	if err := d.confirm(ctx, ids); err != nil {
 		return err
 	}

@@ -171,10 +171,7 @@ func (j *job) pause(ctx workflow.Context) error {
 
 // releaseAll releases every held instance.
 func (j *job) releaseAll(ctx workflow.Context) error {
-	ids := make([]string, len(j.held))
-	for i, in := range j.held {
-		ids[i] = in.ID
-	}
+	ids := cloud.IDs(j.held)
 	if err := j.release(ctx, ids); err != nil {
 		return err
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -52,6 +51,18 @@ func twoStagePlan(zone string, capacity cloud.CapacityType, iter float64) traini
 	return training.PlanJobResult{Plan: p, Estimate: planner.Estimate{IterTime: iter, USDPerHour: 2}, Summary: "2 stages in " + zone,
 		ModelLayers: 26, Replicas: []training.PlannedReplica{
 			{Rank: 0, Stage: 0, Key: key, GPUs: 1, GPUsPerInstance: 1}, {Rank: 1, Stage: 1, Key: key, GPUs: 1, GPUsPerInstance: 1}}}
+}
+
+// planIn is a planner that always plans twoStagePlan in zone, on spot machines.
+func planIn(zone string) func(training.PlanJobRequest) (training.PlanJobResult, error) {
+	return func(training.PlanJobRequest) (training.PlanJobResult, error) {
+		return twoStagePlan(zone, cloud.Spot, 1), nil
+	}
+}
+
+// runsFor is a trainer that runs every epoch for d.
+func runsFor(d time.Duration) func(training.Assignment) (time.Duration, error) {
+	return func(training.Assignment) (time.Duration, error) { return d, nil }
 }
 
 // firstEpochRunsLong is a trainer that runs the first epoch for an hour (until something
@@ -108,16 +119,11 @@ func (standIn) StopTrainers(context.Context, training.StopRequest) (int, error) 
 
 // newJobEnv wires the world into a test environment. planFor decides each plan.
 func newJobEnv(t *testing.T, w *jobWorld, planFor func(req training.PlanJobRequest) (training.PlanJobResult, error)) *testsuite.TestWorkflowEnvironment {
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	wftest.RegisterFleet(env, standIn{})
-	trainingact.RegisterControl(env, standIn{})
-	trainingact.RegisterNode(env, standIn{})
-	w.Mock(env)
-	env.OnActivity(training.ActivityJobOfferings, mock.Anything, mock.Anything).Return([]cloud.Offering{
-		{Provider: "sim", Zone: "z-a", InstanceType: "a1", GPUType: "A100-40", GPUsPerInstance: 1, SpotPrice: 1, OnDemandPrice: 3, SpotCapacity: 8},
-		{Provider: "sim", Zone: "z-b", InstanceType: "a1", GPUType: "A100-40", GPUsPerInstance: 1, SpotPrice: 1.2, OnDemandPrice: 3, SpotCapacity: 8},
-	}, nil)
+	env := w.NewEnv(standIn{}, func(env *testsuite.TestWorkflowEnvironment) {
+		trainingact.RegisterControl(env, standIn{})
+		trainingact.RegisterNode(env, standIn{})
+	})
+	env.OnActivity(training.ActivityJobOfferings, mock.Anything, mock.Anything).Return(w.Offers("a1", 1, 1.2), nil)
 	env.OnActivity(training.ActivityPlanJob, mock.Anything, mock.Anything).Return(func(_ context.Context, req training.PlanJobRequest) (training.PlanJobResult, error) {
 		w.Lock()
 		w.plans = append(w.plans, req)
@@ -137,12 +143,7 @@ func newJobEnv(t *testing.T, w *jobWorld, planFor func(req training.PlanJobReque
 		w.liveAtVerify = append(w.liveAtVerify, live)
 		return w.verifyErr
 	})
-	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
-		if info.ActivityType.Name != training.ActivityRunTrainer {
-			return
-		}
-		var a training.Assignment
-		require.NoError(t, args.Get(&a))
+	wftest.OnStarted(t, env, training.ActivityRunTrainer, func(a training.Assignment) {
 		w.Lock()
 		w.assignments = append(w.assignments, a)
 		w.Unlock()
@@ -169,22 +170,32 @@ func newJobEnv(t *testing.T, w *jobWorld, planFor func(req training.PlanJobReque
 
 func jobResult(t *testing.T, env *testsuite.TestWorkflowEnvironment) training.JobStatus {
 	t.Helper()
-	require.True(t, env.IsWorkflowCompleted())
-	require.NoError(t, env.GetWorkflowError())
-	var st training.JobStatus
-	require.NoError(t, env.GetWorkflowResult(&st))
+	return wftest.Result[training.JobStatus](t, env)
+}
+
+// runCompleted runs the job of jobInput to its end and returns its final status; the test
+// ends unless the job completed.
+func runCompleted(t *testing.T, env *testsuite.TestWorkflowEnvironment) training.JobStatus {
+	t.Helper()
+	env.ExecuteWorkflow(TrainingJob, jobInput())
+	st := jobResult(t, env)
+	require.Equal(t, training.PhaseCompleted, st.Phase)
 	return st
+}
+
+// splitPlan is twoStagePlan in z-a with its second stage in z-b.
+func splitPlan() training.PlanJobResult {
+	p := twoStagePlan("z-a", cloud.Spot, 1)
+	p.Plan.Stages[1].Replicas[0].Zone = "z-b"
+	p.Replicas[1].Key.Zone = "z-b"
+	return p
 }
 
 func TestTrainingJobCompletes(t *testing.T) {
 	w := newJobWorld()
-	w.trainerRun = func(training.Assignment) (time.Duration, error) { return 0, nil }
-	env := newJobEnv(t, w, func(training.PlanJobRequest) (training.PlanJobResult, error) {
-		return twoStagePlan("z-a", cloud.Spot, 1), nil
-	})
-	env.ExecuteWorkflow(TrainingJob, jobInput())
-	st := jobResult(t, env)
-	require.Equal(t, training.PhaseCompleted, st.Phase)
+	w.trainerRun = runsFor(0)
+	env := newJobEnv(t, w, planIn("z-a"))
+	st := runCompleted(t, env)
 	require.True(t, st.StateVerified)
 	require.Equal(t, int64(100), st.LastCheckpoint)
 	require.Len(t, st.Plans, 1)
@@ -204,17 +215,11 @@ func TestTrainingJobCompletes(t *testing.T) {
 
 func TestTrainingJobWhoseFinalStateDoesNotVerifyFails(t *testing.T) {
 	w := newJobWorld()
-	w.trainerRun = func(training.Assignment) (time.Duration, error) { return 0, nil }
+	w.trainerRun = runsFor(0)
 	w.verifyErr = temporal.NewNonRetryableApplicationError("step 100 differs from an uninterrupted run", "StateMismatch", nil)
-	env := newJobEnv(t, w, func(training.PlanJobRequest) (training.PlanJobResult, error) {
-		return twoStagePlan("z-a", cloud.Spot, 1), nil
-	})
+	env := newJobEnv(t, w, planIn("z-a"))
 	env.ExecuteWorkflow(TrainingJob, jobInput())
-	require.True(t, env.IsWorkflowCompleted())
-	err := env.GetWorkflowError()
-	require.Error(t, err, "a job whose state does not verify is never reported completed")
-	var app *temporal.ApplicationError
-	require.ErrorAs(t, err, &app)
+	app, _ := wftest.Failure(t, env, "a job whose state does not verify is never reported completed")
 	assert.Equal(t, training.ErrTypeStateMismatch, app.Type())
 	assert.Empty(t, w.Leaked(), "and it still releases everything")
 }
@@ -222,7 +227,7 @@ func TestTrainingJobWhoseFinalStateDoesNotVerifyFails(t *testing.T) {
 func TestTrainingJobReplansWithWhatICEleft(t *testing.T) {
 	w := newJobWorld()
 	w.ShortOnce["z-a"] = true
-	w.trainerRun = func(training.Assignment) (time.Duration, error) { return 0, nil }
+	w.trainerRun = runsFor(0)
 	env := newJobEnv(t, w, func(req training.PlanJobRequest) (training.PlanJobResult, error) {
 		for _, o := range req.Offers {
 			if o.Zone == "z-a" {
@@ -230,14 +235,9 @@ func TestTrainingJobReplansWithWhatICEleft(t *testing.T) {
 			}
 		}
 		// z-a is marked unavailable: a plan on the survivor in z-a plus one in z-b.
-		p := twoStagePlan("z-a", cloud.Spot, 1)
-		p.Plan.Stages[1].Replicas[0].Zone = "z-b"
-		p.Replicas[1].Key.Zone = "z-b"
-		return p, nil
+		return splitPlan(), nil
 	})
-	env.ExecuteWorkflow(TrainingJob, jobInput())
-	st := jobResult(t, env)
-	require.Equal(t, training.PhaseCompleted, st.Phase)
+	runCompleted(t, env)
 	require.GreaterOrEqual(t, len(w.plans), 2)
 	require.Len(t, w.plans[1].Survivors, 1, "the replan keeps the instance the short acquire got")
 	for _, o := range w.plans[1].Offers {
@@ -269,9 +269,7 @@ func TestTrainingJobSurvivesPreemption(t *testing.T) {
 		preempted = true
 		env.SignalWorkflow(training.SignalPreemptionNotice, training.PreemptionNotice{InstanceID: "i-2", Kind: cloud.Preempted})
 	}, 22*time.Second)
-	env.ExecuteWorkflow(TrainingJob, jobInput())
-	st := jobResult(t, env)
-	require.Equal(t, training.PhaseCompleted, st.Phase)
+	st := runCompleted(t, env)
 	require.Equal(t, 1, st.Preemptions)
 	require.Equal(t, 1, st.Notices)
 	require.Equal(t, 1, st.Replans)
@@ -300,14 +298,10 @@ func TestTrainingJobLostWithoutNoticeAndFalseAlarm(t *testing.T) {
 		}
 		return 0, nil
 	}
-	env := newJobEnv(t, w, func(training.PlanJobRequest) (training.PlanJobResult, error) {
-		return twoStagePlan("z-a", cloud.Spot, 1), nil
-	})
+	env := newJobEnv(t, w, planIn("z-a"))
 	// Epoch 2's machine i-1 is reclaimed with no notice; the poll finds it.
 	env.RegisterDelayedCallback(func() { w.State("i-1", cloud.StatePreempted) }, 60*time.Second)
-	env.ExecuteWorkflow(TrainingJob, jobInput())
-	st := jobResult(t, env)
-	require.Equal(t, training.PhaseCompleted, st.Phase)
+	st := runCompleted(t, env)
 	require.Equal(t, 1, st.Preemptions)
 	require.Equal(t, 0, st.LostInstances)
 	epochs := map[int][]string{}
@@ -321,10 +315,8 @@ func TestTrainingJobLostWithoutNoticeAndFalseAlarm(t *testing.T) {
 
 func TestTrainingJobCancelReleases(t *testing.T) {
 	w := newJobWorld()
-	w.trainerRun = func(training.Assignment) (time.Duration, error) { return time.Hour, nil }
-	env := newJobEnv(t, w, func(training.PlanJobRequest) (training.PlanJobResult, error) {
-		return twoStagePlan("z-a", cloud.Spot, 1), nil
-	})
+	w.trainerRun = runsFor(time.Hour)
+	env := newJobEnv(t, w, planIn("z-a"))
 	env.RegisterDelayedCallback(env.CancelWorkflow, 30*time.Second)
 	env.ExecuteWorkflow(TrainingJob, jobInput())
 	require.True(t, env.IsWorkflowCompleted())
@@ -335,10 +327,8 @@ func TestTrainingJobCancelReleases(t *testing.T) {
 
 func TestTrainingJobSetBudgetValidator(t *testing.T) {
 	w := newJobWorld()
-	w.trainerRun = func(training.Assignment) (time.Duration, error) { return 0, nil }
-	env := newJobEnv(t, w, func(training.PlanJobRequest) (training.PlanJobResult, error) {
-		return twoStagePlan("z-a", cloud.Spot, 1), nil
-	})
+	w.trainerRun = runsFor(0)
+	env := newJobEnv(t, w, planIn("z-a"))
 	var rejected, accepted bool
 	env.RegisterDelayedCallback(func() {
 		env.UpdateWorkflow(training.UpdateSetBudget, "bad", &testsuite.TestUpdateCallback{
@@ -348,7 +338,7 @@ func TestTrainingJobSetBudgetValidator(t *testing.T) {
 			OnReject: func(error) {}, OnAccept: func() { accepted = true }, OnComplete: func(any, error) {}},
 			training.SetBudgetRequest{Budget: training.Budget{USDPerHour: 10}})
 	}, 0)
-	w.trainerRun = func(training.Assignment) (time.Duration, error) { return 10 * time.Second, nil }
+	w.trainerRun = runsFor(10 * time.Second)
 	env.ExecuteWorkflow(TrainingJob, jobInput())
 	st := jobResult(t, env)
 	require.True(t, rejected)
@@ -382,9 +372,7 @@ func TestTrainingJobDeadlineAddsOnDemand(t *testing.T) {
 func TestTrainingJobPauseResume(t *testing.T) {
 	w := newJobWorld()
 	w.trainerRun = firstEpochRunsLong
-	env := newJobEnv(t, w, func(training.PlanJobRequest) (training.PlanJobResult, error) {
-		return twoStagePlan("z-a", cloud.Spot, 1), nil
-	})
+	env := newJobEnv(t, w, planIn("z-a"))
 	var paused training.JobStatus
 	noop := func() {}
 	env.RegisterDelayedCallback(func() {
@@ -415,10 +403,8 @@ func TestTrainingJobPauseResume(t *testing.T) {
 
 func TestTrainingJobContinuesAsNew(t *testing.T) {
 	w := newJobWorld()
-	w.trainerRun = func(training.Assignment) (time.Duration, error) { return time.Hour, nil }
-	env := newJobEnv(t, w, func(training.PlanJobRequest) (training.PlanJobResult, error) {
-		return twoStagePlan("z-a", cloud.Spot, 1), nil
-	})
+	w.trainerRun = runsFor(time.Hour)
+	env := newJobEnv(t, w, planIn("z-a"))
 	in := jobInput()
 	in.Options.ContinueAsNewAfter = 12
 	env.RegisterDelayedCallback(func() {
@@ -467,9 +453,7 @@ func TestTrainingJobHeartbeatTimeoutConfirmedLost(t *testing.T) {
 		}
 		return 0, nil
 	}
-	env := newJobEnv(t, w, func(training.PlanJobRequest) (training.PlanJobResult, error) {
-		return twoStagePlan("z-a", cloud.Spot, 1), nil
-	})
+	env := newJobEnv(t, w, planIn("z-a"))
 	in := jobInput()
 	in.Options.PollInterval = time.Hour // only the heartbeat timeout can find the loss
 	env.ExecuteWorkflow(TrainingJob, in)
@@ -493,12 +477,8 @@ func TestTrainingJobReplacesStuckInstance(t *testing.T) {
 		}
 		return 0, nil
 	}
-	env := newJobEnv(t, w, func(training.PlanJobRequest) (training.PlanJobResult, error) {
-		return twoStagePlan("z-a", cloud.Spot, 1), nil
-	})
-	env.ExecuteWorkflow(TrainingJob, jobInput())
-	st := jobResult(t, env)
-	require.Equal(t, training.PhaseCompleted, st.Phase)
+	env := newJobEnv(t, w, planIn("z-a"))
+	st := runCompleted(t, env)
 	require.Equal(t, 0, st.Preemptions, "a stuck machine is replaced, not counted as a preemption")
 	require.Contains(t, w.Released, "i-1")
 	for _, a := range w.assignments {
@@ -511,10 +491,8 @@ func TestTrainingJobReplacesStuckInstance(t *testing.T) {
 
 func TestTrainingJobBudgetExhaustedFailsAndReleases(t *testing.T) {
 	w := newJobWorld()
-	w.trainerRun = func(training.Assignment) (time.Duration, error) { return time.Hour, nil }
-	env := newJobEnv(t, w, func(training.PlanJobRequest) (training.PlanJobResult, error) {
-		return twoStagePlan("z-a", cloud.Spot, 1), nil
-	})
+	w.trainerRun = runsFor(time.Hour)
+	env := newJobEnv(t, w, planIn("z-a"))
 	in := jobInput()
 	in.Spec.Budget.TotalUSD = 1 // 2 instances × $1/h × 60: a dollar in 30 s of wall time
 	env.ExecuteWorkflow(TrainingJob, in)
@@ -535,17 +513,7 @@ func TestTrainingJobRefusesABadSpecAtOnceNamingTheField(t *testing.T) {
 	in.Spec.Iterations = -5
 	in.Spec.Checkpoint.Store = ""
 	env.ExecuteWorkflow(TrainingJob, in)
-	require.True(t, env.IsWorkflowCompleted())
-	err := env.GetWorkflowError()
-	require.Error(t, err)
-	var app *temporal.ApplicationError
-	require.ErrorAs(t, err, &app)
-	assert.Equal(t, training.ErrTypeInvalidSpec, app.Type())
-	assert.True(t, app.NonRetryable(), "a bad spec is final")
-	assert.Contains(t, err.Error(), "iterations")
-	assert.Contains(t, err.Error(), "checkpoint.store")
-	var problems []training.FieldError
-	require.NoError(t, app.Details(&problems))
+	problems := wftest.BadSpec[training.FieldError](t, env, training.ErrTypeInvalidSpec, "iterations", "checkpoint.store")
 	assert.GreaterOrEqual(t, len(problems), 2)
 	assert.Empty(t, w.Acquires, "nothing is bought for a bad spec")
 	assert.Empty(t, w.plans)
@@ -553,10 +521,8 @@ func TestTrainingJobRefusesABadSpecAtOnceNamingTheField(t *testing.T) {
 
 func TestTrainingJobAppliesDefaultsAndTakesTheProvidersTimeScale(t *testing.T) {
 	w := newJobWorld()
-	w.trainerRun = func(training.Assignment) (time.Duration, error) { return 0, nil }
-	env := newJobEnv(t, w, func(training.PlanJobRequest) (training.PlanJobResult, error) {
-		return twoStagePlan("z-a", cloud.Spot, 1), nil
-	})
+	w.trainerRun = runsFor(0)
+	env := newJobEnv(t, w, planIn("z-a"))
 	in := jobInput()
 	in.TimeScale = 1 // what a user typed; the provider (mocked at 60×) wins
 	in.Spec.Trainer.Kind, in.Spec.Objective, in.Spec.Spot = "", "", ""
@@ -587,9 +553,7 @@ func TestTrainingJobRefusesAPastDeadlineAndJobsOverTheLimits(t *testing.T) {
 			in := jobInput()
 			c.edit(&in)
 			env.ExecuteWorkflow(TrainingJob, in)
-			err := env.GetWorkflowError()
-			var app *temporal.ApplicationError
-			require.ErrorAs(t, err, &app)
+			app, err := wftest.Failure(t, env)
 			assert.Equal(t, training.ErrTypeInvalidSpec, app.Type())
 			assert.Contains(t, err.Error(), c.field)
 			assert.Empty(t, w.Acquires)
@@ -599,9 +563,7 @@ func TestTrainingJobRefusesAPastDeadlineAndJobsOverTheLimits(t *testing.T) {
 
 func TestTrainingJobBuysNothingWithABudgetTooSmallForAMinute(t *testing.T) {
 	w := newJobWorld()
-	env := newJobEnv(t, w, func(training.PlanJobRequest) (training.PlanJobResult, error) {
-		return twoStagePlan("z-a", cloud.Spot, 1), nil
-	})
+	env := newJobEnv(t, w, planIn("z-a"))
 	in := jobInput()
 	in.Spec.Budget.TotalUSD = 0.0001
 	env.ExecuteWorkflow(TrainingJob, in)
@@ -626,18 +588,14 @@ func TestTrainingJobFailsAtOnceWhenTheBudgetRulesOutEveryPlan(t *testing.T) {
 func TestTrainingJobReplanCountsTheCapacityItJustTook(t *testing.T) {
 	w := newJobWorld()
 	w.ShortOnce["z-b"] = true
-	w.trainerRun = func(training.Assignment) (time.Duration, error) { return 0, nil }
+	w.trainerRun = runsFor(0)
 	env := newJobEnv(t, w, func(req training.PlanJobRequest) (training.PlanJobResult, error) {
-		p := twoStagePlan("z-a", cloud.Spot, 1)
 		if len(req.Survivors) == 0 { // the first round: one stage in each zone
-			p.Plan.Stages[1].Replicas[0].Zone = "z-b"
-			p.Replicas[1].Key.Zone = "z-b"
+			return splitPlan(), nil
 		}
-		return p, nil
+		return twoStagePlan("z-a", cloud.Spot, 1), nil
 	})
-	env.ExecuteWorkflow(TrainingJob, jobInput())
-	st := jobResult(t, env)
-	require.Equal(t, training.PhaseCompleted, st.Phase)
+	runCompleted(t, env)
 	require.GreaterOrEqual(t, len(w.plans), 2)
 	require.Len(t, w.plans[1].Survivors, 1, "the first round got its z-a instance only")
 	found := false
@@ -669,9 +627,7 @@ func TestTrainingJobReplanDropsInstancesUnderNotice(t *testing.T) {
 		w.State("i-2", cloud.StatePreempted)
 		env.SignalWorkflow(training.SignalPreemptionNotice, training.PreemptionNotice{InstanceID: "i-2", Kind: cloud.Preempted})
 	}, 22*time.Second)
-	env.ExecuteWorkflow(TrainingJob, jobInput())
-	st := jobResult(t, env)
-	require.Equal(t, training.PhaseCompleted, st.Phase)
+	st := runCompleted(t, env)
 	require.Equal(t, 2, st.Notices)
 	require.Equal(t, 1, st.Replans)
 	// plans[0] and [1] are the first plan's two rounds (before and after acquiring);

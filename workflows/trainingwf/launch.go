@@ -15,14 +15,11 @@ import (
 
 // trainerRun is one RunTrainer activity of the running epoch.
 type trainerRun struct {
+	// Run's Result is what the trainer returned when it finished its assignment.
+	jobwf.Run[training.TrainerResult]
 	rank       int
 	instanceID string
 	saver      bool
-	future     workflow.Future
-	done       bool
-	err        error
-	// result is what the trainer returned when it finished its assignment.
-	result training.TrainerResult
 }
 
 // latestCheckpoint asks the store for the newest durable step (-1: none).
@@ -98,7 +95,7 @@ func (j *job) launch(ctx workflow.Context, restore int64) {
 		j.rankIter[p.Rank] = max(restore, 0)
 		j.savers[p.Rank] = a.Saver
 		j.trainers = append(j.trainers, &trainerRun{rank: p.Rank, instanceID: p.InstanceID, saver: a.Saver,
-			future: workflow.ExecuteActivity(actx, training.ActivityRunTrainer, a)})
+			Run: jobwf.Run[training.TrainerResult]{Future: workflow.ExecuteActivity(actx, training.ActivityRunTrainer, a)}})
 	}
 	j.setPhase(ctx, training.PhaseTraining)
 	j.event(ctx, fmt.Sprintf("launched %d trainers, epoch %d, from step %d", len(j.trainers), j.status.Epoch, restore))
@@ -118,26 +115,7 @@ func (j *job) stopTrainers(ctx workflow.Context, lost map[string]bool) {
 	tctx, cancelTimer := workflow.WithCancel(ctx)
 	defer cancelTimer()
 	timer := workflow.NewTimerWithOptions(tctx, j.opts.HeartbeatTimeout+2*time.Second, workflow.TimerOptions{Summary: "wait for trainers to stop"})
-	expired := false
-	for !expired {
-		sel := workflow.NewSelector(ctx)
-		pending := 0
-		for _, t := range j.trainers {
-			if t.done || lost[t.instanceID] {
-				continue
-			}
-			pending++
-			sel.AddFuture(t.future, func(f workflow.Future) {
-				t.done = true
-				t.err = f.Get(ctx, &t.result)
-			})
-		}
-		if pending == 0 {
-			break
-		}
-		sel.AddFuture(timer, func(workflow.Future) { expired = true })
-		sel.Select(ctx)
-	}
+	jobwf.AwaitRuns(ctx, timer, j.trainers, func(t *trainerRun) bool { return !lost[t.instanceID] })
 	j.trainers = nil
 }
 
@@ -149,7 +127,7 @@ func (j *job) stopTrainers(ctx workflow.Context, lost map[string]bool) {
 func (j *job) askNodesToStop(ctx workflow.Context, lost map[string]bool) {
 	asked := map[string]bool{}
 	for _, t := range j.trainers {
-		if t.done || lost[t.instanceID] || asked[t.instanceID] {
+		if t.Done || lost[t.instanceID] || asked[t.instanceID] {
 			continue
 		}
 		asked[t.instanceID] = true

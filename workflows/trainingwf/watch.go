@@ -55,21 +55,11 @@ func (j *job) watch(ctx workflow.Context) (outcome, error) {
 		polled := false
 		sel := workflow.NewSelector(ctx)
 		for _, t := range j.trainers {
-			if t.done {
-				continue
-			}
-			sel.AddFuture(t.future, func(f workflow.Future) {
-				t.done, t.err = true, f.Get(ctx, &t.result)
-				finished = t
-			})
+			t.Watch(ctx, sel, func() { finished = t })
 		}
 		sel.AddReceive(progress, func(c workflow.ReceiveChannel, _ bool) { j.onProgress(ctx, c) })
 		sel.AddReceive(committed, func(c workflow.ReceiveChannel, _ bool) { j.onCommitted(ctx, c) })
-		sel.AddReceive(notices, func(c workflow.ReceiveChannel, _ bool) {
-			var n training.PreemptionNotice
-			c.Receive(ctx, &n)
-			notice = &n
-		})
+		jobwf.Receive(ctx, sel, notices, &notice)
 		sel.AddReceive(j.wake, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
 		sel.AddFuture(poll, func(workflow.Future) { polled, poll = true, nil })
 		sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) {})
@@ -121,21 +111,21 @@ func (j *job) onNotice(ctx workflow.Context, n training.PreemptionNotice) (outco
 // onTrainerDone handles one trainer's end: all finished means done; a failure is confirmed
 // with the provider before it is called a preemption.
 func (j *job) onTrainerDone(ctx workflow.Context, t *trainerRun) (outcome, bool, error) {
-	if t.err == nil {
+	if t.Err == nil {
 		// A saver's own word on its newest durable step keeps the status current; the job
 		// still reads the store before it calls the run complete.
 		if t.saver {
-			j.status.LastCheckpoint = max(j.status.LastCheckpoint, t.result.LastCheckpoint)
+			j.status.LastCheckpoint = max(j.status.LastCheckpoint, t.Result.LastCheckpoint)
 		}
 		for _, o := range j.trainers {
-			if !o.done || o.err != nil {
+			if !o.Done || o.Err != nil {
 				return outcome{}, false, nil
 			}
 		}
 		return outcome{kind: outDone}, true, nil
 	}
 	var timeout *temporal.TimeoutError
-	stuck := errors.As(t.err, &timeout) && timeout.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START
+	stuck := errors.As(t.Err, &timeout) && timeout.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START
 	out, ok, err := j.confirm(ctx, []string{t.instanceID})
 	if err != nil || ok {
 		return out, ok, err
@@ -148,8 +138,8 @@ func (j *job) onTrainerDone(ctx workflow.Context, t *trainerRun) (outcome, bool,
 	j.trainerFails++
 	if j.trainerFails > j.opts.MaxTrainerFailures {
 		return outcome{}, false, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("trainer rank %d on %s failed %d times in a row on a live machine: %v", t.rank, t.instanceID, j.trainerFails, t.err),
-			"TrainerFailed", t.err)
+			fmt.Sprintf("trainer rank %d on %s failed %d times in a row on a live machine: %v", t.rank, t.instanceID, j.trainerFails, t.Err),
+			"TrainerFailed", t.Err)
 	}
 	j.event(ctx, fmt.Sprintf("trainer rank %d on %s failed on a live machine (false alarm): relaunching", t.rank, t.instanceID))
 	return outcome{kind: outRestart, reason: "trainer failure"}, true, nil
@@ -163,10 +153,7 @@ func (j *job) onPoll(ctx workflow.Context) (outcome, bool, error) {
 		return outcome{}, false, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("total budget of $%.2f exhausted ($%.2f spent) at iteration %d", b, j.status.CostUSD, j.status.Iteration), "BudgetExhausted", nil)
 	}
-	ids := make([]string, len(j.held))
-	for i, in := range j.held {
-		ids[i] = in.ID
-	}
+	ids := cloud.IDs(j.held)
 	if out, ok, err := j.confirm(ctx, ids); err != nil || ok {
 		return out, ok, err
 	}

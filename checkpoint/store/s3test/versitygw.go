@@ -31,6 +31,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/schooner-ml/schooner/checkpoint/store"
+	"github.com/schooner-ml/schooner/internal/syncbuf"
 )
 
 // Version is the versitygw release the tests are written against.
@@ -216,7 +217,7 @@ func freePort() (int, error) {
 // launch starts versitygw on port, waits until it answers S3 requests and makes the bucket.
 func launch(bin, root string, port int) (*Gateway, func(), error) {
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	var logs syncBuffer
+	var logs syncbuf.Buffer // the gateway's output from two pipes
 	cmd := exec.Command(bin, "--port", addr, "--access", AccessKey, "--secret", SecretKey,
 		"--region", "us-east-1", "--quiet", "posix", root)
 	cmd.Stdout, cmd.Stderr = &logs, &logs
@@ -293,22 +294,4 @@ func (g *Gateway) Env(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", AccessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", SecretKey)
 	t.Setenv("AWS_REGION", "us-east-1")
-}
-
-// syncBuffer collects the gateway's output from two pipes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/gpu"
+	"github.com/schooner-ml/schooner/internal/testhttp"
 )
 
 func testOfferings() []cloud.Offering {
@@ -280,17 +281,7 @@ func TestIMDS(t *testing.T) {
 	id := live[0].ID
 	base := h.url + IMDSPrefix + id + "/latest/"
 	do := func(method, path string, hdr map[string]string) (int, string) {
-		req, _ := http.NewRequest(method, base+path, nil)
-		for k, v := range hdr {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return testhttp.Do(t, method, base+path, hdr)
 	}
 	if status, _ := do(http.MethodPut, "api/token", nil); status != 400 {
 		t.Errorf("token without ttl: %d", status)

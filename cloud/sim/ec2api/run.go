@@ -75,7 +75,7 @@ func (s *Server) runInstances(c *call) (any, *apiError) {
 	if err != nil && len(got) < req.minCount {
 		if len(got) > 0 {
 			// EC2 launches all of MinCount or nothing; give back what the backend did start.
-			_ = s.backend.Terminate(ctx, instanceIDs(got))
+			_ = s.backend.Terminate(ctx, cloud.IDs(got))
 		}
 		if errors.Is(err, cloud.ErrNotFound) {
 			return nil, s.explainMissing(ctx, req)
@@ -83,7 +83,7 @@ func (s *Server) runInstances(c *call) (any, *apiError) {
 		return nil, fromBackend(err, "")
 	}
 	rid := "r-" + strings.ReplaceAll(newRequestID(), "-", "")[:17]
-	ids := instanceIDs(got)
+	ids := cloud.IDs(got)
 	s.reg.launched(rid, ids)
 	if req.clientToken != "" {
 		s.rememberToken(req.clientToken, idempotent{fingerprint: fingerprint(c.params), reservationID: rid, ids: ids})
@@ -230,12 +230,4 @@ func fingerprint(p url.Values) string {
 		}
 	}
 	return q.Encode()
-}
-
-func instanceIDs(insts []cloud.Instance) []string {
-	ids := make([]string, len(insts))
-	for i, inst := range insts {
-		ids[i] = inst.ID
-	}
-	return ids
 }

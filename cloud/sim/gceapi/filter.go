@@ -25,6 +25,16 @@ type comparison struct {
 // fields resolves a field path (labels.k, status, ...) on one item.
 type fields func(path string) (string, bool)
 
+// fieldTable resolves the paths of getters, each to what its getter returns.
+func fieldTable(getters map[string]func() string) fields {
+	return func(path string) (string, bool) {
+		if get, ok := getters[path]; ok {
+			return get(), true
+		}
+		return "", false
+	}
+}
+
 func (f filter) match(get fields) bool {
 	for _, c := range f {
 		v, ok := get(c.field)

@@ -2,31 +2,27 @@ package gceapi_test
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/schooner-ml/schooner/cloud/sim/gceapi/gcetest"
+	"github.com/schooner-ml/schooner/internal/testhttp"
 )
 
 func getMetadata(t *testing.T, url string, flavor bool) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest("GET", url, nil)
+	var hdr map[string]string
 	if flavor {
-		req.Header.Set("Metadata-Flavor", "Google")
+		hdr = map[string]string{"Metadata-Flavor": "Google"}
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return testhttp.Do(t, "GET", url, hdr)
 }
 
 func TestMetadataPerVM(t *testing.T) {
 	f := newFace(t)
-	name := f.insert(t, zoneA, spotV100("vm-1", "DELETE", nil))
-	other := f.insert(t, zoneA, spotV100("vm-2", "DELETE", nil))
+	name := f.insert(t, gcetest.ZoneA, spotV100("vm-1", "DELETE", nil))
+	other := f.insert(t, gcetest.ZoneA, spotV100("vm-2", "DELETE", nil))
 	base := f.srv.MetadataURL(name) + "/computeMetadata/v1/"
 
 	if code, _ := getMetadata(t, base+"instance/preempted", false); code != http.StatusForbidden {

@@ -135,25 +135,15 @@ func (op *operation) proto(project string, running bool) *computepb.Operation {
 
 // opFields resolves filter fields on a rendered operation.
 func opFields(op *computepb.Operation) fields {
-	return func(path string) (string, bool) {
-		switch path {
-		case "name":
-			return op.GetName(), true
-		case "operationType":
-			return op.GetOperationType(), true
-		case "status":
-			return op.GetStatus().String(), true
-		case "targetLink":
-			return op.GetTargetLink(), true
-		case "targetId":
-			return strconv.FormatUint(op.GetTargetId(), 10), true
-		case "user":
-			return op.GetUser(), true
-		case "zone":
-			return op.GetZone(), true
-		}
-		return "", false
-	}
+	return fieldTable(map[string]func() string{
+		"name":          op.GetName,
+		"operationType": op.GetOperationType,
+		"status":        func() string { return op.GetStatus().String() },
+		"targetLink":    op.GetTargetLink,
+		"targetId":      func() string { return strconv.FormatUint(op.GetTargetId(), 10) },
+		"user":          op.GetUser,
+		"zone":          op.GetZone,
+	})
 }
 
 func (h *Handler) getOperation(r *http.Request, c call) (any, error) {

@@ -15,15 +15,8 @@ import (
 
 	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/cloud/sim/gceapi"
+	"github.com/schooner-ml/schooner/cloud/sim/gceapi/gcetest"
 	"github.com/schooner-ml/schooner/gpu"
-)
-
-const (
-	project = "test-project"
-	zoneA   = "us-central1-a"
-	zoneB   = "us-central1-b"
-	a2      = "a2-highgpu-1g"
-	n1v100  = "n1-standard-8+nvidia-tesla-v100:1"
 )
 
 // face is the Compute face over a Fake, with the real REST clients pointed at it.
@@ -37,18 +30,14 @@ type face struct {
 func newFace(t *testing.T) *face {
 	t.Helper()
 	var offers []cloud.Offering
-	for _, z := range []string{zoneA, zoneB} {
+	for _, z := range []string{gcetest.ZoneA, gcetest.ZoneB} {
 		offers = append(offers,
-			cloud.Offering{Provider: "gcp", Region: "us-central1", Zone: z, InstanceType: a2, GPUType: gpu.A100_40, GPUsPerInstance: 1, SpotPrice: 1.2, OnDemandPrice: 3.67, SpotCapacity: -1},
-			cloud.Offering{Provider: "gcp", Region: "us-central1", Zone: z, InstanceType: n1v100, GPUType: gpu.V100, GPUsPerInstance: 1, SpotPrice: 0.9, OnDemandPrice: 2.86, SpotCapacity: -1},
+			cloud.Offering{Provider: "gcp", Region: "us-central1", Zone: z, InstanceType: gcetest.A2, GPUType: gpu.A100_40, GPUsPerInstance: 1, SpotPrice: 1.2, OnDemandPrice: 3.67, SpotCapacity: -1},
+			cloud.Offering{Provider: "gcp", Region: "us-central1", Zone: z, InstanceType: gcetest.N1V100, GPUType: gpu.V100, GPUsPerInstance: 1, SpotPrice: 0.9, OnDemandPrice: 2.86, SpotCapacity: -1},
 		)
 	}
 	f := &face{fake: cloud.NewFake("gcp", offers...)}
-	f.srv = gceapi.NewServer(f.fake, gceapi.Options{Project: project})
-	if err := f.srv.Start("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.srv.Close() })
+	f.srv = gcetest.Start(t, f.fake)
 	ctx := context.Background()
 	opts := []option.ClientOption{option.WithEndpoint(f.srv.URL()), option.WithoutAuthentication()}
 	var err error
@@ -63,7 +52,7 @@ func newFace(t *testing.T) *face {
 }
 
 func spotV100(name, action string, labels map[string]string) *computepb.Instance {
-	return spotV100In(zoneA, name, action, labels)
+	return spotV100In(gcetest.ZoneA, name, action, labels)
 }
 
 // spotV100In spells the machine type as a partial path and the accelerator as a full URL,
@@ -73,7 +62,7 @@ func spotV100In(zone, name, action string, labels map[string]string) *computepb.
 		Name:        proto.String(name),
 		MachineType: proto.String("zones/" + zone + "/machineTypes/n1-standard-8"),
 		GuestAccelerators: []*computepb.AcceleratorConfig{{
-			AcceleratorType: proto.String("https://www.googleapis.com/compute/v1/projects/" + project + "/zones/" + zone + "/acceleratorTypes/nvidia-tesla-v100"), AcceleratorCount: proto.Int32(1),
+			AcceleratorType: proto.String("https://www.googleapis.com/compute/v1/projects/" + gcetest.Project + "/zones/" + zone + "/acceleratorTypes/nvidia-tesla-v100"), AcceleratorCount: proto.Int32(1),
 		}},
 		Scheduling: &computepb.Scheduling{
 			ProvisioningModel: proto.String("SPOT"), InstanceTerminationAction: proto.String(action),
@@ -87,7 +76,7 @@ func spotV100In(zone, name, action string, labels map[string]string) *computepb.
 func (f *face) insert(t *testing.T, zone string, in *computepb.Instance) string {
 	t.Helper()
 	ctx := context.Background()
-	op, err := f.inst.Insert(ctx, &computepb.InsertInstanceRequest{Project: project, Zone: zone, InstanceResource: in})
+	op, err := f.inst.Insert(ctx, &computepb.InsertInstanceRequest{Project: gcetest.Project, Zone: zone, InstanceResource: in})
 	if err != nil {
 		t.Fatalf("insert: %v", err)
 	}
@@ -125,11 +114,11 @@ func apiCode(t *testing.T, err error) (int, string) {
 func TestInsertGetDeleteWithRealClient(t *testing.T) {
 	f := newFace(t)
 	ctx := context.Background()
-	name := f.insert(t, zoneA, spotV100("my-vm", "DELETE", map[string]string{cloud.JobTag: "job-1"}))
+	name := f.insert(t, gcetest.ZoneA, spotV100("my-vm", "DELETE", map[string]string{cloud.JobTag: "job-1"}))
 	if name != "gcp-000001" {
 		t.Fatalf("VM name should be the backend id, got %q", name)
 	}
-	got, err := f.inst.Get(ctx, &computepb.GetInstanceRequest{Project: project, Zone: zoneA, Instance: name})
+	got, err := f.inst.Get(ctx, &computepb.GetInstanceRequest{Project: gcetest.Project, Zone: gcetest.ZoneA, Instance: name})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,22 +133,22 @@ func TestInsertGetDeleteWithRealClient(t *testing.T) {
 		t.Fatalf("id %d, machine type %q", got.GetId(), got.GetMachineType())
 	}
 	backend, _ := f.fake.Describe(ctx, []string{name})
-	if len(backend) != 1 || backend[0].InstanceType != n1v100 || backend[0].Capacity != cloud.Spot || backend[0].JobID != "job-1" {
+	if len(backend) != 1 || backend[0].InstanceType != gcetest.N1V100 || backend[0].Capacity != cloud.Spot || backend[0].JobID != "job-1" {
 		t.Fatalf("backend instance %+v", backend)
 	}
 
-	op, err := f.inst.Delete(ctx, &computepb.DeleteInstanceRequest{Project: project, Zone: zoneA, Instance: name})
+	op, err := f.inst.Delete(ctx, &computepb.DeleteInstanceRequest{Project: gcetest.Project, Zone: gcetest.ZoneA, Instance: name})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := op.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
-	_, err = f.inst.Get(ctx, &computepb.GetInstanceRequest{Project: project, Zone: zoneA, Instance: name})
+	_, err = f.inst.Get(ctx, &computepb.GetInstanceRequest{Project: gcetest.Project, Zone: gcetest.ZoneA, Instance: name})
 	if code, reason := apiCode(t, err); code != http.StatusNotFound || reason != "notFound" {
 		t.Fatalf("after delete: %d %s", code, reason)
 	}
-	_, err = f.inst.Delete(ctx, &computepb.DeleteInstanceRequest{Project: project, Zone: zoneA, Instance: name})
+	_, err = f.inst.Delete(ctx, &computepb.DeleteInstanceRequest{Project: gcetest.Project, Zone: gcetest.ZoneA, Instance: name})
 	if code, _ := apiCode(t, err); code != http.StatusNotFound {
 		t.Fatalf("second delete: %v", err)
 	}
@@ -167,9 +156,9 @@ func TestInsertGetDeleteWithRealClient(t *testing.T) {
 
 func TestStockoutIsAnOperationError(t *testing.T) {
 	f := newFace(t)
-	f.fake.Capacity[cloud.OfferingKey{Capacity: cloud.Spot, InstanceType: n1v100, Zone: zoneA}] = 0
+	f.fake.Capacity[cloud.OfferingKey{Capacity: cloud.Spot, InstanceType: gcetest.N1V100, Zone: gcetest.ZoneA}] = 0
 	ctx := context.Background()
-	op, err := f.inst.Insert(ctx, &computepb.InsertInstanceRequest{Project: project, Zone: zoneA, InstanceResource: spotV100("vm-1", "DELETE", nil)})
+	op, err := f.inst.Insert(ctx, &computepb.InsertInstanceRequest{Project: gcetest.Project, Zone: gcetest.ZoneA, InstanceResource: spotV100("vm-1", "DELETE", nil)})
 	if err != nil {
 		t.Fatalf("insert itself should succeed, as on GCE: %v", err)
 	}
@@ -190,7 +179,7 @@ func TestQuotaIsAnOperationError(t *testing.T) {
 	f := newFace(t)
 	f.fake.InjectError("Create", &cloud.Error{Kind: cloud.ErrQuota, Provider: "gcp", Message: "Quota 'NVIDIA_V100_GPUS' exceeded. Limit: 0.0 in region us-central1."})
 	ctx := context.Background()
-	op, err := f.inst.Insert(ctx, &computepb.InsertInstanceRequest{Project: project, Zone: zoneA, InstanceResource: spotV100("vm-1", "DELETE", nil)})
+	op, err := f.inst.Insert(ctx, &computepb.InsertInstanceRequest{Project: gcetest.Project, Zone: gcetest.ZoneA, InstanceResource: spotV100("vm-1", "DELETE", nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,11 +195,11 @@ func TestBadInsertsAreRejected(t *testing.T) {
 	f := newFace(t)
 	ctx := context.Background()
 	insert := func(zone string, in *computepb.Instance) error {
-		_, err := f.inst.Insert(ctx, &computepb.InsertInstanceRequest{Project: project, Zone: zone, InstanceResource: in})
+		_, err := f.inst.Insert(ctx, &computepb.InsertInstanceRequest{Project: gcetest.Project, Zone: zone, InstanceResource: in})
 		return err
 	}
 	bogus := spotV100("vm-1", "DELETE", nil)
-	bogus.MachineType = proto.String("zones/" + zoneA + "/machineTypes/n9-bogus-8")
+	bogus.MachineType = proto.String("zones/" + gcetest.ZoneA + "/machineTypes/n9-bogus-8")
 	noAccel := spotV100("vm-1", "DELETE", nil)
 	noAccel.GuestAccelerators[0].AcceleratorType = proto.String("nvidia-tesla-k80")
 	migrating := spotV100("vm-1", "", nil)
@@ -223,12 +212,12 @@ func TestBadInsertsAreRejected(t *testing.T) {
 		code   int
 		reason string
 	}{
-		{"unknown machine type", zoneA, bogus, 400, "invalid"},
-		{"accelerator not offered", zoneA, noAccel, 400, "invalid"},
+		{"unknown machine type", gcetest.ZoneA, bogus, 400, "invalid"},
+		{"accelerator not offered", gcetest.ZoneA, noAccel, 400, "invalid"},
 		{"unknown zone", "mars-north1-a", spotV100("vm-1", "DELETE", nil), 404, "notFound"},
-		{"bad name", zoneA, spotV100("VM_1", "DELETE", nil), 400, "invalid"},
-		{"gpu vm that would live-migrate", zoneA, migrating, 400, "invalid"},
-		{"bad label key", zoneA, badLabel, 400, "invalid"},
+		{"bad name", gcetest.ZoneA, spotV100("VM_1", "DELETE", nil), 400, "invalid"},
+		{"gpu vm that would live-migrate", gcetest.ZoneA, migrating, 400, "invalid"},
+		{"bad label key", gcetest.ZoneA, badLabel, 400, "invalid"},
 	}
 	for _, c := range cases {
 		code, reason := apiCode(t, insert(c.zone, c.in))
@@ -244,13 +233,13 @@ func TestBadInsertsAreRejected(t *testing.T) {
 func TestThrottleNext(t *testing.T) {
 	f := newFace(t)
 	ctx := context.Background()
-	name := f.insert(t, zoneA, spotV100("vm-1", "DELETE", nil))
+	name := f.insert(t, gcetest.ZoneA, spotV100("vm-1", "DELETE", nil))
 	f.srv.ThrottleNext(1)
-	_, err := f.inst.Get(ctx, &computepb.GetInstanceRequest{Project: project, Zone: zoneA, Instance: name})
+	_, err := f.inst.Get(ctx, &computepb.GetInstanceRequest{Project: gcetest.Project, Zone: gcetest.ZoneA, Instance: name})
 	if code, reason := apiCode(t, err); code != http.StatusTooManyRequests || reason != "rateLimitExceeded" {
 		t.Fatalf("got %d %s", code, reason)
 	}
-	if _, err := f.inst.Get(ctx, &computepb.GetInstanceRequest{Project: project, Zone: zoneA, Instance: name}); err != nil {
+	if _, err := f.inst.Get(ctx, &computepb.GetInstanceRequest{Project: gcetest.Project, Zone: gcetest.ZoneA, Instance: name}); err != nil {
 		t.Fatalf("throttling should be over: %v", err)
 	}
 }
@@ -258,7 +247,7 @@ func TestThrottleNext(t *testing.T) {
 func TestRequestIDMakesInsertIdempotent(t *testing.T) {
 	f := newFace(t)
 	ctx := context.Background()
-	req := &computepb.InsertInstanceRequest{Project: project, Zone: zoneA, RequestId: proto.String("5f0c3a2e-8b1d-4c6e-9a7f-1b2c3d4e5f60"),
+	req := &computepb.InsertInstanceRequest{Project: gcetest.Project, Zone: gcetest.ZoneA, RequestId: proto.String("5f0c3a2e-8b1d-4c6e-9a7f-1b2c3d4e5f60"),
 		InstanceResource: spotV100("vm-1", "DELETE", nil)}
 	for i := 0; i < 2; i++ {
 		op, err := f.inst.Insert(ctx, req)
@@ -278,14 +267,14 @@ func TestListFiltersAndPages(t *testing.T) {
 	f := newFace(t)
 	ctx := context.Background()
 	for i := 0; i < 5; i++ {
-		f.insert(t, zoneA, spotV100("vm-a", "DELETE", map[string]string{cloud.JobTag: "job-a"}))
+		f.insert(t, gcetest.ZoneA, spotV100("vm-a", "DELETE", map[string]string{cloud.JobTag: "job-a"}))
 	}
 	for i := 0; i < 2; i++ {
-		f.insert(t, zoneA, spotV100("vm-b", "DELETE", map[string]string{cloud.JobTag: "job-b"}))
+		f.insert(t, gcetest.ZoneA, spotV100("vm-b", "DELETE", map[string]string{cloud.JobTag: "job-b"}))
 	}
-	f.insert(t, zoneB, spotV100In(zoneB, "vm-c", "DELETE", map[string]string{cloud.JobTag: "job-a"}))
+	f.insert(t, gcetest.ZoneB, spotV100In(gcetest.ZoneB, "vm-c", "DELETE", map[string]string{cloud.JobTag: "job-a"}))
 
-	it := f.inst.List(ctx, &computepb.ListInstancesRequest{Project: project, Zone: zoneA, Filter: proto.String(`labels.schooner-job = "job-a"`)})
+	it := f.inst.List(ctx, &computepb.ListInstancesRequest{Project: gcetest.Project, Zone: gcetest.ZoneA, Filter: proto.String(`labels.schooner-job = "job-a"`)})
 	pages, total := 0, 0
 	token := ""
 	for {
@@ -297,7 +286,7 @@ func TestListFiltersAndPages(t *testing.T) {
 		pages++
 		total += len(page)
 		for _, in := range page {
-			if in.GetLabels()[cloud.JobTag] != "job-a" || lastSegment(in.GetZone()) != zoneA {
+			if in.GetLabels()[cloud.JobTag] != "job-a" || lastSegment(in.GetZone()) != gcetest.ZoneA {
 				t.Fatalf("filter let through %v", in)
 			}
 		}
@@ -305,19 +294,19 @@ func TestListFiltersAndPages(t *testing.T) {
 			break
 		}
 		token = next
-		it = f.inst.List(ctx, &computepb.ListInstancesRequest{Project: project, Zone: zoneA, Filter: proto.String(`labels.schooner-job = "job-a"`)})
+		it = f.inst.List(ctx, &computepb.ListInstancesRequest{Project: gcetest.Project, Zone: gcetest.ZoneA, Filter: proto.String(`labels.schooner-job = "job-a"`)})
 	}
 	if total != 5 || pages != 3 {
 		t.Fatalf("got %d instances in %d pages, want 5 in 3", total, pages)
 	}
 
 	// The iterator walks the pages by itself too.
-	it = f.inst.List(ctx, &computepb.ListInstancesRequest{Project: project, Zone: zoneA, MaxResults: proto.Uint32(3)})
+	it = f.inst.List(ctx, &computepb.ListInstancesRequest{Project: gcetest.Project, Zone: gcetest.ZoneA, MaxResults: proto.Uint32(3)})
 	if n := len(drain(t, it.Next)); n != 7 {
 		t.Fatalf("unfiltered list: %d, want 7", n)
 	}
 
-	_, err := f.inst.List(ctx, &computepb.ListInstancesRequest{Project: project, Zone: zoneA, Filter: proto.String(`name = "a" OR name = "b"`)}).Next()
+	_, err := f.inst.List(ctx, &computepb.ListInstancesRequest{Project: gcetest.Project, Zone: gcetest.ZoneA, Filter: proto.String(`name = "a" OR name = "b"`)}).Next()
 	if code, _ := apiCode(t, err); code != http.StatusBadRequest {
 		t.Fatalf("unsupported filter: %v", err)
 	}
@@ -326,24 +315,24 @@ func TestListFiltersAndPages(t *testing.T) {
 func TestPreemptionLeavesAZoneOperation(t *testing.T) {
 	f := newFace(t)
 	ctx := context.Background()
-	stopped := f.insert(t, zoneA, spotV100("vm-1", "STOP", nil))
-	deleted := f.insert(t, zoneA, spotV100("vm-2", "DELETE", nil))
-	kept := f.insert(t, zoneA, spotV100("vm-3", "DELETE", nil))
+	stopped := f.insert(t, gcetest.ZoneA, spotV100("vm-1", "STOP", nil))
+	deleted := f.insert(t, gcetest.ZoneA, spotV100("vm-2", "DELETE", nil))
+	kept := f.insert(t, gcetest.ZoneA, spotV100("vm-3", "DELETE", nil))
 	for _, id := range []string{stopped, deleted} {
 		if err := f.fake.Preempt(id); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got, err := f.inst.Get(ctx, &computepb.GetInstanceRequest{Project: project, Zone: zoneA, Instance: stopped})
+	got, err := f.inst.Get(ctx, &computepb.GetInstanceRequest{Project: gcetest.Project, Zone: gcetest.ZoneA, Instance: stopped})
 	if err != nil || got.GetStatus() != "TERMINATED" {
 		t.Fatalf("STOP VM after preemption: %v %v", got.GetStatus(), err)
 	}
-	_, err = f.inst.Get(ctx, &computepb.GetInstanceRequest{Project: project, Zone: zoneA, Instance: deleted})
+	_, err = f.inst.Get(ctx, &computepb.GetInstanceRequest{Project: gcetest.Project, Zone: gcetest.ZoneA, Instance: deleted})
 	if code, _ := apiCode(t, err); code != http.StatusNotFound {
 		t.Fatalf("DELETE VM after preemption: %v", err)
 	}
 
-	it := f.ops.List(ctx, &computepb.ListZoneOperationsRequest{Project: project, Zone: zoneA,
+	it := f.ops.List(ctx, &computepb.ListZoneOperationsRequest{Project: gcetest.Project, Zone: gcetest.ZoneA,
 		Filter: proto.String(`operationType="compute.instances.preempted"`)})
 	targets := map[string]bool{}
 	for _, op := range drain(t, it.Next) {
@@ -357,7 +346,7 @@ func TestPreemptionLeavesAZoneOperation(t *testing.T) {
 	}
 
 	// The STOP VM still lists, TERMINATED; the DELETE VM does not.
-	it2 := f.inst.List(ctx, &computepb.ListInstancesRequest{Project: project, Zone: zoneA})
+	it2 := f.inst.List(ctx, &computepb.ListInstancesRequest{Project: gcetest.Project, Zone: gcetest.ZoneA})
 	listed := map[string]string{}
 	for _, in := range drain(t, it2.Next) {
 		listed[in.GetName()] = in.GetStatus()
@@ -386,7 +375,7 @@ func drain[T any](t *testing.T, next func() (T, error)) []T {
 
 func TestOperationGetUnknown(t *testing.T) {
 	f := newFace(t)
-	_, err := f.ops.Get(context.Background(), &computepb.GetZoneOperationRequest{Project: project, Zone: zoneA, Operation: "operation-nope"})
+	_, err := f.ops.Get(context.Background(), &computepb.GetZoneOperationRequest{Project: gcetest.Project, Zone: gcetest.ZoneA, Operation: "operation-nope"})
 	if code, _ := apiCode(t, err); code != http.StatusNotFound {
 		t.Fatalf("got %v", err)
 	}
@@ -394,7 +383,7 @@ func TestOperationGetUnknown(t *testing.T) {
 
 func TestOtherProjectsAreNotServed(t *testing.T) {
 	f := newFace(t)
-	_, err := f.inst.Get(context.Background(), &computepb.GetInstanceRequest{Project: "someone-else", Zone: zoneA, Instance: "x"})
+	_, err := f.inst.Get(context.Background(), &computepb.GetInstanceRequest{Project: "someone-else", Zone: gcetest.ZoneA, Instance: "x"})
 	if code, _ := apiCode(t, err); code != http.StatusNotFound {
 		t.Fatalf("got %v", err)
 	}

@@ -108,25 +108,19 @@ func render(project string, inst cloud.Instance, sp *spec) *computepb.Instance {
 
 // instanceFields resolves filter fields on a rendered VM.
 func instanceFields(in *computepb.Instance) fields {
+	table := fieldTable(map[string]func() string{
+		"name":                         in.GetName,
+		"id":                           func() string { return strconv.FormatUint(in.GetId(), 10) },
+		"status":                       in.GetStatus,
+		"zone":                         in.GetZone,
+		"machineType":                  in.GetMachineType,
+		"scheduling.provisioningModel": func() string { return in.GetScheduling().GetProvisioningModel() },
+	})
 	return func(path string) (string, bool) {
 		if k, ok := strings.CutPrefix(path, "labels."); ok {
 			v, has := in.GetLabels()[k]
 			return v, has
 		}
-		switch path {
-		case "name":
-			return in.GetName(), true
-		case "id":
-			return strconv.FormatUint(in.GetId(), 10), true
-		case "status":
-			return in.GetStatus(), true
-		case "zone":
-			return in.GetZone(), true
-		case "machineType":
-			return in.GetMachineType(), true
-		case "scheduling.provisioningModel":
-			return in.GetScheduling().GetProvisioningModel(), true
-		}
-		return "", false
+		return table(path)
 	}
 }

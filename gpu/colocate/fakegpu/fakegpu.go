@@ -16,7 +16,7 @@ import (
 	"strconv"
 )
 
-//go:embed csrc/*.c
+//go:embed csrc/*.c csrc/*.h
 var sources embed.FS
 
 // GPU is a built fake: Dir holds libcuda.so.1 and libcudart.so (put it on LD_LIBRARY_PATH);

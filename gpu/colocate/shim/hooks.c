@@ -138,6 +138,16 @@ static void resolve_runtime_helpers(void)
 		}                                                                                          \
 	} while (0)
 
+/* DRIVER_HOOK defines the driver entry point NAME with the parameters PARAMS: it resolves the
+ * driver's own NAME into SLOT and returns what IMPL makes of it and the arguments (ARGS). */
+#define DRIVER_HOOK(NAME, SLOT, IMPL, PARAMS, ...)                                                         \
+	EXPORT CUresult NAME PARAMS                                                                        \
+	{                                                                                                  \
+		sch_resolve_driver();                                                                      \
+		REAL(SLOT, #NAME, driver_sym(#NAME));                                                      \
+		return IMPL(SLOT, __VA_ARGS__);                                                            \
+	}
+
 /* Driver entry points. */
 
 static CUresult launch_kernel(pfn_cuLaunchKernel real, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
@@ -158,49 +168,23 @@ static CUresult launch_graph(pfn_cuGraphLaunch real, CUgraphExec g, CUstream s)
 	GATED(SRC_GRAPH, g, 0, 0, 0, 0, 0, 0, 0, s, real(g, s));
 }
 
-EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-			unsigned smem, CUstream s, void **p, void **e)
-{
-	sch_resolve_driver();
-	REAL(real_cuLaunchKernel, "cuLaunchKernel", driver_sym("cuLaunchKernel"));
-	return launch_kernel(real_cuLaunchKernel, f, gx, gy, gz, bx, by, bz, smem, s, p, e);
-}
+DRIVER_HOOK(cuLaunchKernel, real_cuLaunchKernel, launch_kernel,
+	    (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned smem,
+	     CUstream s, void **p, void **e),
+	    f, gx, gy, gz, bx, by, bz, smem, s, p, e)
 
-EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-			     unsigned bz, unsigned smem, CUstream s, void **p, void **e)
-{
-	sch_resolve_driver();
-	REAL(real_cuLaunchKernel_ptsz, "cuLaunchKernel_ptsz", driver_sym("cuLaunchKernel_ptsz"));
-	return launch_kernel(real_cuLaunchKernel_ptsz, f, gx, gy, gz, bx, by, bz, smem, s, p, e);
-}
+DRIVER_HOOK(cuLaunchKernel_ptsz, real_cuLaunchKernel_ptsz, launch_kernel,
+	    (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned smem,
+	     CUstream s, void **p, void **e),
+	    f, gx, gy, gz, bx, by, bz, smem, s, p, e)
 
-EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **p, void **e)
-{
-	sch_resolve_driver();
-	REAL(real_cuLaunchKernelEx, "cuLaunchKernelEx", driver_sym("cuLaunchKernelEx"));
-	return launch_kernel_ex(real_cuLaunchKernelEx, c, f, p, e);
-}
+DRIVER_HOOK(cuLaunchKernelEx, real_cuLaunchKernelEx, launch_kernel_ex, (const CUlaunchConfig *c, CUfunction f, void **p, void **e), c, f, p, e)
 
-EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, void **p, void **e)
-{
-	sch_resolve_driver();
-	REAL(real_cuLaunchKernelEx_ptsz, "cuLaunchKernelEx_ptsz", driver_sym("cuLaunchKernelEx_ptsz"));
-	return launch_kernel_ex(real_cuLaunchKernelEx_ptsz, c, f, p, e);
-}
+DRIVER_HOOK(cuLaunchKernelEx_ptsz, real_cuLaunchKernelEx_ptsz, launch_kernel_ex, (const CUlaunchConfig *c, CUfunction f, void **p, void **e), c, f, p, e)
 
-EXPORT CUresult cuGraphLaunch(CUgraphExec g, CUstream s)
-{
-	sch_resolve_driver();
-	REAL(real_cuGraphLaunch, "cuGraphLaunch", driver_sym("cuGraphLaunch"));
-	return launch_graph(real_cuGraphLaunch, g, s);
-}
+DRIVER_HOOK(cuGraphLaunch, real_cuGraphLaunch, launch_graph, (CUgraphExec g, CUstream s), g, s)
 
-EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec g, CUstream s)
-{
-	sch_resolve_driver();
-	REAL(real_cuGraphLaunch_ptsz, "cuGraphLaunch_ptsz", driver_sym("cuGraphLaunch_ptsz"));
-	return launch_graph(real_cuGraphLaunch_ptsz, g, s);
-}
+DRIVER_HOOK(cuGraphLaunch_ptsz, real_cuGraphLaunch_ptsz, launch_graph, (CUgraphExec g, CUstream s), g, s)
 
 /* Graph capture: while a stream of the process captures, the tracker must not query events
  * (under the default global capture mode that invalidates the capture), so the shim counts
@@ -225,33 +209,14 @@ static CUresult end_capture(pfn_cuStreamEndCapture real, CUstream s, void **grap
 	return r;
 }
 
-EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, int mode)
-{
-	sch_resolve_driver();
-	REAL(real_cuStreamBeginCapture, "cuStreamBeginCapture_v2", driver_sym("cuStreamBeginCapture_v2"));
-	return begin_capture(real_cuStreamBeginCapture, s, mode);
-}
+DRIVER_HOOK(cuStreamBeginCapture_v2, real_cuStreamBeginCapture, begin_capture, (CUstream s, int mode), s, mode)
 
-EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, int mode)
-{
-	sch_resolve_driver();
-	REAL(real_cuStreamBeginCapture_ptsz, "cuStreamBeginCapture_v2_ptsz", driver_sym("cuStreamBeginCapture_v2_ptsz"));
-	return begin_capture(real_cuStreamBeginCapture_ptsz, s, mode);
-}
+DRIVER_HOOK(cuStreamBeginCapture_v2_ptsz, real_cuStreamBeginCapture_ptsz, begin_capture, (CUstream s, int mode), s,
+	    mode)
 
-EXPORT CUresult cuStreamEndCapture(CUstream s, void **graph)
-{
-	sch_resolve_driver();
-	REAL(real_cuStreamEndCapture, "cuStreamEndCapture", driver_sym("cuStreamEndCapture"));
-	return end_capture(real_cuStreamEndCapture, s, graph);
-}
+DRIVER_HOOK(cuStreamEndCapture, real_cuStreamEndCapture, end_capture, (CUstream s, void **graph), s, graph)
 
-EXPORT CUresult cuStreamEndCapture_ptsz(CUstream s, void **graph)
-{
-	sch_resolve_driver();
-	REAL(real_cuStreamEndCapture_ptsz, "cuStreamEndCapture_ptsz", driver_sym("cuStreamEndCapture_ptsz"));
-	return end_capture(real_cuStreamEndCapture_ptsz, s, graph);
-}
+DRIVER_HOOK(cuStreamEndCapture_ptsz, real_cuStreamEndCapture_ptsz, end_capture, (CUstream s, void **graph), s, graph)
 
 EXPORT cudaError_t cudaStreamBeginCapture(cudaStream_t s, int mode)
 {

@@ -1,11 +1,11 @@
 package simgpu
 
 import (
-	"container/heap"
 	"math/rand/v2"
 	"time"
 
 	"github.com/schooner-ml/schooner/colocation"
+	"github.com/schooner-ml/schooner/internal/seqheap"
 )
 
 // Kernel is one simulated kernel: Blocks thread blocks of BlockTime each when running alone.
@@ -49,12 +49,13 @@ type gpu struct {
 	memRun  map[*launch]int // running memory-bound blocks per launch
 	rng     *rand.Rand
 	now     time.Duration
-	events  eventQueue
-	seq     uint64
+	// events run in time order, those due at the same time in the order they were scheduled.
+	events *seqheap.Heap[event]
 }
 
 func newGPU(sms int, seed uint64) *gpu {
-	return &gpu{sms: sms, free: sms, memRun: map[*launch]int{}, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+	return &gpu{sms: sms, free: sms, memRun: map[*launch]int{}, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		events: seqheap.New(func(a, b event) bool { return a.at < b.at })}
 }
 
 func (g *gpu) newStream(priority int) *stream {
@@ -65,14 +66,13 @@ func (g *gpu) newStream(priority int) *stream {
 
 // at schedules fn at time t.
 func (g *gpu) at(t time.Duration, fn func()) {
-	g.seq++
-	heap.Push(&g.events, event{at: t, seq: g.seq, fn: fn})
+	g.events.Push(event{at: t, fn: fn})
 }
 
 // runUntil processes events up to end.
 func (g *gpu) runUntil(end time.Duration) {
-	for g.events.Len() > 0 && g.events[0].at <= end {
-		e := heap.Pop(&g.events).(event)
+	for e, ok := g.events.Peek(); ok && e.at <= end; e, ok = g.events.Peek() {
+		g.events.Pop()
 		g.now = e.at
 		e.fn()
 	}
@@ -149,25 +149,6 @@ func (g *gpu) endBlock(l *launch) {
 }
 
 type event struct {
-	at  time.Duration
-	seq uint64
-	fn  func()
-}
-
-type eventQueue []event
-
-func (q eventQueue) Len() int { return len(q) }
-func (q eventQueue) Less(i, j int) bool {
-	if q[i].at != q[j].at {
-		return q[i].at < q[j].at
-	}
-	return q[i].seq < q[j].seq
-}
-func (q eventQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *eventQueue) Push(x any)   { *q = append(*q, x.(event)) }
-func (q *eventQueue) Pop() any {
-	old := *q
-	e := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return e
+	at time.Duration
+	fn func()
 }

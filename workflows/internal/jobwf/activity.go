@@ -50,10 +50,7 @@ func ReleaseStragglers(ctx workflow.Context, jobID string, release func(workflow
 	if len(left) == 0 {
 		return nil, 0, nil
 	}
-	ids := make([]string, len(left))
-	for i, in := range left {
-		ids[i] = in.ID
-	}
+	ids := cloud.IDs(left)
 	if err := release(ctx, ids); err != nil {
 		return nil, 0, err
 	}

@@ -93,6 +93,29 @@ func RegisterFleet(env *testsuite.TestWorkflowEnvironment, standIn fleet.Activit
 	fleetact.Register(env, standIn)
 }
 
+// NewEnv is a test environment of a job on the cloud: the Fleet workflow and standIn's fleet
+// activities, then what register registers (the job's workflows and activities), and the
+// fleet activities mocked on the cloud; the tests mock the job's own activities.
+func (c *Cloud) NewEnv(standIn fleet.Activities, register func(*testsuite.TestWorkflowEnvironment)) *testsuite.TestWorkflowEnvironment {
+	env := NewEnv(nil)
+	RegisterFleet(env, standIn)
+	register(env)
+	c.Mock(env)
+	return env
+}
+
+// Offers is the cloud's catalog as an offerings activity answers it: one offering of
+// instanceType in each zone z-a, z-b, ... at the given spot prices ($3 on demand, spot
+// capacity 8).
+func (c *Cloud) Offers(instanceType string, spotPrices ...float64) []cloud.Offering {
+	out := make([]cloud.Offering, len(spotPrices))
+	for i, p := range spotPrices {
+		out[i] = cloud.Offering{Provider: "sim", Zone: fmt.Sprintf("z-%c", 'a'+i), InstanceType: instanceType, GPUType: c.GPUType,
+			GPUsPerInstance: 1, SpotPrice: p, OnDemandPrice: 3, SpotCapacity: 8}
+	}
+	return out
+}
+
 // Mock mocks the fleet activities on the cloud: a time scale of 60, acquire, describe,
 // release (a preempted instance stays preempted) and list by job tag.
 func (c *Cloud) Mock(env *testsuite.TestWorkflowEnvironment) {

@@ -15,28 +15,13 @@
 #include <string.h>
 #include <time.h>
 
-typedef struct {
-	char name[64];
-	int64_t dur_ns;
-} fake_fn;
+#include "fake.h"
+
 typedef struct {
 	unsigned x, y, z;
 } dim3;
-typedef struct {
-	unsigned gx, gy, gz, bx, by, bz, smem;
-	void *stream;
-	void *attrs;
-	unsigned n;
-} launch_config;
 
 int __cudaLaunchKernel(void *k, dim3 g, dim3 b, void **args, size_t smem, void *s);
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 int main(int argc, char **argv)
 {

@@ -9,11 +9,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "fake.h"
+
 typedef int CUresult;
-typedef struct {
-	char name[64];
-	int64_t dur_ns;
-} fake_fn; /* what a fake CUfunction points to (the app builds them) */
 
 typedef struct {
 	int64_t at;
@@ -25,13 +23,6 @@ static int64_t busy_until[64];
  * (its end then fails). */
 static int capturing[64];
 static int captures_open, capture_invalidated;
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static int64_t *timeline(void *stream) { return &busy_until[(uintptr_t)stream % 64]; }
 
@@ -50,13 +41,6 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
 	run_on(s, ((fake_fn *)f)->dur_ns);
 	return 0;
 }
-
-typedef struct {
-	unsigned gx, gy, gz, bx, by, bz, smem;
-	void *stream;
-	void *attrs;
-	unsigned n;
-} launch_config;
 
 CUresult cuLaunchKernelEx(const launch_config *c, void *f, void **p, void **e)
 {

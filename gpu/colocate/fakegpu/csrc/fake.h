@@ -1,0 +1,34 @@
+/*
+ * What the fake CUDA libraries and the fake program share: the fake function a CUfunction
+ * points to, the launch configuration of cuLaunchKernelEx and the clock.
+ */
+#ifndef SCHOONER_FAKEGPU_FAKE_H
+#define SCHOONER_FAKEGPU_FAKE_H
+
+#include <stdint.h>
+#include <time.h>
+
+/* What a fake CUfunction points to (the app builds them): the kernel's name and how long it
+ * runs. */
+typedef struct {
+	char name[64];
+	int64_t dur_ns;
+} fake_fn;
+
+/* CUlaunchConfig, as far as the fakes read it. */
+typedef struct {
+	unsigned gx, gy, gz, bx, by, bz, smem;
+	void *stream;
+	void *attrs;
+	unsigned n;
+} launch_config;
+
+/* now_ns is the monotonic clock in nanoseconds. */
+static inline int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+#endif
