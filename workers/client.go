@@ -9,6 +9,9 @@ import (
 	"os"
 
 	"go.temporal.io/sdk/client"
+
+	"github.com/schooner-ml/schooner/workers/codec"
+	"github.com/schooner-ml/schooner/workers/wfclient"
 )
 
 // ClientConfig says how to reach a Temporal cluster: the embedded dev server, a
@@ -26,6 +29,10 @@ type ClientConfig struct {
 	// TLS forces TLS with system roots even without certificate files.
 	TLS    bool
 	APIKey string
+	// CodecKeyFile, when set, seals every payload with the keys of this file
+	// (workers/codec): workflow inputs, results, signals, memos and heartbeats reach the
+	// server as AES-256-GCM ciphertext.
+	CodecKeyFile string
 }
 
 // DefaultAddress and DefaultNamespace match `schooner dev` and `temporal server start-dev`.
@@ -56,6 +63,13 @@ func (c ClientConfig) Options(logger *TemporalLogger, metrics client.MetricsHand
 	opts.ConnectionOptions.TLS = tlsConf
 	if c.APIKey != "" {
 		opts.Credentials = client.NewAPIKeyStaticCredentials(c.APIKey)
+	}
+	if c.CodecKeyFile != "" {
+		keys, err := codec.LoadKeyFile(c.CodecKeyFile)
+		if err != nil {
+			return client.Options{}, err
+		}
+		opts.DataConverter = codec.DataConverter(nil, keys)
 	}
 	return opts, nil
 }
@@ -100,5 +114,6 @@ func Dial(ctx context.Context, c ClientConfig, logger *TemporalLogger, metrics c
 	if err != nil {
 		return nil, fmt.Errorf("connecting to Temporal at %s (namespace %s): %w", opts.HostPort, opts.Namespace, err)
 	}
+	wfclient.RememberConverter(cl, opts.DataConverter)
 	return cl, nil
 }

@@ -11,12 +11,12 @@ import (
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
 
 	"github.com/schooner-ml/schooner/colocation"
 	"github.com/schooner-ml/schooner/interference"
 	"github.com/schooner-ml/schooner/taskqueue"
 	"github.com/schooner-ml/schooner/workers"
+	"github.com/schooner-ml/schooner/workers/wfclient"
 	"github.com/schooner-ml/schooner/workflows/colocationwf"
 )
 
@@ -104,7 +104,7 @@ func liveStatus(ctx context.Context, c client.Client, id string) (colocation.Sta
 			continue
 		}
 		var st colocation.Status
-		if converter.GetDefaultDataConverter().FromPayloads(a.GetHeartbeatDetails(), &st) == nil {
+		if wfclient.ConverterOf(c).FromPayloads(a.GetHeartbeatDetails(), &st) == nil {
 			return st, true
 		}
 	}

@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/spf13/pflag"
 
@@ -19,6 +20,8 @@ func addServerFlags(fs *pflag.FlagSet, o *stack.Options, port int, portHelp, uiP
 	fs.IntVar(&o.Port, "port", port, portHelp)
 	fs.IntVar(&o.UIPort, "ui-port", 8233, uiPortHelp)
 	fs.BoolVar(&o.Headless, "headless", false, "do not serve the Temporal UI")
+	fs.StringVar(&o.CodecKeyFile, "codec-key-file", os.Getenv("SCHOONER_CODEC_KEY_FILE"),
+		"seal every payload with the AES-256-GCM keys of this file (`schooner codec keygen`; env SCHOONER_CODEC_KEY_FILE); the UI then needs `schooner codec serve` to show them")
 	fs.StringSliceVar(&o.StoreRoots, "store-root", nil,
 		"a directory file:// checkpoint stores may be in (repeatable; default: the data directory, /var/lib/schooner and the OS temp dir)")
 	fs.Var(&limitsFile{limits: &o.Limits}, "limits",

@@ -54,6 +54,10 @@ type Options struct {
 	SDKLogger *workers.TemporalLogger
 	Metrics   client.MetricsHandler
 
+	// CodecKeyFile seals every payload of the stack's client and workers with the keys of
+	// this file (workers/codec), as on a cluster configured with --codec-key-file.
+	CodecKeyFile string
+
 	// ServerOnly starts the server and its client, nothing else: for tests that bring their
 	// own workers.
 	ServerOnly bool
@@ -152,7 +156,8 @@ func start(ctx context.Context, o Options) (*Stack, error) {
 	if s.Server, err = devserver.Start(s.server); err != nil {
 		return nil, err
 	}
-	if s.Client, err = workers.Dial(ctx, workers.ClientConfig{Address: s.Server.Address(), Namespace: s.Server.Namespace()}, o.SDKLogger, o.Metrics); err != nil {
+	if s.Client, err = workers.Dial(ctx, workers.ClientConfig{Address: s.Server.Address(), Namespace: s.Server.Namespace(),
+		CodecKeyFile: o.CodecKeyFile}, o.SDKLogger, o.Metrics); err != nil {
 		return s, err
 	}
 	s.Jobs = trainingclient.New(s.Client)

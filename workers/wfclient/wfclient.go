@@ -64,14 +64,15 @@ func IsClosed(s enumspb.WorkflowExecutionStatus) bool {
 	return s != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING && s != enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW
 }
 
-// Memo decodes the memo field key of a run, if it has one.
-func Memo[T any](info *workflowpb.WorkflowExecutionInfo, key string) (T, bool) {
+// Memo decodes the memo field key of a run with dc (the client's converter: a memo is sealed
+// when payloads are), if it has one.
+func Memo[T any](dc converter.DataConverter, info *workflowpb.WorkflowExecutionInfo, key string) (T, bool) {
 	var v T
 	p, ok := info.GetMemo().GetFields()[key]
 	if !ok {
 		return v, false
 	}
-	if err := converter.GetDefaultDataConverter().FromPayload(p, &v); err != nil {
+	if err := dc.FromPayload(p, &v); err != nil {
 		return v, false
 	}
 	return v, true
@@ -104,7 +105,7 @@ func Status[T any](ctx context.Context, c Conn, id, queryType, memoKey string) (
 		}
 	}
 	if derr == nil {
-		if pub, ok := Memo[T](info, memoKey); ok {
+		if pub, ok := Memo[T](ConverterOf(c.Temporal), info, memoKey); ok {
 			return pub, true, nil
 		}
 	}
