@@ -1,0 +1,49 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/schooner-ml/schooner/bench/pq/dataset"
+)
+
+func TestParseInts(t *testing.T) {
+	got, err := parseInts("1, 2,1K,1M")
+	if err != nil || !slices.Equal(got, []int{1, 2, 1024, 1 << 20}) {
+		t.Fatalf("parseInts = %v, %v", got, err)
+	}
+	if _, err := parseInts("x"); err == nil {
+		t.Fatal("parseInts accepted x")
+	}
+	if human(1<<20) != "1M" || human(1024) != "1K" || human(1000) != "1000" {
+		t.Fatal("human")
+	}
+}
+
+// TestEveryTargetRuns measures each implementation for a few milliseconds: the harness must
+// count operations, leave the queue consistent and print a table that names every column.
+func TestEveryTargetRuns(t *testing.T) {
+	c := dataset.Cell{Machine: "test", Threads: 2, InsertPct: 50, Size: 1024, KeyRange: 1 << 20, Shards: 4}
+	var rows []dataset.Row
+	for _, n := range impls {
+		tg := newTarget(n, c.Shards, time.Millisecond, false)
+		ops, secs := measure(tg, c, 5*time.Millisecond)
+		if ops <= 0 || secs <= 0 {
+			t.Errorf("%s: %d operations in %.3fs", n, ops, secs)
+		}
+		rows = append(rows, dataset.Row{Machine: c.Machine, Impl: n, Threads: c.Threads, InsertPct: c.InsertPct, Size: c.Size,
+			KeyRange: c.KeyRange, Shards: c.Shards, Seconds: secs, Ops: ops, Mops: float64(ops) / secs / 1e6, FinalMode: tg.Mode()})
+		tg.Close()
+	}
+	table := markdown(rows, impls)
+	for _, n := range impls {
+		if !strings.Contains(table, n+" Mops/s") {
+			t.Errorf("table lacks a %s column:\n%s", n, table)
+		}
+	}
+	if s := scoreTree(rows, dataset.DefaultRule); !strings.Contains(s, "1 cells") {
+		t.Errorf("score: %s", s)
+	}
+}

@@ -1,0 +1,111 @@
+package pq
+
+import (
+	"math"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+)
+
+// sampleEvery: one operation in 16 is measured. Counting every operation would put an atomic
+// add on a line shared between cores into every call, the very contention the queue is
+// trying to avoid; a 1-in-16 sample still gives tens of thousands of samples per window
+// under load, and the rest of the operations write nothing shared at all.
+const sampleEvery = 16
+
+// stripes spreads the sampled counters over padded lines.
+const stripes = 16
+
+type stripe struct {
+	ins, del atomic.Uint64
+	busyNs   atomic.Uint64 // summed latency of the sampled operations
+	lo, hi   atomic.Uint64 // key hints of sampled inserts; lo starts at MaxUint64
+	_        [2*cacheLine - 5*8]byte
+}
+
+// counters are the windowed load measurements the classifier reads. The active-thread count
+// comes from Little's law rather than from an in-flight gauge (which would cost two shared
+// atomic adds per call): the time-average number of callers inside operations is the
+// operation rate times the mean latency, which is the sampled latency sum scaled by the
+// sampling rate, divided by the window's length. Its weakness is variance from heavy tails: a
+// caller descheduled for milliseconds inside a sampled operation counts sixteen-fold. Under the
+// loads where the choice matters (many callers, sub-microsecond operations, windows of 100ms)
+// the samples number in the tens of thousands and the tail averages out.
+type counters struct {
+	s [stripes]stripe
+}
+
+func newCounters() *counters {
+	c := &counters{}
+	for i := range c.s {
+		c.s[i].lo.Store(math.MaxUint64)
+	}
+	return c
+}
+
+// ticket is a sampled operation's stripe and start; st is nil for the unsampled majority.
+type ticket struct {
+	st *stripe
+	t0 time.Time
+}
+
+func (c *counters) start() ticket {
+	r := rand.Uint64()
+	if r%sampleEvery != 0 {
+		return ticket{}
+	}
+	return ticket{st: &c.s[(r>>32)%stripes], t0: time.Now()}
+}
+
+func (c *counters) endInsert(t ticket, hint uint64) {
+	if t.st == nil {
+		return
+	}
+	t.st.busyNs.Add(uint64(time.Since(t.t0)))
+	t.st.ins.Add(1)
+	for lo := t.st.lo.Load(); hint < lo && !t.st.lo.CompareAndSwap(lo, hint); lo = t.st.lo.Load() {
+	}
+	for hi := t.st.hi.Load(); hint > hi && !t.st.hi.CompareAndSwap(hi, hint); hi = t.st.hi.Load() {
+	}
+}
+
+func (c *counters) endDelete(t ticket) {
+	if t.st == nil {
+		return
+	}
+	t.st.busyNs.Add(uint64(time.Since(t.t0)))
+	t.st.del.Add(1)
+}
+
+// window is what one window counted, scaled back to all operations.
+type window struct {
+	ins, del float64
+	busy     time.Duration // estimated total time callers spent inside operations
+	keyRange uint64        // hi-lo of sampled insert keys; 0 if none sampled
+}
+
+// take reads and resets the counts. Operations racing with it land in this window or the
+// next; either is fine for a load estimate.
+func (c *counters) take() window {
+	var w window
+	var ins, del, busy uint64
+	lo, hi := uint64(math.MaxUint64), uint64(0)
+	for i := range c.s {
+		s := &c.s[i]
+		ins += s.ins.Swap(0)
+		del += s.del.Swap(0)
+		busy += s.busyNs.Swap(0)
+		lo = min(lo, s.lo.Swap(math.MaxUint64))
+		hi = max(hi, s.hi.Swap(0))
+	}
+	w.ins, w.del = float64(ins*sampleEvery), float64(del*sampleEvery)
+	w.busy = time.Duration(busy * sampleEvery)
+	if hi >= lo {
+		w.keyRange = hi - lo
+	}
+	return w
+}
+
+// log2p1 is log2(1+x), the scale of Features.LogSize and LogKeyRange: the classifier needs
+// magnitudes, and the bench computes the same formula for its training rows.
+func log2p1(x uint64) float64 { return math.Log2(float64(x) + 1) }
