@@ -52,6 +52,9 @@ type SimNodesOptions struct {
 	// StoreRoots are the directories file:// checkpoint stores must lie under
 	// (store.DefaultRoots of the node's data dir when nil).
 	StoreRoots []string
+	// AllowedCommands are the command trainers the nodes may run (node.Supervisor); none
+	// refuses every command trainer.
+	AllowedCommands []string
 	// StartNode starts a node's worker (NodeWorkerStarter(client) when nil); tests pass their
 	// own to run SimNodes without a Temporal server.
 	StartNode NodeStarter
@@ -247,7 +250,7 @@ func (s *SimNodes) boot(inst cloud.Instance) {
 	s.mu.Unlock()
 	dir := filepath.Join(s.o.DataDir, "nodes", inst.ID)
 	t := &trainingact.Trainer{Supervisor: &node.Supervisor{NodeID: inst.ID, DataDir: dir, Reporter: s.o.Reporter,
-		OpenStore: s.o.OpenStore, StoreRoots: s.o.StoreRoots, HeartbeatEvery: s.o.HeartbeatEvery, ProgressEvery: s.o.ProgressEvery,
+		OpenStore: s.o.OpenStore, StoreRoots: s.o.StoreRoots, AllowedCommands: s.o.AllowedCommands, HeartbeatEvery: s.o.HeartbeatEvery, ProgressEvery: s.o.ProgressEvery,
 		Logger: s.o.Logger.With().Str("node", inst.ID).Logger()}}
 	log := s.o.Logger.With().Str("node", inst.ID).Logger()
 	holder, err := StartHolder(HolderOptions{Budget: s.o.HolderBudget, Logger: log.With().Str("component", "kv-cache-holder").Logger()})

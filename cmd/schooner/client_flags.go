@@ -20,7 +20,7 @@ func addClientFlags(fs *pflag.FlagSet, c *workers.ClientConfig) {
 	fs.BoolVar(&c.TLS, "tls", false, "use TLS with the system roots (implied by the other TLS flags and by --api-key)")
 	fs.StringVar(&c.APIKey, "api-key", os.Getenv("TEMPORAL_API_KEY"), "API key, e.g. for Temporal Cloud (env TEMPORAL_API_KEY)")
 	fs.StringVar(&c.CodecKeyFile, "codec-key-file", os.Getenv("SCHOONER_CODEC_KEY_FILE"),
-		"seal every payload with the AES-256-GCM keys of this file (`schooner codec keygen`; env SCHOONER_CODEC_KEY_FILE); every worker and client of the namespace needs it")
+		"seal every payload with the AES-256-GCM keys of this file (made by schooner codec keygen; env SCHOONER_CODEC_KEY_FILE); every worker and client of the namespace needs it")
 }
 
 func envOr(name, def string) string {

@@ -21,9 +21,11 @@ func addServerFlags(fs *pflag.FlagSet, o *stack.Options, port int, portHelp, uiP
 	fs.IntVar(&o.UIPort, "ui-port", 8233, uiPortHelp)
 	fs.BoolVar(&o.Headless, "headless", false, "do not serve the Temporal UI")
 	fs.StringVar(&o.CodecKeyFile, "codec-key-file", os.Getenv("SCHOONER_CODEC_KEY_FILE"),
-		"seal every payload with the AES-256-GCM keys of this file (`schooner codec keygen`; env SCHOONER_CODEC_KEY_FILE); the UI then needs `schooner codec serve` to show them")
+		"seal every payload with the AES-256-GCM keys of this file (made by schooner codec keygen; env SCHOONER_CODEC_KEY_FILE); the UI then needs schooner codec serve to show them")
 	fs.StringSliceVar(&o.StoreRoots, "store-root", nil,
 		"a directory file:// checkpoint stores may be in (repeatable; default: the data directory, /var/lib/schooner and the OS temp dir)")
+	fs.StringArrayVar(&o.AllowedCommands, "allow-command", nil,
+		"a command prefix the nodes may run for a job's command trainer (repeatable; e.g. \"/opt/train/run.sh\" or \"python3 -m my_trainer\"; words may be globs); none: command trainers are refused")
 	fs.Var(&limitsFile{limits: &o.Limits}, "limits",
 		"YAML file of job limits (max_iterations, max_global_batch, max_seq_len, max_model_params, max_gpus, max_spec_bytes); absent fields keep the defaults")
 }

@@ -79,7 +79,10 @@ type Options struct {
 	// store.DefaultRoots of the data directory). Limits are the largest jobs accepted
 	// (zero fields: training.DefaultLimits).
 	StoreRoots []string
-	Limits     training.Limits
+	// AllowedCommands are the command trainers the simulated nodes may run (node.Supervisor:
+	// command prefixes); none refuses every command trainer.
+	AllowedCommands []string
+	Limits          training.Limits
 }
 
 // Stack is a running training stack. Its fields are for reading; Stop ends it all.
@@ -184,7 +187,7 @@ func start(ctx context.Context, o Options) (*Stack, error) {
 		return s, err
 	}
 	s.Agents, err = workers.StartSimAgents(ctx, s.Client, workers.SimNodesOptions{
-		Market: s.Market, DataDir: o.DataDir, StoreRoots: o.StoreRoots, Logger: o.Logger,
+		Market: s.Market, DataDir: o.DataDir, StoreRoots: o.StoreRoots, AllowedCommands: o.AllowedCommands, Logger: o.Logger,
 	})
 	return s, err
 }

@@ -68,6 +68,10 @@ type Supervisor struct {
 	// (<DataDir>/<job>/epoch-<E>/rank-<R>; a directory under os.TempDir when empty).
 	NodeID  string
 	DataDir string
+	// AllowedCommands are the command prefixes a job's command trainer may run on this node
+	// (see allow.go); none means command trainers are refused. Set by the node's operator,
+	// never by a spec: whoever may start a workflow writes specs.
+	AllowedCommands []string
 	// Reporter signals progress and committed checkpoints to the job; nil reports nothing
 	// (heartbeats still carry progress).
 	Reporter Reporter
@@ -175,6 +179,9 @@ func (s *Supervisor) runKind(ctx context.Context, a training.Assignment, st stor
 	case "", training.TrainerSim:
 		return runSim(ctx, a, st, sock, rep, log)
 	case training.TrainerCommand:
+		if err := checkCommand(a.Trainer.Command, a.Trainer.Env, s.AllowedCommands); err != nil {
+			return training.NoResult(a.Rank), err
+		}
 		return runCommand(ctx, a, st, sock, s.CommandGrace, rep, log)
 	}
 	return training.NoResult(a.Rank), badAssignment("unknown trainer kind %q", a.Trainer.Kind)
