@@ -8,6 +8,9 @@ const (
 	ErrTypeInvalidSpec = "InvalidSpec"
 	// ErrTypeNoPlan: no plan fits the GPUs on offer (memory, batch or capacity).
 	ErrTypeNoPlan = "NoPlan"
+	// ErrTypeInfeasible: no plan fits even with max_gpus GPUs free in any allowed offering;
+	// no capacity that returns would help, so the job fails at once.
+	ErrTypeInfeasible = "Infeasible"
 	// ErrTypeOverBudget: plans exist but every one costs more per hour than the cap.
 	ErrTypeOverBudget = "OverBudget"
 	// ErrTypeBadModel: the model cannot be profiled; the spec is wrong.

@@ -46,6 +46,9 @@ func (t *Control) PlanJob(ctx context.Context, req training.PlanJobRequest) (tra
 			if over > 0 {
 				return training.PlanJobResult{}, overBudget(m.Name, req.USDPerHourCap, over, err)
 			}
+			if never := t.infeasible(req, preq, err); never != nil {
+				return training.PlanJobResult{}, never
+			}
 			err = fmt.Errorf("planning %s on %d pools: %w", m.Name, len(survivors)+len(offers), err)
 			return training.PlanJobResult{}, temporal.NewNonRetryableApplicationError(err.Error(), training.ErrTypeNoPlan, err)
 		}

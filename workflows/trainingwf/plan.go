@@ -87,7 +87,8 @@ func (j *job) planOnce(ctx workflow.Context, offers []cloud.Offering) (training.
 	var res training.PlanJobResult
 	if err := workflow.ExecuteLocalActivity(lctx, training.ActivityPlanJob, req).Get(ctx, &res); err != nil {
 		var app *temporal.ApplicationError
-		if errors.As(err, &app) && (app.Type() == training.ErrTypeBadModel || app.Type() == training.ErrTypeOverBudget) {
+		if errors.As(err, &app) && (app.Type() == training.ErrTypeBadModel || app.Type() == training.ErrTypeOverBudget ||
+			app.Type() == training.ErrTypeInfeasible) {
 			// The spec rules out every plan: waiting for capacity would not help.
 			return res, fmt.Errorf("planning: %w", err)
 		}

@@ -1,0 +1,45 @@
+package trainingact
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/schooner-ml/schooner/activities/internal/acttest"
+	"github.com/schooner-ml/schooner/cloud"
+	"github.com/schooner-ml/schooner/training"
+)
+
+// errType is the application error type of err ("" when it is none).
+func errType(err error) (string, bool) {
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) {
+		return "", false
+	}
+	return app.Type(), app.NonRetryable()
+}
+
+func TestAJobNoCapacityCouldEverFitFailsAtOnce(t *testing.T) {
+	v100 := acttest.Offers()[2:] // one V100-16 offering: OPT-350 needs two of them
+	require.Equal(t, "V100-16", string(v100[0].GPUType))
+	tr := &Control{}
+	req := training.PlanJobRequest{Model: training.Model{Name: "OPT-350"}, GlobalBatch: 32, MaxGPUs: 1, Offers: v100}
+	_, err := tr.PlanJob(context.Background(), req)
+	typ, final := errType(err)
+	assert.Equal(t, training.ErrTypeInfeasible, typ, "%v", err)
+	assert.True(t, final)
+	assert.ErrorContains(t, err, "raise resources.max_gpus")
+
+	// The same job allowed two GPUs while only one is free: a plan would fit
+	// once capacity returns, so it is an ordinary NoPlan and the job waits.
+	dry := append([]cloud.Offering(nil), v100...)
+	dry[0].SpotCapacity = 1
+	req.MaxGPUs, req.Offers = 2, dry
+	_, err = tr.PlanJob(context.Background(), req)
+	typ, _ = errType(err)
+	assert.Equal(t, training.ErrTypeNoPlan, typ, "%v", err)
+}
