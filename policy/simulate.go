@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -221,7 +222,7 @@ func fill(req Request, held Placement, capacity map[string]int) Placement {
 	}
 	if req.Gang {
 		for z, g := range held {
-			if g == req.Spot && contains(req.Zones, z) {
+			if g == req.Spot && slices.Contains(req.Zones, z) {
 				out[z] = g
 				return out
 			}
@@ -250,15 +251,6 @@ func fill(req Request, held Placement, capacity map[string]int) Placement {
 		}
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func clone(p Placement) Placement {
