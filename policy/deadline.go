@@ -8,14 +8,22 @@ import (
 )
 
 // DeadlineAware is schooner's policy. Each step it holds the cheapest placement whose
-// remaining run fits the time left with a margin: spot alone when the market has enough,
-// else spot plus the fewest on-demand GPUs that keep the deadline, else the fastest
-// placement it can get. The cheapest placement is usually a small one (data parallelism
-// costs GPU time per iteration), so the job grows only as the deadline requires. It keeps
-// what it holds while that still fits (a change costs a restart), moves back to spot alone as
-// soon as the slack allows, and prefers zones that preempted least in the last day, then the
-// cheapest, then those with the most capacity. Spot runtimes are inflated by the zone's
-// observed preemption rate, so a job in a zone that keeps preempting buys its margin earlier.
+// remaining run fits the time left with a margin (two restarts and 5% of the time left), in
+// this order of preference:
+//
+//   - spot alone, taking the fastest spot placement within speedPremium of the cheapest: time
+//     banked on spot is on-demand time not bought later;
+//   - when spot is short, still spot alone while the fastest on-demand finish (with
+//     deferMargin of room) fits after one more step: the purchase waits for spot to return;
+//   - spot plus the fewest on-demand GPUs that keep the deadline;
+//   - the fastest placement it can get.
+//
+// It keeps what it holds while that still fits and nothing is a tenth cheaper (a change costs
+// a restart), moves back to spot alone as soon as a spot placement fits, and ranks zones by
+// their preemptions in the last day, then price, then capacity; spot runtimes are inflated by
+// the zones' recent preemptions, so a job in a zone that keeps preempting buys its margin
+// earlier. Its safety net (safetyNet) moves the job to on-demand alone, for good, once a
+// preemption could no longer be recovered on spot before the deadline.
 func DeadlineAware() Maker {
 	return Maker{Name: "schooner-deadline", About: "schooner: cheapest placement that keeps the deadline, least on-demand",
 		New: func() Policy { return &deadlineAware{} }}
