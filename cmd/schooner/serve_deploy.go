@@ -50,7 +50,7 @@ Ctrl-C (as 'schooner serve router' does); the deployment keeps running after tha
 				if routerAddr == "" {
 					return nil
 				}
-				return runRouter(ctx, s, sc, depID, spec, routerAddr, out)
+				return runRouter(ctx, s, sc, depID, spec, routerAddr, nil, out)
 			})
 		},
 	}

@@ -17,7 +17,7 @@ import (
 )
 
 func newServeRouterCommand(g *globals) *cobra.Command {
-	var listen string
+	var listen, queue string
 	cmd := newSessionCommand(g, &cobra.Command{
 		Use:   "router DEPLOYMENT-ID",
 		Short: "Serve the OpenAI-compatible API of a deployment, following its stages",
@@ -37,17 +37,24 @@ from recomputation). Try it with the official OpenAI client or curl:
 			return err
 		}
 		spec := serving.Spec{Name: st.Name, Model: serving.Model{Name: st.Model}}
-		return runRouter(ctx, s, sc, args[0], spec, listen, cmd.OutOrStdout())
+		newQueue, err := routerQueue(queue)
+		if err != nil {
+			return err
+		}
+		return runRouter(ctx, s, sc, args[0], spec, listen, newQueue, cmd.OutOrStdout())
 	})
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8000", "host:port of the OpenAI-compatible API")
+	cmd.Flags().StringVar(&queue, "queue", "heap", "the waiting requests' queue: heap (a mutex and container/heap) or pq (package pq's concurrent priority queue), for comparison")
 	return cmd
 }
 
 // runRouter serves the OpenAI-compatible API for deployment id on addr until ctx ends,
 // following the deployment's stages.
-func runRouter(ctx context.Context, s *session, sc *servingclient.Client, id string, spec serving.Spec, addr string, out io.Writer) error {
+func runRouter(ctx context.Context, s *session, sc *servingclient.Client, id string, spec serving.Spec, addr string,
+	newQueue func() router.Queue, out io.Writer) error {
 	log := s.log.With().Str("deployment", id).Logger()
-	r, err := router.NewPool(router.Options{Model: spec.ModelID(), Deployment: id, MaxQueue: spec.Queue, ContextLength: spec.MaxContext, Log: &log})
+	r, err := router.NewPool(router.Options{Model: spec.ModelID(), Deployment: id, MaxQueue: spec.Queue, ContextLength: spec.MaxContext,
+		NewQueue: newQueue, Log: &log})
 	if err != nil {
 		return err
 	}
@@ -66,4 +73,15 @@ func runRouter(ctx context.Context, s *session, sc *servingclient.Client, id str
 		return err
 	}
 	return nil
+}
+
+// routerQueue is the --queue flag's queue constructor (nil: the router's default heap).
+func routerQueue(name string) (func() router.Queue, error) {
+	switch name {
+	case "", "heap":
+		return nil, nil
+	case "pq":
+		return router.NewPQueue, nil
+	}
+	return nil, fmt.Errorf("--queue %q: want heap or pq", name)
 }

@@ -53,8 +53,13 @@ type Options struct {
 	KeepAlive time.Duration
 	// Tokenizer turns text prompts into token ids and tokens into text (Bytes).
 	Tokenizer Tokenizer
-	// Queue orders waiting requests (a heap ordered by arrival).
+	// Queue orders waiting requests (a heap ordered by arrival). It serves one Router: a
+	// Pool makes a router per replica from one Options, so give it NewQueue instead.
 	Queue Queue
+	// NewQueue makes each router's queue when Queue is nil (NewHeapQueue when nil too);
+	// NewPQueue is the concurrent priority queue of package pq. A queue with a Close method
+	// is closed with its router.
+	NewQueue func() Queue
 	// Log receives connection and failover events (none).
 	Log *zerolog.Logger
 }
@@ -72,6 +77,9 @@ func (o Options) withDefaults() Options {
 	defaults.Positive(&o.KeepAlive, 15*time.Second)
 	if o.Tokenizer == nil {
 		o.Tokenizer = Bytes{}
+	}
+	if o.Queue == nil && o.NewQueue != nil {
+		o.Queue = o.NewQueue()
 	}
 	if o.Queue == nil {
 		o.Queue = NewHeapQueue()

@@ -79,6 +79,9 @@ func (r *Router) Close() error {
 	}
 	r.cancel()
 	r.wg.Wait()
+	if c, ok := r.opts.Queue.(interface{ Close() }); ok {
+		c.Close()
+	}
 	return nil
 }
 
