@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/NVIDIA/go-nvml v0.13.4-1
+	github.com/aws/aws-sdk-go-v2/service/sqs v1.53.0
 	github.com/compose-spec/compose-go/v2 v2.16.2
 	github.com/mattn/go-isatty v0.0.22
 	github.com/openai/openai-go v1.12.0

@@ -38,6 +38,7 @@ type Server struct {
 	opts    Options
 	reg     *registry
 	imds    *imdsTokens
+	events  *eventsQueue
 
 	mu       sync.Mutex
 	throttle int
@@ -62,7 +63,7 @@ func New(b Backend, opts Options) *Server {
 		opts.Now = time.Now
 	}
 	return &Server{
-		backend: b, opts: opts, reg: newRegistry(), imds: newIMDSTokens(),
+		backend: b, opts: opts, reg: newRegistry(), imds: newIMDSTokens(), events: newEventsQueue(b),
 		calls: map[string]int{}, tokens: map[string]idempotent{},
 	}
 }
@@ -173,6 +174,10 @@ func (s *Server) admit(action string) bool {
 
 // ServeHTTP routes metadata paths to the IMDS handler and everything else to the EC2 API.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if action, ok := strings.CutPrefix(r.Header.Get("X-Amz-Target"), sqsTargetPrefix); ok {
+		s.serveSQS(w, r, action)
+		return
+	}
 	if strings.HasPrefix(r.URL.Path, IMDSPrefix) {
 		s.serveIMDS(w, r)
 		return
