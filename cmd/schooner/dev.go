@@ -25,6 +25,8 @@ type devFlags struct {
 	pprofAddr   string
 	simEC2Addr  string
 	simGCEAddr  string
+	// interruptions is where the control side learns of preemptions: log or sqs.
+	interruptions string
 }
 
 func newDevCommand(g *globals) *cobra.Command {
@@ -62,6 +64,8 @@ Ctrl-C stops everything within 10 seconds.`,
 	addTraceFlag(fs, &f.stack)
 	fs.StringVar(&f.simEC2Addr, "sim-ec2-addr", defaultSimEC2Addr, "where to serve the simulated EC2 API and instance metadata")
 	fs.StringVar(&f.simGCEAddr, "sim-gce-addr", defaultSimGCEAddr, "where to serve the simulated Compute Engine API and metadata server")
+	fs.StringVar(&f.interruptions, "interruptions", interruptionsLog,
+		"how the control side hears of preemptions: log (the market's event log) or sqs (EventBridge-shaped events through the simulated EC2 face's SQS queue, read with the real SDK)")
 	return cmd
 }
 
@@ -71,6 +75,9 @@ func runDev(ctx context.Context, f *devFlags, log zerolog.Logger, out io.Writer)
 		return err
 	}
 	if err := checkTraceDir(f.stack, out); err != nil {
+		return err
+	}
+	if err := checkInterruptions(f.interruptions); err != nil {
 		return err
 	}
 	metrics, metricsAddr, err := serveMetrics(ctx, f.metricsAddr)
@@ -93,6 +100,11 @@ func runDev(ctx context.Context, f *devFlags, log zerolog.Logger, out io.Writer)
 		return err
 	}
 	s.Defer(apis.Close)
+	if f.interruptions == interruptionsSQS {
+		if err := relayFromSQS(ctx, s, apis, workers.NewReporter(s.Client), log); err != nil {
+			return err
+		}
+	}
 	node := &workers.NodeAgent{ID: f.nodeID, Hostname: hostname(), GPUs: nvml.Real{}, Client: s.Client, Logger: log}
 	if err := node.Start(ctx); err != nil {
 		return err
