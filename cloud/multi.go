@@ -14,6 +14,9 @@ import (
 // by zone safe.
 type Multi struct {
 	Providers []Provider
+	// Scale, when set, is the members' time scale: the faces of a simulated market reached
+	// through the real SDKs cannot tell their pace, so whoever points at them says it.
+	Scale TimeScale
 }
 
 var _ Provider = (*Multi)(nil)
@@ -108,6 +111,9 @@ func (m *Multi) collect(call func(Provider) ([]Instance, error)) ([]Instance, er
 // TimeScale is the first member's that runs at another pace than the wall clock (members of
 // one Multi share a clock in practice: all real, or one simulated market's faces).
 func (m *Multi) TimeScale() TimeScale {
+	if m.Scale > 0 {
+		return m.Scale
+	}
 	for _, p := range m.Providers {
 		if s := TimeScaleOf(p); s != Real {
 			return s

@@ -79,6 +79,8 @@ func TestEveryRenderedManifestIsAValidObjectOfItsKind(t *testing.T) {
 				var d appsv1.Deployment
 				require.NoError(t, yaml.UnmarshalStrict(doc, &d), "%v\n%s", values, doc)
 				spec, selector, labels = &d.Spec.Template.Spec, d.Spec.Selector.MatchLabels, d.Spec.Template.Labels
+				// Without --cloud a control worker serves workflows only and no job runs.
+				assert.Contains(t, spec.Containers[0].Args, "--cloud=aws", "%v", values)
 			case "apps/v1/DaemonSet":
 				var d appsv1.DaemonSet
 				require.NoError(t, yaml.UnmarshalStrict(doc, &d), "%v\n%s", values, doc)

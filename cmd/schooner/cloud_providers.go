@@ -35,6 +35,7 @@ type cloudFlags struct {
 	simEC2      string
 	simGCE      string
 	simSeed     int64
+	simScale    float64
 }
 
 func addCloudFlags(fs *pflag.FlagSet, f *cloudFlags) {
@@ -47,6 +48,7 @@ func addCloudFlags(fs *pflag.FlagSet, f *cloudFlags) {
 	fs.StringVar(&f.simEC2, "sim-ec2", defaultSimEC2Addr, "address of the simulator's EC2 face (--cloud sim)")
 	fs.StringVar(&f.simGCE, "sim-gce", defaultSimGCEAddr, "address of the simulator's Compute face (--cloud sim)")
 	fs.Int64Var(&f.simSeed, "sim-seed", 1, "seed of the in-process market used when no 'schooner dev' is running (offerings only)")
+	fs.Float64Var(&f.simScale, "sim-time-scale", 1, "the --time-scale of the 'schooner dev' whose market --cloud sim reaches (its faces cannot tell)")
 }
 
 // provider builds the chosen provider. note is a line to show the user about where the
@@ -103,7 +105,7 @@ func (f *cloudFlags) simProvider(ctx context.Context, needLive bool) (cloud.Prov
 		if err != nil {
 			return nil, "", err
 		}
-		return &cloud.Multi{Providers: []cloud.Provider{a, g}},
+		return &cloud.Multi{Providers: []cloud.Provider{a, g}, Scale: cloud.TimeScale(f.simScale)},
 			fmt.Sprintf("simulated market of 'schooner dev' via its EC2 (%s) and Compute (%s) faces", f.simEC2, f.simGCE), nil
 	}
 	if needLive {

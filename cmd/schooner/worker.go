@@ -26,16 +26,29 @@ Run as many control workers as you like; run one node agent on every GPU machine
 
 func newControlWorkerCommand(g *globals) *cobra.Command {
 	var ensureSA bool
+	var jobs controlJobFlags
 	cmd := newWorkerSubcommand(g, &cobra.Command{
 		Use:   "control",
 		Short: "Run the control worker (queue schooner-control): workflows, cloud and planner activities",
+		Long: `control runs the workflows and, with --cloud, the activities that plan jobs and buy, watch
+and release their machines on that cloud. Run as many as you like against one cluster:
+
+  schooner worker control --address temporal.internal:7233 --cloud aws --aws-region us-east-1
+  schooner worker control --cloud sim          # beside a running 'schooner dev'`,
 	}, func(ctx context.Context, s *session) error {
 		if ensureSA {
 			if err := workers.EnsureSearchAttributes(ctx, s.client, s.cfg.Namespace); err != nil {
 				return err
 			}
 		}
-		w := workers.NewControlWorker(s.client)
+		opts, note, err := jobs.options(ctx, s.log)
+		if err != nil {
+			return err
+		}
+		if note != "" {
+			s.log.Info().Msg(note)
+		}
+		w := workers.NewControlWorkerWith(s.client, opts)
 		if err := w.Start(); err != nil {
 			return fmt.Errorf("starting control worker: %w", err)
 		}
@@ -45,6 +58,7 @@ func newControlWorkerCommand(g *globals) *cobra.Command {
 		return nil
 	})
 	cmd.Flags().BoolVar(&ensureSA, "ensure-search-attributes", true, "register schooner's search attributes at start (needs operator rights)")
+	addControlJobFlags(cmd.Flags(), &jobs)
 	return cmd
 }
 

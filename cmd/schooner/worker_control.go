@@ -1,0 +1,49 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/pflag"
+
+	"github.com/schooner-ml/schooner/activities/trainingact"
+	trainsim "github.com/schooner-ml/schooner/trainer/sim"
+	"github.com/schooner-ml/schooner/training"
+	"github.com/schooner-ml/schooner/workers"
+)
+
+// controlJobFlags give a standalone control worker what the job activities need: the cloud
+// they buy machines from, and the control plane's policies (profiles, store roots, limits).
+// Without --cloud the worker serves the workflows and the node registry only, and jobs wait
+// for a control worker that has it.
+type controlJobFlags struct {
+	cloud      cloudFlags
+	profiles   string
+	storeRoots []string
+	limits     training.Limits
+}
+
+func addControlJobFlags(fs *pflag.FlagSet, f *controlJobFlags) {
+	addCloudFlags(fs, &f.cloud)
+	fs.Lookup("cloud").DefValue = ""
+	f.cloud.cloud = ""
+	fs.Lookup("cloud").Usage = "where jobs buy machines: aws, gcp, aws+gcp, or sim (the simulated market of a running 'schooner dev', through its EC2 and Compute faces); empty: serve workflows only, and run no job activities"
+	fs.StringVar(&f.profiles, "profiles", "", "directory of model and network profiles (empty: the built-in ones)")
+	fs.StringSliceVar(&f.storeRoots, "store-root", nil, "a directory file:// checkpoint stores may be in (repeatable; default /var/lib/schooner and the OS temp dir)")
+	fs.Var(&limitsFile{limits: &f.limits}, "limits", "YAML file of job limits; absent fields keep the defaults")
+}
+
+// options are the control worker's: with a cloud, the training, fleet and serving activities
+// on it.
+func (f *controlJobFlags) options(ctx context.Context, log zerolog.Logger) (workers.ControlOptions, string, error) {
+	if f.cloud.cloud == "" {
+		return workers.ControlOptions{}, "no --cloud: serving workflows only; training and serving jobs need a control worker with --cloud", nil
+	}
+	p, note, err := f.cloud.provider(ctx, true)
+	if err != nil {
+		return workers.ControlOptions{}, "", fmt.Errorf("--cloud %s: %w", f.cloud.cloud, err)
+	}
+	return workers.ControlOptions{Training: &trainingact.Control{Provider: p, ProfilesDir: f.profiles, Verify: trainsim.VerifyStep,
+		StoreRoots: f.storeRoots, Limits: f.limits, Logger: log}}, note, nil
+}
