@@ -8,7 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/schooner-ml/schooner/activities/trainingact"
 	"github.com/schooner-ml/schooner/gpu/nvml"
+	"github.com/schooner-ml/schooner/trainer/node"
 	"github.com/schooner-ml/schooner/workers"
 )
 
@@ -63,13 +65,21 @@ and release their machines on that cloud. Run as many as you like against one cl
 }
 
 func newNodeWorkerCommand(g *globals) *cobra.Command {
-	var nodeID string
+	var nodeID, dataDir string
 	var deregister bool
+	var allowed, storeRoots []string
 	cmd := newWorkerSubcommand(g, &cobra.Command{
 		Use:   "node",
 		Short: "Run this machine's node agent (queue schooner-node-<id>): GPU inventory and on-machine activities",
+		Long: `node runs this machine's agent: its GPU inventory, interference studies, colocated pairs, and
+the trainers of the training jobs placed on it (each with its own checkpoint agent). Its id must
+be the cloud's instance id, which is what jobs address: schooner-node-<instance id>.
+Command trainers run only with --allow-command; the simulated trainer always may.`,
 	}, func(ctx context.Context, s *session) error {
-		agent := &workers.NodeAgent{ID: nodeID, Hostname: hostname(), GPUs: nvml.Real{}, Client: s.client, Logger: s.log}
+		agent := &workers.NodeAgent{ID: nodeID, Hostname: hostname(), GPUs: nvml.Real{}, Client: s.client, Logger: s.log,
+			Trainer: &trainingact.Trainer{Supervisor: &node.Supervisor{NodeID: nodeID, DataDir: dataDir,
+				Reporter: workers.NewReporter(s.client), StoreRoots: storeRoots, AllowedCommands: allowed,
+				Logger: s.log.With().Str("component", "trainers").Logger()}}}
 		if inv := nvml.Discover(nvml.Real{}, nodeID, hostname(), time.Now().UTC()); len(inv.GPUs) > 0 {
 			x := pythonInterferenceExecutor(os.Stderr)
 			agent.Interference = x
@@ -86,5 +96,8 @@ func newNodeWorkerCommand(g *globals) *cobra.Command {
 	})
 	cmd.Flags().StringVar(&nodeID, "node-id", defaultNodeID(), "id of this node (its task queue is schooner-node-<id>)")
 	cmd.Flags().BoolVar(&deregister, "deregister-on-exit", false, "remove this node from the registry when stopped (for machines that will not return)")
+	cmd.Flags().StringVar(&dataDir, "data-dir", "", "where the trainers' checkpoint agents keep their local tier (default: a directory under the OS temp dir)")
+	cmd.Flags().StringArrayVar(&allowed, "allow-command", nil, "a command prefix jobs' command trainers may run here (repeatable; words may be globs); none: command trainers are refused")
+	cmd.Flags().StringSliceVar(&storeRoots, "store-root", nil, "a directory file:// checkpoint stores may be in (repeatable; default the data directory, /var/lib/schooner and the OS temp dir)")
 	return cmd
 }
