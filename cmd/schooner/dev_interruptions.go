@@ -12,7 +12,6 @@ import (
 	"github.com/schooner-ml/schooner/cloud/aws"
 	"github.com/schooner-ml/schooner/cloud/catalog"
 	"github.com/schooner-ml/schooner/devserver/stack"
-	"github.com/schooner-ml/schooner/workers"
 )
 
 // Interruption paths of `schooner dev --interruptions`.
@@ -36,18 +35,11 @@ func relayFromSQS(ctx context.Context, s *stack.Stack, apis *simAPIs, rep traini
 	if err != nil {
 		return err
 	}
-	q, err := aws.NewEventQueue(ctx, p, apis.ec2.SQSQueueURL())
+	s.Agents.Relay.Stop()
+	stop, err := startSQSRelay(context.WithoutCancel(ctx), p, apis.ec2.SQSQueueURL(), rep, log)
 	if err != nil {
 		return err
 	}
-	qlog := log.With().Str("component", "sqs-events").Logger()
-	q.OnError = func(err error) { qlog.Warn().Err(err).Msg("reading interruption events") }
-	s.Agents.Relay.Stop()
-	qctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	go q.Run(qctx)
-	relay := &workers.PreemptionRelay{Source: q, Reporter: rep,
-		Logger: log.With().Str("component", "preemption-relay").Str("source", "sqs").Logger()}
-	relay.Start(qctx)
-	s.Defer(func() { stop(); relay.Stop() })
+	s.Defer(stop)
 	return nil
 }

@@ -50,6 +50,11 @@ and release their machines on that cloud. Run as many as you like against one cl
 		if note != "" {
 			s.log.Info().Msg(note)
 		}
+		stopRelay, err := jobs.relayEvents(ctx, s.client, s.log)
+		if err != nil {
+			return err
+		}
+		defer stopRelay()
 		w := workers.NewControlWorkerWith(s.client, opts)
 		if err := w.Start(); err != nil {
 			return fmt.Errorf("starting control worker: %w", err)

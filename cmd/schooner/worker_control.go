@@ -6,8 +6,10 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
+	"go.temporal.io/sdk/client"
 
 	"github.com/schooner-ml/schooner/activities/trainingact"
+	"github.com/schooner-ml/schooner/cloud/aws"
 	trainsim "github.com/schooner-ml/schooner/trainer/sim"
 	"github.com/schooner-ml/schooner/training"
 	"github.com/schooner-ml/schooner/workers"
@@ -22,6 +24,8 @@ type controlJobFlags struct {
 	profiles   string
 	storeRoots []string
 	limits     training.Limits
+	// eventsQueue is the SQS queue URL EventBridge rules feed with EC2 interruption events.
+	eventsQueue string
 }
 
 func addControlJobFlags(fs *pflag.FlagSet, f *controlJobFlags) {
@@ -32,6 +36,37 @@ func addControlJobFlags(fs *pflag.FlagSet, f *controlJobFlags) {
 	fs.StringVar(&f.profiles, "profiles", "", "directory of model and network profiles (empty: the built-in ones)")
 	fs.StringSliceVar(&f.storeRoots, "store-root", nil, "a directory file:// checkpoint stores may be in (repeatable; default /var/lib/schooner and the OS temp dir)")
 	fs.Var(&limitsFile{limits: &f.limits}, "limits", "YAML file of job limits; absent fields keep the defaults")
+	fs.StringVar(&f.eventsQueue, "aws-events-queue", "", "SQS queue URL of EC2 interruption events (EventBridge rules; docs/operations.md): jobs hear of a reclaimed machine at once")
+}
+
+// relayEvents reads the --aws-events-queue, if set, and signals each preemption to its job
+// until ctx ends; stop waits for it.
+func (f *controlJobFlags) relayEvents(ctx context.Context, c client.Client, log zerolog.Logger) (stop func(), err error) {
+	if f.eventsQueue == "" {
+		return func() {}, nil
+	}
+	p, err := aws.New(ctx, aws.Options{Regions: f.cloud.awsRegions, Endpoint: f.cloud.awsEndpoint})
+	if err != nil {
+		return nil, err
+	}
+	return startSQSRelay(ctx, p, f.eventsQueue, workers.NewReporter(c), log)
+}
+
+// startSQSRelay long-polls queueURL (EC2 events from EventBridge) and signals every
+// preemption to its job until ctx ends or stop is called.
+func startSQSRelay(ctx context.Context, p *aws.Provider, queueURL string, rep trainingact.JobReporter, log zerolog.Logger) (stop func(), err error) {
+	q, err := aws.NewEventQueue(ctx, p, queueURL)
+	if err != nil {
+		return nil, err
+	}
+	qlog := log.With().Str("component", "sqs-events").Logger()
+	q.OnError = func(err error) { qlog.Warn().Err(err).Msg("reading interruption events") }
+	qctx, cancel := context.WithCancel(ctx)
+	go q.Run(qctx)
+	relay := &workers.PreemptionRelay{Source: q, Reporter: rep,
+		Logger: log.With().Str("component", "preemption-relay").Str("source", "sqs").Logger()}
+	relay.Start(qctx)
+	return func() { cancel(); relay.Stop() }, nil
 }
 
 // options are the control worker's: with a cloud, the training, fleet and serving activities
