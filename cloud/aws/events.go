@@ -39,7 +39,8 @@ const SpotNoticeLead = 2 * time.Minute
 // rebalance recommendations become notices; a state change to shutting-down, terminated,
 // stopping or stopped becomes a preemption (the job confirms it with the provider before
 // acting, so one it caused itself costs a Describe). Each instance is looked up once for its
-// job tag. Messages are deleted once kept; a message that does not parse is deleted and
+// job tag (EC2 keeps a terminated instance describable for about an hour; one it no longer
+// knows has no job, and the relay passes it by). Messages are deleted once kept; a message that does not parse is deleted and
 // logged through OnError, never retried for ever.
 type EventQueue struct {
 	Client   SQS
