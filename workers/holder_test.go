@@ -14,7 +14,7 @@ import (
 	"github.com/schooner-ml/schooner/activities/trainingact"
 	"github.com/schooner-ml/schooner/kvcache"
 	"github.com/schooner-ml/schooner/serving"
-	"github.com/schooner-ml/schooner/training"
+	"github.com/schooner-ml/schooner/workers/workerstest"
 )
 
 // holderAnswers says whether a KV-cache holder answers hello at addr.
@@ -45,7 +45,7 @@ func TestSimNodesRunAHolderPerNode(t *testing.T) {
 		started[id] = n
 		return func() { mu.Lock(); stopped[id] = true; mu.Unlock() }, nil
 	}
-	rec := &noticeRecorder{notices: map[string][]training.PreemptionNotice{}}
+	rec := workerstest.NewNoticeRecorder()
 	s, err := NewSimNodes(nil, SimNodesOptions{Market: m, DataDir: t.TempDir(), Reporter: rec, StartServingNode: start,
 		Deployments: nullDeployment{}, Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})
 	require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/training"
+	"github.com/schooner-ml/schooner/workers/workerstest"
 )
 
 // TestPreemptionRelaySignalsOnlyNewPreemptions checks the relay tells a job of each of its
@@ -26,7 +27,7 @@ func TestPreemptionRelaySignalsOnlyNewPreemptions(t *testing.T) {
 	before := create("train-a")
 	require.NoError(t, f.Preempt(before)) // already in the log when the relay starts
 
-	rec := &noticeRecorder{notices: map[string][]training.PreemptionNotice{}}
+	rec := workerstest.NewNoticeRecorder()
 	log := f.EventsSince(0)
 	r := &PreemptionRelay{Source: f, Reporter: rec, After: log[len(log)-1].Seq}
 
@@ -41,11 +42,11 @@ func TestPreemptionRelaySignalsOnlyNewPreemptions(t *testing.T) {
 	r.Relay(ctx)
 	r.Relay(ctx) // nothing new: nothing sent twice
 
-	assert.Equal(t, []training.PreemptionNotice{{InstanceID: a, Kind: cloud.Preempted}}, rec.of("train-a"))
-	assert.Empty(t, rec.of("train-b"))
+	assert.Equal(t, []training.PreemptionNotice{{InstanceID: a, Kind: cloud.Preempted}}, rec.Of("train-a"))
+	assert.Empty(t, rec.Of("train-b"))
 
 	require.NoError(t, f.Preempt(b))
 	r.Relay(ctx)
-	assert.Equal(t, []training.PreemptionNotice{{InstanceID: b, Kind: cloud.Preempted}}, rec.of("train-b"))
-	assert.Len(t, rec.of(""), 0, "an instance without a job is nobody's to tell")
+	assert.Equal(t, []training.PreemptionNotice{{InstanceID: b, Kind: cloud.Preempted}}, rec.Of("train-b"))
+	assert.Len(t, rec.Of(""), 0, "an instance without a job is nobody's to tell")
 }

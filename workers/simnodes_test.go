@@ -18,6 +18,7 @@ import (
 	"github.com/schooner-ml/schooner/cloud/sim"
 	"github.com/schooner-ml/schooner/internal/wait"
 	"github.com/schooner-ml/schooner/training"
+	"github.com/schooner-ml/schooner/workers/workerstest"
 )
 
 // fakeStarter records the nodes SimNodes starts and stops, in place of Temporal workers.
@@ -43,29 +44,6 @@ func (f *fakeStarter) isStopped(id string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.stopped[id]
-}
-
-// noticeRecorder is a JobReporter keeping the notices.
-type noticeRecorder struct {
-	mu      sync.Mutex
-	notices map[string][]training.PreemptionNotice
-}
-
-func (r *noticeRecorder) Progress(context.Context, string, training.Progress) error { return nil }
-func (r *noticeRecorder) Committed(context.Context, string, training.CheckpointCommitted) error {
-	return nil
-}
-func (r *noticeRecorder) Notice(_ context.Context, job string, n training.PreemptionNotice) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.notices[job] = append(r.notices[job], n)
-	return nil
-}
-
-func (r *noticeRecorder) of(job string) []training.PreemptionNotice {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]training.PreemptionNotice(nil), r.notices[job]...)
 }
 
 const (
@@ -94,10 +72,10 @@ func eventually(t *testing.T, cond func() bool, what string) {
 	wait.For(t, 10*time.Second, 5*time.Millisecond, cond, "%s", what)
 }
 
-func newTestSimNodes(t *testing.T, m *sim.Market) (*SimNodes, *fakeStarter, *noticeRecorder) {
+func newTestSimNodes(t *testing.T, m *sim.Market) (*SimNodes, *fakeStarter, *workerstest.NoticeRecorder) {
 	t.Helper()
 	f := &fakeStarter{started: map[string]*trainingact.Trainer{}, stopped: map[string]bool{}}
-	rec := &noticeRecorder{notices: map[string][]training.PreemptionNotice{}}
+	rec := workerstest.NewNoticeRecorder()
 	s, err := NewSimNodes(nil, SimNodesOptions{Market: m, DataDir: t.TempDir(), Reporter: rec,
 		StartNode: f.start, Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})
 	require.NoError(t, err)
@@ -124,8 +102,8 @@ func TestSimNodesFollowTheMarket(t *testing.T) {
 	before := time.Now()
 	require.NoError(t, m.Preempt(ids[0], 2*time.Minute))
 	s.Poll(ctx)
-	eventually(t, func() bool { return len(rec.of("train-a-1")) == 1 }, "the job hears the notice")
-	n := rec.of("train-a-1")[0]
+	eventually(t, func() bool { return len(rec.Of("train-a-1")) == 1 }, "the job hears the notice")
+	n := rec.Of("train-a-1")[0]
 	require.Equal(t, training.PreemptionNotice{InstanceID: ids[0], Kind: cloud.Notice, Deadline: n.Deadline}, n)
 	require.True(t, n.Deadline.After(before) && n.Deadline.Before(before.Add(time.Minute)), "deadline %s is wall time", n.Deadline)
 
@@ -193,7 +171,7 @@ func TestSimNodesLeaveNothingOfEndedInstances(t *testing.T) {
 		workers.Go(func() { <-done }) // what a node's Temporal worker runs until stopped
 		return func() { close(done); stopFake() }, nil
 	}
-	rec := &noticeRecorder{notices: map[string][]training.PreemptionNotice{}}
+	rec := workerstest.NewNoticeRecorder()
 	s, err := NewSimNodes(nil, SimNodesOptions{Market: m, DataDir: t.TempDir(), Reporter: rec, StartNode: start,
 		PollInterval: 5 * time.Millisecond, Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})
 	require.NoError(t, err)

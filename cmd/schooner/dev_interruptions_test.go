@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,31 +13,8 @@ import (
 
 	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/devserver/stack"
-	"github.com/schooner-ml/schooner/training"
+	"github.com/schooner-ml/schooner/workers/workerstest"
 )
-
-// noticeRecorder is a JobReporter that keeps the notices.
-type noticeRecorder struct {
-	mu      sync.Mutex
-	notices map[string][]training.PreemptionNotice
-}
-
-func (r *noticeRecorder) Progress(context.Context, string, training.Progress) error { return nil }
-func (r *noticeRecorder) Committed(context.Context, string, training.CheckpointCommitted) error {
-	return nil
-}
-func (r *noticeRecorder) Notice(_ context.Context, job string, n training.PreemptionNotice) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.notices[job] = append(r.notices[job], n)
-	return nil
-}
-
-func (r *noticeRecorder) of(job string) []training.PreemptionNotice {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]training.PreemptionNotice(nil), r.notices[job]...)
-}
 
 // With --interruptions sqs a preemption in the market reaches the job through the EC2
 // face's SQS queue, read with the real SDK.
@@ -51,7 +27,7 @@ func TestDevRelaysPreemptionsThroughSQS(t *testing.T) {
 	apis, err := serveSimAPIs(s.Market, "127.0.0.1:0", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer apis.Close()
-	rec := &noticeRecorder{notices: map[string][]training.PreemptionNotice{}}
+	rec := workerstest.NewNoticeRecorder()
 	require.NoError(t, relayFromSQS(ctx, s, apis, rec, zerolog.Nop()))
 
 	offers, err := s.Market.Offerings(ctx, cloud.OfferingFilter{InstanceTypes: []string{"p3.2xlarge"}})
@@ -64,10 +40,10 @@ func TestDevRelaysPreemptionsThroughSQS(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.Market.Preempt(insts[0].ID, 0))
 	deadline := time.Now().Add(20 * time.Second)
-	for len(rec.of("job-sqs")) == 0 && time.Now().Before(deadline) {
+	for len(rec.Of("job-sqs")) == 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	got := rec.of("job-sqs")
+	got := rec.Of("job-sqs")
 	require.NotEmpty(t, got, "no notice reached the job")
 	assert.Equal(t, insts[0].ID, got[0].InstanceID)
 	assert.Equal(t, cloud.Preempted, got[0].Kind)
