@@ -55,6 +55,11 @@ and release their machines on that cloud. Run as many as you like against one cl
 			return err
 		}
 		defer stopRelay()
+		stopGCE, err := jobs.relayGCEPreemptions(ctx, s.client, s.log)
+		if err != nil {
+			return err
+		}
+		defer stopGCE()
 		w := workers.NewControlWorkerWith(s.client, opts)
 		if err := w.Start(); err != nil {
 			return fmt.Errorf("starting control worker: %w", err)

@@ -3,13 +3,16 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
 
 	"github.com/schooner-ml/schooner/activities/trainingact"
+	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/cloud/aws"
+	"github.com/schooner-ml/schooner/cloud/gcp"
 	trainsim "github.com/schooner-ml/schooner/trainer/sim"
 	"github.com/schooner-ml/schooner/training"
 	"github.com/schooner-ml/schooner/workers"
@@ -26,6 +29,8 @@ type controlJobFlags struct {
 	limits     training.Limits
 	// eventsQueue is the SQS queue URL EventBridge rules feed with EC2 interruption events.
 	eventsQueue string
+	// gcePoll is how often GCE's zone operations are read for preemptions (0: not).
+	gcePoll time.Duration
 }
 
 func addControlJobFlags(fs *pflag.FlagSet, f *controlJobFlags) {
@@ -36,6 +41,7 @@ func addControlJobFlags(fs *pflag.FlagSet, f *controlJobFlags) {
 	fs.StringVar(&f.profiles, "profiles", "", "directory of model and network profiles (empty: the built-in ones)")
 	fs.StringSliceVar(&f.storeRoots, "store-root", nil, "a directory file:// checkpoint stores may be in (repeatable; default /var/lib/schooner and the OS temp dir)")
 	fs.Var(&limitsFile{limits: &f.limits}, "limits", "YAML file of job limits; absent fields keep the defaults")
+	fs.DurationVar(&f.gcePoll, "gcp-preemptions", 0, "read GCE's zone operations for preemptions this often (e.g. 5s; one list per zone each time) and tell the jobs at once; 0: jobs see them at their own polls")
 	fs.StringVar(&f.eventsQueue, "aws-events-queue", "", "SQS queue URL of EC2 interruption events (EventBridge rules; docs/operations.md): jobs hear of a reclaimed machine at once")
 }
 
@@ -61,12 +67,41 @@ func startSQSRelay(ctx context.Context, p *aws.Provider, queueURL string, rep tr
 	}
 	qlog := log.With().Str("component", "sqs-events").Logger()
 	q.OnError = func(err error) { qlog.Warn().Err(err).Msg("reading interruption events") }
-	qctx, cancel := context.WithCancel(ctx)
-	go q.Run(qctx)
-	relay := &workers.PreemptionRelay{Source: q, Reporter: rep,
-		Logger: log.With().Str("component", "preemption-relay").Str("source", "sqs").Logger()}
-	relay.Start(qctx)
-	return func() { cancel(); relay.Stop() }, nil
+	return startRelay(ctx, q, "sqs", rep, log), nil
+}
+
+// eventFeed is an event source that runs until its context ends.
+type eventFeed interface {
+	cloud.EventSource
+	Run(ctx context.Context)
+}
+
+// startRelay runs feed and a PreemptionRelay over it until ctx ends or stop is called.
+func startRelay(ctx context.Context, feed eventFeed, name string, rep trainingact.JobReporter, log zerolog.Logger) (stop func()) {
+	fctx, cancel := context.WithCancel(ctx)
+	go feed.Run(fctx)
+	relay := &workers.PreemptionRelay{Source: feed, Reporter: rep,
+		Logger: log.With().Str("component", "preemption-relay").Str("source", name).Logger()}
+	relay.Start(fctx)
+	return func() { cancel(); relay.Stop() }
+}
+
+// relayGCEPreemptions follows GCE's zone operations every --gcp-preemptions, if set.
+func (f *controlJobFlags) relayGCEPreemptions(ctx context.Context, c client.Client, log zerolog.Logger) (stop func(), err error) {
+	if f.gcePoll <= 0 {
+		return func() {}, nil
+	}
+	project := f.cloud.gcpProject
+	if project == "" && f.cloud.gcpEndpoint != "" {
+		project = simGCPProject
+	}
+	p, err := gcp.New(ctx, gcp.Options{Project: project, Zones: f.cloud.gcpZones, Endpoint: f.cloud.gcpEndpoint})
+	if err != nil {
+		return nil, err
+	}
+	flog := log.With().Str("component", "gce-preemptions").Logger()
+	feed := &gcp.PreemptionFeed{P: p, Interval: f.gcePoll, OnError: func(err error) { flog.Warn().Err(err).Msg("reading preemptions") }}
+	return startRelay(ctx, feed, "gce-operations", workers.NewReporter(c), log), nil
 }
 
 // options are the control worker's: with a cloud, the training, fleet and serving activities
