@@ -60,8 +60,12 @@ func run(n int) error {
 	qctx, stop := context.WithCancel(ctx)
 	defer stop()
 	go q.Run(qctx)
+	gce, err := startGCE(qctx)
+	if err != nil {
+		return err
+	}
 
-	var direct, viaSQS []time.Duration
+	var direct, viaSQS, viaGCE []time.Duration
 	lastLog := lastSeq(fake)
 	for i := 0; i < n; i++ {
 		insts, err := p.Create(ctx, cloud.CreateRequest{JobID: "bench", Zone: "us-east-1a", InstanceType: "p3.2xlarge",
@@ -85,13 +89,19 @@ func run(n int) error {
 		wg.Wait()
 		direct, viaSQS = append(direct, d), append(viaSQS, v)
 		_ = p.Terminate(ctx, cloud.IDs(insts))
+		g, err := gce.preemptOne(ctx, i)
+		if err != nil {
+			return err
+		}
+		viaGCE = append(viaGCE, g)
 	}
 	fmt.Printf("preemption → event in the control plane, %d preemptions per path, %s:\n", n, time.Now().UTC().Format("2006-01-02"))
 	fmt.Printf("| path | median | p90 | max |\n|---|---|---|---|\n")
 	for _, r := range []struct {
 		name string
 		d    []time.Duration
-	}{{"simulator event log, relay poll 50 ms (baseline)", direct}, {"EventBridge → SQS (real SDK, long poll) + DescribeInstances", viaSQS}} {
+	}{{"simulator event log, relay poll 50 ms (baseline)", direct}, {"EventBridge → SQS (real SDK, long poll) + DescribeInstances", viaSQS},
+		{"GCE zone operations (real SDK), feed poll 50 ms + instances.get", viaGCE}} {
 		sort.Slice(r.d, func(i, j int) bool { return r.d[i] < r.d[j] })
 		fmt.Printf("| %s | %s | %s | %s |\n", r.name, pct(r.d, 0.5), pct(r.d, 0.9), r.d[len(r.d)-1].Round(time.Millisecond/10))
 	}
