@@ -18,6 +18,9 @@ type Resources struct {
 	Regions  []string `json:"regions,omitempty" yaml:"regions,omitempty"`
 	Zones    []string `json:"zones,omitempty" yaml:"zones,omitempty"`
 	GPUTypes []string `json:"gpu_types,omitempty" yaml:"gpu_types,omitempty"`
+	// InstanceTypes are the machine shapes a job may buy (p3.2xlarge, a2-highgpu-1g): a
+	// replay of a trace of one shape, or a fleet kept to the machines an operator knows.
+	InstanceTypes []string `json:"instance_types,omitempty" yaml:"instance_types,omitempty"`
 	// MaxGPUs caps the GPUs held at once; 0 means the control plane's limit
 	// (training.Limits.MaxGPUs, 4,096 by default).
 	MaxGPUs int `json:"max_gpus,omitempty" yaml:"max_gpus,omitempty"`
@@ -44,7 +47,7 @@ func (r Resources) Check(add func(field, problem string)) {
 	for _, list := range []struct {
 		field string
 		names []string
-	}{{"zones", r.Zones}, {"regions", r.Regions}} {
+	}{{"zones", r.Zones}, {"regions", r.Regions}, {"instance_types", r.InstanceTypes}} {
 		for i, z := range list.names {
 			if strings.TrimSpace(z) == "" {
 				add(fmt.Sprintf("resources.%s[%d]", list.field, i), "must not be empty")

@@ -19,7 +19,7 @@ import (
 const ErrTypeInvalidSpec = "InvalidSpec"
 
 // Offerings lists what a job may buy: the provider's offerings narrowed to the resources'
-// clouds, regions, zones and GPU types. The spot policy does not filter offerings (each has
+// clouds, regions, zones, GPU types and instance types. The spot policy does not filter offerings (each has
 // both prices). A region, zone or GPU type the provider does not offer at all is a spec error,
 // reported at once, non-retryable, with the field named (as "resources.…" of an "invalid
 // <kind> spec"): waiting for capacity that cannot come would only burn the job's time.
@@ -36,7 +36,7 @@ func Offerings(ctx context.Context, p cloud.Provider, r fleet.Resources, kind st
 		verr := &specfile.ValidationError{Kind: kind, Problems: problems}
 		return nil, temporal.NewNonRetryableApplicationError(verr.Error(), ErrTypeInvalidSpec, nil, problems)
 	}
-	f := cloud.OfferingFilter{Regions: r.Regions, Zones: r.Zones}
+	f := cloud.OfferingFilter{Regions: r.Regions, Zones: r.Zones, InstanceTypes: r.InstanceTypes}
 	for _, g := range r.GPUTypes {
 		f.GPUTypes = append(f.GPUTypes, gpu.Type(g))
 	}
@@ -52,9 +52,10 @@ func Offerings(ctx context.Context, p cloud.Provider, r fleet.Resources, kind st
 // unknownPlaces names every region, zone and GPU type of the resources that no offering of
 // the allowed clouds has, with what is offered instead.
 func unknownPlaces(r fleet.Resources, offers []cloud.Offering) []specfile.FieldError {
-	var regions, zones, gpus []string
+	var regions, zones, gpus, types []string
 	for _, o := range offers {
 		regions, zones, gpus = append(regions, o.Region), append(zones, o.Zone), append(gpus, string(o.GPUType))
+		types = append(types, o.InstanceType)
 	}
 	var out []specfile.FieldError
 	check := func(field string, want, have []string) {
@@ -70,6 +71,7 @@ func unknownPlaces(r fleet.Resources, offers []cloud.Offering) []specfile.FieldE
 	check("regions", r.Regions, regions)
 	check("zones", r.Zones, zones)
 	check("gpu_types", r.GPUTypes, gpus)
+	check("instance_types", r.InstanceTypes, types)
 	return out
 }
 
