@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -40,8 +39,8 @@ const SpotNoticeLead = 2 * time.Minute
 // stopping or stopped becomes a preemption (the job confirms it with the provider before
 // acting, so one it caused itself costs a Describe). Each instance is looked up once for its
 // job tag (EC2 keeps a terminated instance describable for about an hour; one it no longer
-// knows has no job, and the relay passes it by). Messages are deleted once kept; a message that does not parse is deleted and
-// logged through OnError, never retried for ever.
+// knows has no job, and the relay passes it by). Messages are deleted once kept; a message
+// that does not parse is deleted and logged through OnError, never retried for ever.
 type EventQueue struct {
 	Client   SQS
 	QueueURL string
@@ -50,9 +49,7 @@ type EventQueue struct {
 	// OnError hears what could not be read (nil: ignored).
 	OnError func(error)
 
-	mu     sync.Mutex
-	events []cloud.Event
-	seq    int64
+	cloud.EventLog
 }
 
 var _ cloud.EventSource = (*EventQueue)(nil)
@@ -65,29 +62,6 @@ func NewEventQueue(ctx context.Context, p *Provider, queueURL string) (*EventQue
 		return nil, err
 	}
 	return &EventQueue{Client: client, QueueURL: queueURL, Describe: p.Describe}, nil
-}
-
-// keptEvents bounds the events an EventQueue remembers; a relay reads them within a poll.
-const keptEvents = 4096
-
-// EventsSince implements cloud.EventSource.
-func (q *EventQueue) EventsSince(seq int64) []cloud.Event {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	var out []cloud.Event
-	for _, e := range q.events {
-		if e.Seq > seq {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-// LastSeq is the Seq of the newest event kept (0: none yet).
-func (q *EventQueue) LastSeq() int64 {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.seq
 }
 
 // Run long-polls the queue until ctx ends.
@@ -148,14 +122,7 @@ func (q *EventQueue) keep(ctx context.Context, e cloud.Event) error {
 			}
 		}
 	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.seq++
-	e.Seq = q.seq
-	q.events = append(q.events, e)
-	if len(q.events) > keptEvents {
-		q.events = q.events[len(q.events)-keptEvents:]
-	}
+	q.Add(e)
 	return nil
 }
 

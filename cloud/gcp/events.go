@@ -22,27 +22,14 @@ type PreemptionFeed struct {
 	// OnError hears what could not be read (nil: ignored).
 	OnError func(error)
 
+	cloud.EventLog
+
 	mu      sync.Mutex
 	started time.Time
 	seen    map[string]bool
-	events  []cloud.Event
-	seq     int64
 }
 
 var _ cloud.EventSource = (*PreemptionFeed)(nil)
-
-// EventsSince implements cloud.EventSource.
-func (f *PreemptionFeed) EventsSince(seq int64) []cloud.Event {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []cloud.Event
-	for _, e := range f.events {
-		if e.Seq > seq {
-			out = append(out, e)
-		}
-	}
-	return out
-}
 
 // Run polls until ctx ends.
 func (f *PreemptionFeed) Run(ctx context.Context) {
@@ -105,14 +92,5 @@ func (f *PreemptionFeed) keep(ctx context.Context, zone, name string, at time.Ti
 		f.OnError(fmt.Errorf("gcp preemption feed: describing %s: %w", name, err))
 	}
 	inst.Interruption = &cloud.Interruption{Kind: cloud.Preempted, InstanceID: name, Zone: zone, At: at}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.seq++
-	f.events = append(f.events, cloud.Event{Seq: f.seq, Time: at, Kind: cloud.EventPreempted, Instance: inst})
-	if len(f.events) > keptEvents {
-		f.events = f.events[len(f.events)-keptEvents:]
-	}
+	f.Add(cloud.Event{Time: at, Kind: cloud.EventPreempted, Instance: inst})
 }
-
-// keptEvents bounds the events a feed remembers; a relay reads them within a poll.
-const keptEvents = 4096
