@@ -2,7 +2,8 @@ package devserver
 
 import (
 	"fmt"
-	"net"
+
+	"github.com/schooner-ml/schooner/internal/netaddr"
 )
 
 // checkLoopback refuses an address other machines can reach. The embedded server has no
@@ -11,8 +12,7 @@ import (
 // user. A server for other machines is a real cluster (deploy/) with mTLS or API keys; a
 // person elsewhere reaches this one through an SSH tunnel.
 func checkLoopback(ip string) error {
-	addr := net.ParseIP(ip)
-	if ip == "localhost" || (addr != nil && addr.IsLoopback()) {
+	if netaddr.IsLoopback(ip) {
 		return nil
 	}
 	return fmt.Errorf("--ip %s: the embedded Temporal server has no authentication, and whoever reaches it can run commands on every node agent; "+

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/schooner-ml/schooner/internal/netaddr"
 	"github.com/schooner-ml/schooner/workers/codec"
 )
 
@@ -109,9 +110,7 @@ func checkCodecListen(listen, token string) error {
 	if err != nil {
 		return fmt.Errorf("--listen %q: %w", listen, err)
 	}
-	ip := net.ParseIP(host)
-	loopback := host == "localhost" || (ip != nil && ip.IsLoopback())
-	if !loopback && token == "" {
+	if !netaddr.IsLoopback(host) && token == "" {
 		return fmt.Errorf("--listen %s is not a loopback address: the codec server decrypts every history, so set --token (callers send it as a bearer token) or listen on 127.0.0.1", listen)
 	}
 	return nil

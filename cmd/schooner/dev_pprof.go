@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"time"
+
+	"github.com/schooner-ml/schooner/internal/netaddr"
 )
 
 // servePprof serves the Go profiler (heap, CPU, goroutines) for `go tool pprof` on addr until
@@ -23,7 +25,7 @@ func servePprof(ctx context.Context, addr string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("invalid --pprof-addr %q: %w", addr, err)
 	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+	if !netaddr.IsLoopback(host) {
 		return "", fmt.Errorf("invalid --pprof-addr %q: the profiler is served on a loopback address only (127.0.0.1 or ::1)", addr)
 	}
 	ln, err := net.Listen("tcp", addr)
