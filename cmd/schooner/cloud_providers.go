@@ -40,6 +40,12 @@ type cloudFlags struct {
 
 func addCloudFlags(fs *pflag.FlagSet, f *cloudFlags) {
 	fs.StringVar(&f.cloud, "cloud", "sim", "provider: sim (the simulated market of 'schooner dev'), aws, gcp, or aws+gcp")
+	addProviderFlags(fs, f)
+}
+
+// addProviderFlags binds how each provider is reached (endpoints, regions, project, zones,
+// the simulator's faces), for a command that binds --cloud itself.
+func addProviderFlags(fs *pflag.FlagSet, f *cloudFlags) {
 	fs.StringVar(&f.awsEndpoint, "aws-endpoint", "", "EC2 endpoint override, e.g. the simulator's http://"+defaultSimEC2Addr)
 	fs.StringSliceVar(&f.awsRegions, "aws-region", catalog.KnownRegions("aws"), "AWS regions to use")
 	fs.StringVar(&f.gcpEndpoint, "gcp-endpoint", "", "Compute Engine endpoint override, e.g. the simulator's http://"+defaultSimGCEAddr)

@@ -1,9 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -126,14 +125,12 @@ func runPolicyEval(cmd *cobra.Command, f *policyEvalFlags) error {
 		return err
 	}
 	if f.out != "" {
-		if err := writeJSONFile(f.out, res); err != nil {
+		if err := writeFileAtomic(f.out, func(w io.Writer) error { return printJSON(w, res) }); err != nil {
 			return err
 		}
 	}
 	if f.asJSON {
-		enc := json.NewEncoder(cmd.OutOrStdout())
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		return printJSON(cmd.OutOrStdout(), res)
 	}
 	printPolicyEval(cmd.OutOrStdout(), f, job, market, res)
 	return nil
@@ -236,12 +233,4 @@ func deadlineFactors(specs []string, spotOnly time.Duration) ([]float64, error) 
 		return nil, fmt.Errorf("--deadlines is empty")
 	}
 	return out, nil
-}
-
-func writeJSONFile(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
 }

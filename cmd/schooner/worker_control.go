@@ -34,10 +34,8 @@ type controlJobFlags struct {
 }
 
 func addControlJobFlags(fs *pflag.FlagSet, f *controlJobFlags) {
-	addCloudFlags(fs, &f.cloud)
-	fs.Lookup("cloud").DefValue = ""
-	f.cloud.cloud = ""
-	fs.Lookup("cloud").Usage = "where jobs buy machines: aws, gcp, aws+gcp, or sim (the simulated market of a running 'schooner dev', through its EC2 and Compute faces); empty: serve workflows only, and run no job activities"
+	fs.StringVar(&f.cloud.cloud, "cloud", "", "where jobs buy machines: aws, gcp, aws+gcp, or sim (the simulated market of a running 'schooner dev', through its EC2 and Compute faces); empty: serve workflows only, and run no job activities")
+	addProviderFlags(fs, &f.cloud)
 	fs.StringVar(&f.profiles, "profiles", "", "directory of model and network profiles (empty: the built-in ones)")
 	fs.StringSliceVar(&f.storeRoots, "store-root", nil, "a directory file:// checkpoint stores may be in (repeatable; default /var/lib/schooner and the OS temp dir)")
 	fs.Var(&limitsFile{limits: &f.limits}, "limits", "YAML file of job limits; absent fields keep the defaults")
