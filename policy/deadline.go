@@ -247,15 +247,8 @@ func (d *deadlineAware) onDemandBeside(spot Placement, zones []string, od int) P
 // inflated by the zones' preemption risk, and a restart unless it is what the job holds) and
 // what it costs.
 func (d *deadlineAware) evaluate(v *View, spot, od Placement) option {
-	all := Placement{}
-	for z, g := range spot {
-		all[z] += g
-	}
-	for z, g := range od {
-		all[z] += g
-	}
 	o := option{spot: spot, od: od}
-	pace := v.Pace(all)
+	pace := v.Pace(spot.Plus(od))
 	if math.IsInf(pace, 1) {
 		o.runtime, o.costUSD = never, math.Inf(1)
 		return o

@@ -71,16 +71,7 @@ func (v *View) TimeLeft() time.Duration {
 }
 
 // Held is every GPU held now, per zone.
-func (v *View) Held() Placement {
-	out := Placement{}
-	for z, g := range v.Spot {
-		out[z] += g
-	}
-	for z, g := range v.OnDemand {
-		out[z] += g
-	}
-	return out
-}
+func (v *View) Held() Placement { return v.Spot.Plus(v.OnDemand) }
 
 // Pace is the seconds per iteration on p (+Inf when nothing fits).
 func (v *View) Pace(p Placement) float64 { return v.Job.Throughput.IterSeconds(p) }

@@ -137,13 +137,7 @@ func (s *state) step(t, start time.Duration, o Options) bool {
 // advance trains and bills from t to the next tick or to the end of the job.
 func (s *state) advance(t time.Duration) bool {
 	end := t + s.m.Gap
-	held := Placement{}
-	for z, g := range s.spot {
-		held[z] += g
-	}
-	for z, g := range s.od {
-		held[z] += g
-	}
+	held := s.spot.Plus(s.od)
 	from := min(max(t, s.pauseUntil), end)
 	pace := s.job.Throughput.IterSeconds(held)
 	finished := false

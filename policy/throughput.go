@@ -26,6 +26,18 @@ func (p Placement) GPUs() int {
 	return n
 }
 
+// Plus is every GPU of p and q, per zone (a job's spot and on-demand GPUs together).
+func (p Placement) Plus(q Placement) Placement {
+	out := Placement{}
+	for z, g := range p {
+		out[z] += g
+	}
+	for z, g := range q {
+		out[z] += g
+	}
+	return out
+}
+
 // key is a canonical string of the placement, for caches.
 func (p Placement) key() string {
 	zones := make([]string, 0, len(p))
