@@ -70,7 +70,8 @@ func (d *deadlineAware) Decide(v *View) Request {
 	}
 	held := d.evaluate(v, clone(v.Spot), clone(v.OnDemand))
 	holding := held.spot.GPUs()+held.od.GPUs() > 0 && len(v.Preempted) == 0
-	best, ok := d.cheapest(v, zones, budget, false)
+	cands := d.candidates(v, zones)
+	best, ok := d.cheapest(v, cands, budget, false)
 	why := ""
 	if !ok && v.Deadline > 0 {
 		// Spot progress costs a third of on-demand progress: while the deadline can still be
@@ -80,7 +81,7 @@ func (d *deadlineAware) Decide(v *View) Request {
 		}
 	}
 	if !ok {
-		if best, ok = d.cheapest(v, zones, budget, true); ok {
+		if best, ok = d.cheapest(v, cands, budget, true); ok {
 			why = fmt.Sprintf("spot short: %d spot GPUs can be had, the deadline needs %d on-demand more",
 				best.spot.GPUs(), best.od.GPUs())
 		}
@@ -97,7 +98,7 @@ func (d *deadlineAware) Decide(v *View) Request {
 	case ok:
 		return d.request(best, zones, why)
 	}
-	return d.request(d.fastest(v, zones), zones, "deadline at risk: the fastest placement, on-demand where spot is short")
+	return d.request(fastest(cands), zones, "deadline at risk: the fastest placement, on-demand where spot is short")
 }
 
 // safetyNet moves the job to on-demand alone, for good, once the time left is no more than
@@ -143,19 +144,28 @@ func (d *deadlineAware) safetyNet(v *View, zones []string) (Request, bool) {
 // the policy to leave one that still keeps the deadline.
 const switchGain = 0.9
 
-// cheapest is the cheapest option whose runtime fits budget: spot alone, or (withOD) spot
-// topped up with on-demand GPUs beside it.
-func (d *deadlineAware) cheapest(v *View, zones []string, budget time.Duration, withOD bool) (option, bool) {
-	var best option
-	found := false
+// candidates are the placements of every size up to max_gpus, in whole instances: as much
+// spot as the zones have, in order (what is held first), and on-demand GPUs beside it for the
+// rest. Every choice of a step is made among them, so each is priced once.
+func (d *deadlineAware) candidates(v *View, zones []string) []option {
+	var out []option
 	step := v.Market.GPUsPerInst
 	for total := step; total <= v.Job.MaxGPUs; total += step {
 		spot := fill(Request{Spot: total, Zones: zones}, v.Spot, v.Capacity)
-		od := total - spot.GPUs()
-		if od > 0 && !withOD {
+		out = append(out, d.evaluate(v, spot, d.onDemandBeside(spot, zones, total-spot.GPUs())))
+	}
+	return out
+}
+
+// cheapest is the cheapest candidate whose runtime fits budget: spot alone, or (withOD) spot
+// topped up with on-demand GPUs beside it.
+func (d *deadlineAware) cheapest(v *View, cands []option, budget time.Duration, withOD bool) (option, bool) {
+	var best option
+	found := false
+	for _, o := range cands {
+		if o.od.GPUs() > 0 && !withOD {
 			continue
 		}
-		o := d.evaluate(v, spot, d.onDemandBeside(spot, zones, od))
 		if o.runtime <= budget && (!found || o.costUSD < best.costUSD) {
 			best, found = o, true
 		}
@@ -166,13 +176,8 @@ func (d *deadlineAware) cheapest(v *View, zones []string, budget time.Duration, 
 	// On spot alone, time banked now is on-demand time not bought later: the fastest spot
 	// placement within speedPremium of the cheapest is taken.
 	cheap := best
-	for total := step; total <= v.Job.MaxGPUs; total += step {
-		spot := fill(Request{Spot: total, Zones: zones}, v.Spot, v.Capacity)
-		if spot.GPUs() < total {
-			continue
-		}
-		o := d.evaluate(v, spot, Placement{})
-		if o.runtime <= budget && o.costUSD <= cheap.costUSD*(1+speedPremium) && o.runtime < best.runtime {
+	for _, o := range cands {
+		if o.od.GPUs() == 0 && o.runtime <= budget && o.costUSD <= cheap.costUSD*(1+speedPremium) && o.runtime < best.runtime {
 			best = o
 		}
 	}
@@ -215,13 +220,11 @@ func (d *deadlineAware) deferral(v *View, zones []string, budget time.Duration) 
 	return o, v.Market.Gap+time.Duration(float64(after)*deferMargin) <= budget
 }
 
-// fastest is max_gpus with as much spot as there is and on-demand for the rest.
-func (d *deadlineAware) fastest(v *View, zones []string) option {
+// fastest is the candidate that finishes first (max_gpus, usually, with as much spot as
+// there is and on-demand for the rest).
+func fastest(cands []option) option {
 	var best option
-	step := v.Market.GPUsPerInst
-	for total := step; total <= v.Job.MaxGPUs; total += step {
-		spot := fill(Request{Spot: total, Zones: zones}, v.Spot, v.Capacity)
-		o := d.evaluate(v, spot, d.onDemandBeside(spot, zones, total-spot.GPUs()))
+	for _, o := range cands {
 		if best.runtime == 0 || o.runtime < best.runtime {
 			best = o
 		}
