@@ -44,12 +44,14 @@ type Result struct {
 	Trace string `json:"trace"`
 	// SpotOnly is the job's duration on its largest plan with nothing lost (the deadlines'
 	// unit); Starts are the start offsets used.
-	SpotOnly  time.Duration   `json:"spot_only_ns"`
-	Starts    []time.Duration `json:"starts_ns"`
-	Baselines []OnDemandPlan  `json:"on_demand_baselines"`
-	Summaries []Summary       `json:"summaries"`
-	Runs      []Run           `json:"runs"`
-	Elapsed   time.Duration   `json:"elapsed_ns"`
+	SpotOnly time.Duration   `json:"spot_only_ns"`
+	Starts   []time.Duration `json:"starts_ns"`
+	// Deadlines are the deadline factors run, and Baselines the best on-demand plan for each.
+	Deadlines []float64      `json:"deadline_factors"`
+	Baselines []OnDemandPlan `json:"on_demand_baselines"`
+	Summaries []Summary      `json:"summaries"`
+	Runs      []Run          `json:"runs"`
+	Elapsed   time.Duration  `json:"elapsed_ns"`
 }
 
 // Eval simulates every policy of g from every start with every deadline, in parallel, and
@@ -62,7 +64,7 @@ func Eval(job Job, m *Market, g Grid) (*Result, error) {
 	job = job.withDefaults()
 	g = g.withDefaults()
 	t0 := time.Now()
-	res := &Result{Trace: m.Source, SpotOnly: SpotOnlyDuration(job, m)}
+	res := &Result{Trace: m.Source, SpotOnly: SpotOnlyDuration(job, m), Deadlines: g.Deadlines}
 	if res.SpotOnly <= 0 || res.SpotOnly >= never {
 		return nil, fmt.Errorf("policy eval: the job has no plan on %d %s GPUs", job.MaxGPUs, m.GPU)
 	}

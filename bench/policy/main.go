@@ -141,7 +141,7 @@ func print(c benchCase, m *policy.Market, res *policy.Result) {
 	}
 	var base []string
 	for i, b := range res.Baselines {
-		base = append(base, fmt.Sprintf("%.1f×: %d GPUs, %.1f h, $%.2f", res.Summaries[i*len(res.Summaries)/len(res.Baselines)].Deadline,
+		base = append(base, fmt.Sprintf("%.1f×: %d GPUs, %.1f h, $%.2f", res.Deadlines[i],
 			b.GPUs, b.Duration.Hours(), b.CostUSD))
 	}
 	fmt.Printf("\nBest on-demand plans (cost 1.00): %s.\n", strings.Join(base, "; "))

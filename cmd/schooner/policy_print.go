@@ -33,7 +33,7 @@ func printPolicyEval(w io.Writer, f *policyEvalFlags, job policy.Job, m *policy.
 		f.model, f.globalBatch, job.Iterations, job.MaxGPUs, f.every, f.restart, res.SpotOnly.Hours())
 	fmt.Fprintf(w, "%d runs (%d starts) simulated in %s\n", len(res.Runs), len(res.Starts), res.Elapsed.Round(1e6))
 	for i, base := range res.Baselines {
-		factor := res.Summaries[i*len(res.Summaries)/len(res.Baselines)].Deadline
+		factor := res.Deadlines[i]
 		fmt.Fprintf(w, "\ndeadline %.2gx (%.1f h): the best on-demand plan is %d GPUs, %.1f h, $%.2f%s\n", factor,
 			factor*res.SpotOnly.Hours(), base.GPUs, base.Duration.Hours(), base.CostUSD, missNote(base))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
