@@ -49,11 +49,11 @@ func (f *controlJobFlags) relayEvents(ctx context.Context, c client.Client, log 
 	if f.eventsQueue == "" {
 		return func() {}, nil
 	}
-	p, err := aws.New(ctx, aws.Options{Regions: f.cloud.awsRegions, Endpoint: f.cloud.awsEndpoint})
+	p, err := f.cloud.awsProvider(ctx, f.cloud.awsEndpoint)
 	if err != nil {
 		return nil, err
 	}
-	return startSQSRelay(ctx, p, f.eventsQueue, workers.NewReporter(c), log)
+	return startSQSRelay(ctx, p.(*aws.Provider), f.eventsQueue, workers.NewReporter(c), log)
 }
 
 // startSQSRelay long-polls queueURL (EC2 events from EventBridge) and signals every
@@ -89,16 +89,12 @@ func (f *controlJobFlags) relayGCEPreemptions(ctx context.Context, c client.Clie
 	if f.gcePoll <= 0 {
 		return func() {}, nil
 	}
-	project := f.cloud.gcpProject
-	if project == "" && f.cloud.gcpEndpoint != "" {
-		project = simGCPProject
-	}
-	p, err := gcp.New(ctx, gcp.Options{Project: project, Zones: f.cloud.gcpZones, Endpoint: f.cloud.gcpEndpoint})
+	p, err := f.cloud.gcpProvider(ctx, f.cloud.gcpEndpoint)
 	if err != nil {
 		return nil, err
 	}
 	flog := log.With().Str("component", "gce-preemptions").Logger()
-	feed := &gcp.PreemptionFeed{P: p, Interval: f.gcePoll, OnError: func(err error) { flog.Warn().Err(err).Msg("reading preemptions") }}
+	feed := &gcp.PreemptionFeed{P: p.(*gcp.Provider), Interval: f.gcePoll, OnError: func(err error) { flog.Warn().Err(err).Msg("reading preemptions") }}
 	return startRelay(ctx, feed, "gce-operations", workers.NewReporter(c), log), nil
 }
 
