@@ -309,7 +309,7 @@ func enumerate(t *testing.T, req Request) []exPlan {
 							}
 							// prune what the simulator would call out of memory anyway
 							if spec, ok := Spec(c.ep.GPU); ok {
-								mem, ok := PeakMemory(req.Model, o.tp, mbs, first, last, i, p, n)
+								mem, ok := PeakMemory(req.Model, c.ep.GPU, o.tp, mbs, first, last, i, p, n)
 								if ok && mem > spec.MemoryBytes {
 									continue
 								}

@@ -19,8 +19,8 @@ const (
 	MemOverheadBytes = 2.5e9
 )
 
-// PeakMemory is the peak memory, in bytes, of each GPU of a replica that holds layers
-// first..last (inclusive) with TP-degree tp and micro-batch size mbs, as stage stageIndex of
+// PeakMemory is the peak memory, in bytes, of each GPU (of type g) of a replica that holds
+// layers first..last (inclusive) with TP-degree tp and micro-batch size mbs, as stage stageIndex of
 // numStages with microbatches microbatches per iteration. It is the slow, allocation-free
 // reference for Sim.StagePeakMemory; ok is false when the model has no memory profile for
 // tp or the layer range is outside the model.
@@ -29,7 +29,7 @@ const (
 // at once: the first stage the most, the last only one. The profiles' floats are already
 // per TP shard, so nothing here divides by tp. Parameters and overhead cost what m's
 // MemoryModel says, or the defaults when it has none.
-func PeakMemory(m *ModelProfile, tp, mbs, first, last, stageIndex, numStages, microbatches int) (bytes float64, ok bool) {
+func PeakMemory(m *ModelProfile, g gpu.Type, tp, mbs, first, last, stageIndex, numStages, microbatches int) (bytes float64, ok bool) {
 	layers, found := m.Mem[tp]
 	if !found || first < 0 || last < first || last >= len(layers) {
 		return 0, false
@@ -39,7 +39,7 @@ func PeakMemory(m *ModelProfile, tp, mbs, first, last, stageIndex, numStages, mi
 		params += l.ParamsFloats
 		act += l.ActMemFloats
 	}
-	return memCostsOf(m).stageMemory(params, act, mbs, stageIndex, numStages, microbatches), true
+	return memCostsOf(m, g).stageMemory(params, act, mbs, stageIndex, numStages, microbatches), true
 }
 
 // inFlight is how many microbatches' activations stage stageIndex keeps under 1F1B.
@@ -106,5 +106,5 @@ func (s *Sim) StagePeakMemory(g gpu.Type, tp, mbs, first, last, stageIndex, numS
 	}
 	params := mp.params[last+1] - mp.params[first]
 	act := mp.act[last+1] - mp.act[first]
-	return s.memCosts.stageMemory(params, act, mbs, stageIndex, numStages, microbatches), true
+	return memCostsOf(s.model, g).stageMemory(params, act, mbs, stageIndex, numStages, microbatches), true
 }

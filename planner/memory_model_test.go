@@ -20,7 +20,7 @@ func TestMemoryModelReplacesTheDefaults(t *testing.T) {
 	want := 4e6*16 + 4e6*4 + 1e9
 	assert.InDelta(t, want, est.Stages[0].PeakMemBytes, 1)
 
-	got, ok := PeakMemory(m, 1, 1, 0, 3, 0, 1, 8)
+	got, ok := PeakMemory(m, gpu.A100_40, 1, 1, 0, 3, 0, 1, 8)
 	require.True(t, ok)
 	assert.InDelta(t, want, got, 1)
 	got, ok = NewSim(m, nil).StagePeakMemory(gpu.A100_40, 1, 1, 0, 3, 0, 1, 8)
@@ -38,7 +38,7 @@ func TestMemoryModelUnsetKeepsTheDefaults(t *testing.T) {
 	} {
 		m := toyA100()
 		m.MemoryModel = mm
-		got, ok := PeakMemory(m, 1, 1, 0, 3, 0, 1, 8)
+		got, ok := PeakMemory(m, gpu.A100_40, 1, 1, 0, 3, 0, 1, 8)
 		require.True(t, ok, name)
 		assert.InDelta(t, want, got, 1, name)
 		got, ok = NewSim(m, nil).StagePeakMemory(gpu.A100_40, 1, 1, 0, 3, 0, 1, 8)

@@ -21,8 +21,6 @@ type Sim struct {
 	layers  int
 	compute map[computeKey]*computePrefix
 	mem     []*memPrefix // indexed by TP degree; nil where unprofiled
-	// memCosts is the model's memory calibration, or the defaults.
-	memCosts memCosts
 	// links caches Network.Between by endpoint pair: the search asks about the same few
 	// pairs millions of times, and a Between that compares links costs far more than a map
 	// hit. The map is copied on write, so reads take no lock; pairs are few and written once.
@@ -75,7 +73,8 @@ type computePrefix struct {
 	update         []float64
 	updatePerStage bool // Compute.UpdatePerStage
 	derived        bool
-	memLimit       float64 // the GPU's memory; 0 when it has no datasheet
+	memLimit       float64  // the GPU's memory; 0 when it has no datasheet
+	mem            memCosts // the model's memory costs on this GPU type
 }
 
 // stageUpdate is the optimizer step of layers first..last: the sum of the layers' steps, or
@@ -90,7 +89,7 @@ func (cp *computePrefix) stageUpdate(first, last int) float64 {
 // NewSim prepares simulations of m on n. n may be nil for callers that only want
 // StageCompute, StagePeakMemory or validation; Simulate then fails.
 func NewSim(m *ModelProfile, n *Network) *Sim {
-	s := &Sim{model: m, net: n, compute: map[computeKey]*computePrefix{}, memCosts: memCostsOf(m)}
+	s := &Sim{model: m, net: n, compute: map[computeKey]*computePrefix{}}
 	if m == nil {
 		return s
 	}
@@ -112,6 +111,7 @@ func NewSim(m *ModelProfile, n *Network) *Sim {
 		if spec, ok := Spec(g); ok {
 			limit = spec.MemoryBytes
 		}
+		mem := memCostsOf(m, g)
 		for tp, byMBS := range c.Times {
 			for mbs, layers := range byMBS {
 				if len(layers) != s.layers {
@@ -123,6 +123,7 @@ func NewSim(m *ModelProfile, n *Network) *Sim {
 					updatePerStage: c.UpdatePerStage,
 					derived:        c.Derived,
 					memLimit:       limit,
+					mem:            mem,
 				}
 				for i, l := range layers {
 					cp.fwdbwd[i+1] = cp.fwdbwd[i] + l.Fwd + l.Bwd
@@ -249,7 +250,7 @@ pipelines:
 			se.Compute = math.Max(se.Compute, comp)
 			se.Comm = math.Max(se.Comm, comm)
 			se.Update = math.Max(se.Update, update)
-			mem := s.memCosts.stageMemory(mp.params[st.LastLayer+1]-mp.params[st.FirstLayer], mp.act[st.LastLayer+1]-mp.act[st.FirstLayer],
+			mem := cp.mem.stageMemory(mp.params[st.LastLayer+1]-mp.params[st.FirstLayer], mp.act[st.LastLayer+1]-mp.act[st.FirstLayer],
 				mbs, i, numStages, nb)
 			se.PeakMemBytes = math.Max(se.PeakMemBytes, mem)
 			if cp.memLimit > 0 {

@@ -367,7 +367,7 @@ func TestSimStageComputeAndMemoryMatchDirectSums(t *testing.T) {
 			assert.InDelta(t, fb, gotFB, 1e-12)
 			assert.InDelta(t, up, gotUp, 1e-12)
 
-			want, ok := PeakMemory(m, 1, 2, first, last, 1, 4, 2)
+			want, ok := PeakMemory(m, gpu.A100_40, 1, 2, first, last, 1, 4, 2)
 			require.True(t, ok)
 			got, ok := s.StagePeakMemory(gpu.A100_40, 1, 2, first, last, 1, 4, 2)
 			require.True(t, ok)

@@ -76,7 +76,7 @@ writes them; 'go run ./bench/gpu/accuracy -cases-out' turns them into case files
 			}
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), map[string]any{"cases": len(cases), "overhead_bytes_before": res.OverheadBefore,
-					"overhead_bytes": res.OverheadBytes, "time_factors": res.TimeFactors, "before": res.Before, "after": res.After,
+					"overhead_bytes": res.OverheadBytes, "gpu_overheads": res.GPUOverheads, "time_factors": res.TimeFactors, "before": res.Before, "after": res.After,
 					"notes": res.Notes, "written": out})
 			}
 			printCalibration(cmd.OutOrStdout(), len(cases), res, out)
@@ -95,6 +95,10 @@ writes them; 'go run ./bench/gpu/accuracy -cases-out' turns them into case files
 func printCalibration(w io.Writer, n int, r calibrate.Result, out string) {
 	fmt.Fprintf(w, "%d measured runs\n", n)
 	fmt.Fprintf(w, "memory overhead per GPU: %.2f GiB → %.2f GiB\n", r.OverheadBefore/(1<<30), r.OverheadBytes/(1<<30))
+	for _, g := range slices.Sorted(maps.Keys(r.GPUOverheads)) {
+		o := r.GPUOverheads[g]
+		fmt.Fprintf(w, "memory overhead per %s: %.2f GiB → %.2f GiB\n", g, o[0]/(1<<30), o[1]/(1<<30))
+	}
 	for _, g := range slices.Sorted(maps.Keys(r.TimeFactors)) {
 		fmt.Fprintf(w, "compute times on %s: ×%.4f\n", g, r.TimeFactors[g])
 	}

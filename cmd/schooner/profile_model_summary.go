@@ -75,7 +75,7 @@ func printProfileSummary(out io.Writer, r *profileRun, res *profileResult) {
 	}
 	fmt.Fprintf(tw, "micro-batch sizes\t%s\n", joinInts(mbss))
 	if mm := f.MemoryModel; mm != nil {
-		fmt.Fprintf(tw, "memory model\t%.1f bytes per parameter, %s overhead per GPU (measured)\n", mm.BytesPerParam, fmtGiB2(mm.OverheadBytes))
+		fmt.Fprintf(tw, "memory model\t%.1f bytes per parameter, %s overhead per GPU (measured)\n", mm.BytesPerParam, fmtGiB2(mm.Overhead(r.gpu)))
 	} else {
 		fmt.Fprintf(tw, "memory model\tnone in the file: the planner's defaults apply (%d bytes per parameter, %s overhead)\n",
 			planner.TrainingBytesPerParam, fmtGiB2(planner.MemOverheadBytes))
@@ -93,7 +93,7 @@ func printProfileSummary(out io.Writer, r *profileRun, res *profileResult) {
 				update += l.Update
 			}
 			peak := "-"
-			if b, ok := planner.PeakMemory(res.loaded, tp, mbs, 0, n-1, 0, 1, 1); ok {
+			if b, ok := planner.PeakMemory(res.loaded, r.gpu, tp, mbs, 0, n-1, 0, 1, 1); ok {
 				peak = fmtGiB2(b)
 			}
 			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\n", tp, mbs, fmtSeconds(fwdbwd), fmtSeconds(fwdbwd/float64(mbs)), fmtSeconds(update), peak)

@@ -20,8 +20,12 @@ const rounds = 4
 // on the cases before and after (in-sample: check on runs kept apart before trusting it).
 type Result struct {
 	Profile *planner.ModelProfile
-	// OverheadBytes is the fitted framework overhead per GPU (was OverheadBefore).
+	// OverheadBytes is the fitted framework overhead per GPU (was OverheadBefore), on the
+	// GPU types that have no overhead of their own in the memory model.
 	OverheadBefore, OverheadBytes float64
+	// GPUOverheads are the GPU types' own overheads (MemoryModel.OverheadByGPU) that the
+	// runs moved: [before, after].
+	GPUOverheads map[gpu.Type][2]float64
 	// TimeFactors scale each GPU type's measured compute times (1: unchanged).
 	TimeFactors   map[gpu.Type]float64
 	Before, After Errors
@@ -55,27 +59,7 @@ func Calibrate(m *planner.ModelProfile, net *planner.Network, cases []Case) (Res
 	}
 	res.Before = errorsOf(cases, before)
 
-	// Memory: the median stage residual moves the overhead.
-	mm := planner.MemoryModel{BytesPerParam: planner.TrainingBytesPerParam, OverheadBytes: planner.MemOverheadBytes}
-	if cal.MemoryModel != nil && cal.MemoryModel.BytesPerParam > 0 {
-		mm = *cal.MemoryModel
-	}
-	res.OverheadBefore = mm.OverheadBytes
-	var residuals []float64
-	for i, c := range cases {
-		for s, meas := range c.PeakMemBytes {
-			if meas > 0 {
-				residuals = append(residuals, meas-before[i].Stages[s].PeakMemBytes)
-			}
-		}
-	}
-	if len(residuals) > 0 {
-		mm.OverheadBytes = math.Max(0, mm.OverheadBytes+median(residuals))
-		cal.MemoryModel = &mm
-	} else {
-		res.Notes = append(res.Notes, "no case measured peak memory: the memory model is unchanged")
-	}
-	res.OverheadBytes = mm.OverheadBytes
+	fitOverheads(cal, cases, before, &res)
 
 	// Time: a factor per GPU type, from the cases that run on that type alone.
 	byType := map[gpu.Type][]int{}
@@ -119,6 +103,65 @@ func Calibrate(m *planner.ModelProfile, net *planner.Network, cases []Case) (Res
 	return res, nil
 }
 
+// fitOverheads moves the framework overheads by the median stage residual (measured minus
+// predicted peak memory): a GPU type with its own overhead in the memory model by the
+// residuals of the stages on it, the model-wide overhead by those of the other stages.
+// Stages whose replicas mix GPU types tell nothing about one type's overhead and count for
+// the model-wide one.
+func fitOverheads(cal *planner.ModelProfile, cases []Case, before []planner.Estimate, res *Result) {
+	mm := &planner.MemoryModel{BytesPerParam: planner.TrainingBytesPerParam, OverheadBytes: planner.MemOverheadBytes}
+	if cal.MemoryModel != nil && cal.MemoryModel.BytesPerParam > 0 {
+		mm = cal.MemoryModel.Clone()
+	}
+	res.OverheadBefore, res.OverheadBytes = mm.OverheadBytes, mm.OverheadBytes
+	var shared []float64
+	own := map[gpu.Type][]float64{}
+	for i, c := range cases {
+		for s, meas := range c.PeakMemBytes {
+			if !(meas > 0) {
+				continue
+			}
+			r := meas - before[i].Stages[s].PeakMemBytes
+			g, alike := stageType(&c.Plan.Stages[s])
+			if _, has := mm.OverheadByGPU[g]; alike && has {
+				own[g] = append(own[g], r)
+			} else {
+				shared = append(shared, r)
+			}
+		}
+	}
+	if len(shared) == 0 && len(own) == 0 {
+		res.Notes = append(res.Notes, "no case measured peak memory: the memory model is unchanged")
+		return
+	}
+	if len(shared) > 0 {
+		mm.OverheadBytes = math.Max(0, mm.OverheadBytes+median(shared))
+		res.OverheadBytes = mm.OverheadBytes
+	}
+	for _, g := range sortedTypes(own) {
+		was := mm.OverheadByGPU[g]
+		mm.OverheadByGPU[g] = math.Max(0, was+median(own[g]))
+		if res.GPUOverheads == nil {
+			res.GPUOverheads = map[gpu.Type][2]float64{}
+		}
+		res.GPUOverheads[g] = [2]float64{was, mm.OverheadByGPU[g]}
+	}
+	mm.Source = strings.TrimSpace(strings.TrimPrefix(mm.Source+"; calibrated on measured runs", "; "))
+	cal.MemoryModel = mm
+}
+
+// stageType is the stage's GPU type when all its replicas have the same one.
+func stageType(st *planner.Stage) (gpu.Type, bool) {
+	var g gpu.Type
+	for _, r := range st.Replicas {
+		if g != "" && r.GPU != g {
+			return "", false
+		}
+		g = r.GPU
+	}
+	return g, g != ""
+}
+
 func simulateAll(m *planner.ModelProfile, net *planner.Network, cases []Case) ([]planner.Estimate, error) {
 	idx := make([]int, len(cases))
 	for i := range idx {
@@ -155,13 +198,12 @@ func errorsOf(cases []Case, est []planner.Estimate) Errors {
 // onlyType is the plan's GPU type when every replica has the same one.
 func onlyType(p *planner.Plan) (gpu.Type, bool) {
 	var g gpu.Type
-	for _, st := range p.Stages {
-		for _, r := range st.Replicas {
-			if g != "" && r.GPU != g {
-				return "", false
-			}
-			g = r.GPU
+	for i := range p.Stages {
+		sg, ok := stageType(&p.Stages[i])
+		if !ok || (g != "" && sg != g) {
+			return "", false
 		}
+		g = sg
 	}
 	return g, g != ""
 }
@@ -192,7 +234,7 @@ func median(xs []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-func sortedTypes(m map[gpu.Type][]int) []gpu.Type {
+func sortedTypes[V any](m map[gpu.Type]V) []gpu.Type {
 	out := make([]gpu.Type, 0, len(m))
 	for g := range m {
 		out = append(out, g)
@@ -219,9 +261,6 @@ func clone(m *planner.ModelProfile) *planner.ModelProfile {
 		}
 		c.Compute[g] = &cc
 	}
-	if m.MemoryModel != nil {
-		mm := *m.MemoryModel
-		c.MemoryModel = &mm
-	}
+	c.MemoryModel = m.MemoryModel.Clone()
 	return &c
 }

@@ -59,6 +59,38 @@ func TestCalibrationFitsOverheadAndComputeFactor(t *testing.T) {
 	assert.InDelta(t, cases[0].IterSeconds/1.2, est.IterTime, 1e-9)
 }
 
+// Runs on a GPU type with an overhead of its own (Sailor's GH200) move that overhead, not the
+// model-wide one the other types use, so a calibration on GH200 takes effect there.
+func TestCalibrationMovesTheOverheadOfTheGPUTypeItRanOn(t *testing.T) {
+	m, err := profiles.Load("OPT-350", "")
+	require.NoError(t, err)
+	require.Contains(t, m.MemoryModel.OverheadByGPU, gpu.GH200)
+	net, err := profiles.LoadNetwork("")
+	require.NoError(t, err)
+	var cases []Case
+	for i, p := range []*planner.Plan{plan(t, "GH200-96", 1, 1), plan(t, "GH200-96", 2, 2), plan(t, "A100-40", 2, 2)} {
+		est, err := planner.Simulate(p, m, net)
+		require.NoError(t, err)
+		extra := float64(1 << 30)
+		if p.Stages[0].Replicas[0].GPU == gpu.A100_40 {
+			extra = -512 << 20
+		}
+		c := Case{Name: string(rune('a' + i)), Plan: p, IterSeconds: est.IterTime}
+		for _, st := range est.Stages {
+			c.PeakMemBytes = append(c.PeakMemBytes, st.PeakMemBytes+extra)
+		}
+		cases = append(cases, c)
+	}
+	res, err := Calibrate(m, net, cases)
+	require.NoError(t, err)
+	was := m.MemoryModel.OverheadByGPU[gpu.GH200]
+	assert.Equal(t, [2]float64{was, was + 1<<30}, res.GPUOverheads[gpu.GH200])
+	assert.InDelta(t, res.OverheadBefore-512<<20, res.OverheadBytes, 1, "the A100's runs move the model-wide overhead")
+	assert.Equal(t, was+1<<30, res.Profile.MemoryModel.Overhead(gpu.GH200))
+	assert.Equal(t, was, m.MemoryModel.OverheadByGPU[gpu.GH200], "the input profile is left alone")
+	assert.Less(t, res.After.Memory, 0.001)
+}
+
 func TestCalibrationRefusesOtherModelsAndNotesMixedPlans(t *testing.T) {
 	m, err := profiles.Load("OPT-350", "")
 	require.NoError(t, err)

@@ -77,10 +77,7 @@ func cloneModel(m *planner.ModelProfile) *planner.ModelProfile {
 		}
 		out.Compute[g] = cc
 	}
-	if m.MemoryModel != nil {
-		mm := *m.MemoryModel
-		out.MemoryModel = &mm
-	}
+	out.MemoryModel = m.MemoryModel.Clone()
 	return out
 }
 

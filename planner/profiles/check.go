@@ -65,6 +65,14 @@ func checkModel(m *planner.ModelProfile) error {
 		if bad(mm.OverheadBytes) {
 			add("memory_model: overhead_bytes is %v", mm.OverheadBytes)
 		}
+		for _, g := range sortedKeys(mm.OverheadByGPU) {
+			if !gpu.ValidName(g) {
+				add("memory_model: overhead_by_gpu: %q is not a GPU type name", g)
+			}
+			if o := mm.OverheadByGPU[g]; bad(o) {
+				add("memory_model: overhead_by_gpu %s is %v", g, o)
+			}
+		}
 	}
 	for _, g := range sortedKeys(m.Compute) {
 		c := m.Compute[g]

@@ -51,7 +51,7 @@ func TestLoadKeepsTheMemoryModel(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, want, m.MemoryModel)
 	assert.True(t, m.Compute[gpu.A100_40].Derived, "compute was derived for other GPUs")
-	got, ok := planner.PeakMemory(m, 1, 1, 0, 2, 0, 1, 1)
+	got, ok := planner.PeakMemory(m, gpu.A100_40, 1, 1, 0, 2, 0, 1, 1)
 	require.True(t, ok)
 	assert.InDelta(t, 6000*16+600*4+1.5e9, got, 1e-6)
 
@@ -82,17 +82,36 @@ func TestLoadKeepsTheMemoryModelOfABuiltinModel(t *testing.T) {
 
 	bundled, err := Load("OPT-350", "")
 	require.NoError(t, err)
-	assert.Nil(t, bundled.MemoryModel, "Sailor's data has no calibration: the defaults apply")
+	require.NotNil(t, bundled.MemoryModel, "Sailor's data carries its platform's memory model")
+	assert.Equal(t, planner.TrainingBytesPerParam, int(bundled.MemoryModel.BytesPerParam))
+	assert.Equal(t, 4.76e9+300e6, bundled.MemoryModel.Overhead(gpu.GH200), "Sailor's simulator's GH200 footprint")
+	assert.Equal(t, planner.MemOverheadBytes, bundled.MemoryModel.Overhead(gpu.V100), "its planner's 2-3 GB elsewhere")
+}
+
+func TestTheOverheadOfAGPUTypeReachesEveryMemoryPrediction(t *testing.T) {
+	t.Parallel()
+	m := tiny()
+	m.MemoryModel = &planner.MemoryModel{BytesPerParam: 16, OverheadBytes: 1e9, OverheadByGPU: map[gpu.Type]float64{gpu.GH200: 4e9}}
+	low, ok := planner.PeakMemory(m, gpu.A100_40, 1, 1, 0, 1, 0, 1, 1)
+	require.True(t, ok)
+	high, ok := planner.PeakMemory(m, gpu.GH200, 1, 1, 0, 1, 0, 1, 1)
+	require.True(t, ok)
+	assert.InDelta(t, 3e9, high-low, 1, "the GH200's own overhead replaces the model-wide one")
+	got, ok := planner.NewSim(m, nil).StagePeakMemory(gpu.GH200, 1, 1, 0, 1, 0, 1, 1)
+	require.True(t, ok)
+	assert.Equal(t, high, got)
 }
 
 func TestCloneModelCopiesTheMemoryModel(t *testing.T) {
 	t.Parallel()
 	m := tiny()
-	m.MemoryModel = &planner.MemoryModel{BytesPerParam: 16, OverheadBytes: 1e9}
+	m.MemoryModel = &planner.MemoryModel{BytesPerParam: 16, OverheadBytes: 1e9, OverheadByGPU: map[gpu.Type]float64{gpu.GH200: 5e9}}
 	c := cloneModel(m)
 	require.Equal(t, m.MemoryModel, c.MemoryModel)
 	c.MemoryModel.BytesPerParam = 20
+	c.MemoryModel.OverheadByGPU[gpu.GH200] = 1
 	assert.Equal(t, 16.0, m.MemoryModel.BytesPerParam, "the clone is deep")
+	assert.Equal(t, 5e9, m.MemoryModel.OverheadByGPU[gpu.GH200], "the clone is deep")
 }
 
 func TestReadModelRejectsABadMemoryModel(t *testing.T) {
@@ -103,6 +122,8 @@ func TestReadModelRejectsABadMemoryModel(t *testing.T) {
 		{"no cost per parameter", `{"bytes_per_param": 0, "overhead_bytes": 1e9}`, "memory_model: bytes_per_param must be positive, got 0"},
 		{"negative overhead", `{"bytes_per_param": 16, "overhead_bytes": -1}`, "memory_model: overhead_bytes is -1"},
 		{"unknown field", `{"bytes_per_param": 16, "overhead": 1}`, `unknown field "overhead"`},
+		{"negative overhead on a GPU", `{"bytes_per_param": 16, "overhead_bytes": 1e9, "overhead_by_gpu": {"H100-80": -2}}`, "memory_model: overhead_by_gpu H100-80 is -2"},
+		{"bad GPU name", `{"bytes_per_param": 16, "overhead_bytes": 1e9, "overhead_by_gpu": {"h 100": 1e9}}`, `memory_model: overhead_by_gpu: "h 100" is not a GPU type name`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

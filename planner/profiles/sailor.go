@@ -66,6 +66,24 @@ func sailorArchitecture(name string) (planner.Architecture, bool) {
 	return planner.BuiltinArchitecture(name)
 }
 
+// sailorGH200Overhead is the framework memory per GPU that Sailor's simulator adds on its
+// GH200 nodes (runtime_simulator.py, get_memory_footprint_on_gpu): 4.76 GB for loading
+// Megatron's fused kernels, "depends on GPU + platform", and 300 MB more.
+const sailorGH200Overhead = 4.76e9 + 300e6
+
+// sailorMemoryModel is the memory model of the platform Sailor profiled on: 24 bytes per
+// parameter (Adam's two moments, an fp32 copy, gradients, a communication buffer and
+// DeepSpeed's extra copies) and the framework's footprint per GPU: Sailor's measured GH200
+// value there, the 2–3 GB its planner assumes (MemOverheadBytes) on the others.
+func sailorMemoryModel() *planner.MemoryModel {
+	return &planner.MemoryModel{
+		BytesPerParam: planner.TrainingBytesPerParam,
+		OverheadBytes: planner.MemOverheadBytes,
+		OverheadByGPU: map[gpu.Type]float64{gpu.GH200: sailorGH200Overhead},
+		Source:        "Sailor's platform: 24 B/param; framework 5.06 GB per GH200 (its simulator), 2.5 GB elsewhere (its planner: 2-3 GB)",
+	}
+}
+
 // sailorSource reads files of a Sailor tree and names them in messages.
 type sailorSource struct {
 	fsys fs.FS
@@ -143,6 +161,7 @@ func importSailorModels(src sailorSource) (map[string]*planner.ModelProfile, []s
 		if err != nil {
 			return nil, nil, err
 		}
+		m.MemoryModel = sailorMemoryModel()
 		byDir[name] = m
 		models[m.Name] = m
 	}
