@@ -15,10 +15,30 @@ type Link struct {
 	PeakBps float64 `json:"peak_bps"`
 	// LatencyS is added once per message.
 	LatencyS float64 `json:"latency_s"`
+	// senders is how many GPUs of one machine send over the link at once, each a message of
+	// the size asked about (SharedBy); 0 or 1: one.
+	senders int
+}
+
+// SharedBy is the link as one of n GPUs of a machine sees it when all n send at once, as in
+// a gradient all-reduce where every GPU of every replica runs its own ring. Sailor's
+// machine-to-machine fits for n GPUs per machine measure the machine's aggregate (n
+// parallel streams: 4 × 22.9 GB/s on a GH200 node with a NIC per GPU, one 2.9 GB/s NIC
+// however many RTX 2080s share it), so each GPU moves its message at the aggregate
+// bandwidth of n such messages, divided by n.
+func (l Link) SharedBy(n int) Link {
+	if n > 1 {
+		l.senders = n
+	}
+	return l
 }
 
 // Bandwidth is the bytes per second for a message of this size.
 func (l Link) Bandwidth(bytes float64) float64 {
+	if n := l.senders; n > 1 {
+		l.senders = 0
+		return l.Bandwidth(bytes*float64(n)) / float64(n)
+	}
 	if bytes <= 0 {
 		return l.PeakBps
 	}

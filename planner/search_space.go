@@ -294,7 +294,8 @@ type mbsTables struct {
 	// act[o][o2][b] is the time a replica under o, whose stage ends at layer b, sends its
 	// activations to the next stage under o2; grad the time the gradients take back.
 	act, grad []float64
-	// self[o] is the link between two machines of option o's endpoint (the all-reduce's).
+	// self[o] is the link between two machines of option o's endpoint as each GPU of one
+	// sees it during the all-reduce, when all of them send (Link.SharedBy).
 	self []Link
 	// bytes[o][b] is what crosses the boundary after layer b when the sender runs o.
 	bytes []float64
@@ -435,7 +436,7 @@ func (s *search) buildTables(mbs int) *mbsTables {
 		}
 	}
 	for _, op := range t.opts {
-		t.self = append(t.self, s.req.Network.Between(op.ep, op.ep))
+		t.self = append(t.self, s.req.Network.Between(op.ep, op.ep).SharedBy(op.ep.GPUsPerNode))
 	}
 	t.act = make([]float64, O*O*L)
 	t.grad = make([]float64, O*O*L)

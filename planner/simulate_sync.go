@@ -53,7 +53,9 @@ type endpointCount struct {
 //
 // A replica of TP t holds 1/t of the stage's gradients on each GPU and the t shards
 // all-reduce in parallel, so with mixed TP degrees the replica with the smallest degree sets
-// the bytes each ring moves. Every ring edge carries 2(D−1)/D of the stage's full gradients;
+// the bytes each ring moves. Every GPU of a machine runs such a ring at the same time (all
+// stages synchronise at once), so each link is shared by the sender's GPUs per machine
+// (Link.SharedBy). Every ring edge carries 2(D−1)/D of the stage's full gradients;
 // edges that cross zones pay egress on that.
 func (s *Sim) stageSync(st *Stage) (seconds, egressUSD float64) {
 	d := len(st.Replicas)
@@ -98,11 +100,11 @@ func (s *Sim) stageSync(st *Stage) (seconds, egressUSD float64) {
 	for k := range eps {
 		a := eps[k].ep
 		if eps[k].n > 1 {
-			links = append(links, s.link(a, a))
+			links = append(links, s.link(a, a).SharedBy(a.GPUsPerNode))
 		}
 		if len(eps) > 1 {
 			b := eps[(k+1)%len(eps)].ep
-			links = append(links, s.link(a, b))
+			links = append(links, s.link(a, b).SharedBy(a.GPUsPerNode))
 			if a.Zone != b.Zone {
 				egressUSD += edgeGB * s.net.EgressUSDPerGB(a, b)
 			}

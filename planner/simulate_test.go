@@ -85,7 +85,8 @@ func TestSimulateMiddleStagePaysBothWays(t *testing.T) {
 func TestSimulateDataParallelSync(t *testing.T) {
 	t.Parallel()
 	// 4 layers × 1e8 params = 1.6e9 bytes of fp32 gradients: 3 full 5e8-byte buckets and a
-	// 1e8-byte one. Ring of 2: each bucket is 2 steps of bucket/2 bytes over 1 GB/s + 1 ms.
+	// 1e8-byte one. Ring of 2: each bucket is 2 steps of bucket/2 bytes over 1 GB/s + 1 ms,
+	// which all 8 GPUs of the machine share while each runs its ring: 1/8 GB/s each.
 	m := withCompute(toyModel(4, 1e8, 1e6, 1e6), gpu.A100_40, 1, 1, a100Time)
 	r := replica(gpu.A100_40, 1, "us-central1-a", 4)
 	p := plan(8, 1, stage(0, 3, r, r))
@@ -93,9 +94,9 @@ func TestSimulateDataParallelSync(t *testing.T) {
 	est, err := Simulate(p, m, flatNet(flatLink(1, 1*ms)))
 	require.NoError(t, err)
 
-	wantSync := 3*2*(0.25+0.001) + 2*(0.05+0.001)
+	wantSync := 3*2*(8*0.25+0.001) + 2*(8*0.05+0.001)
 	assert.InDelta(t, wantSync, est.SyncTime, eps)
-	assert.InDelta(t, wantSync, AllReduceTime(1.6e9, 2, flatLink(1, 1*ms)), eps)
+	assert.InDelta(t, wantSync, AllReduceTime(1.6e9, 2, flatLink(1, 1*ms).SharedBy(8)), eps)
 	// N_b = 8/(1·2) = 4 microbatches per pipeline.
 	assert.InDelta(t, 4*12*ms+2*ms, est.PipelineTime, eps)
 	assert.InDelta(t, est.PipelineTime+wantSync, est.IterTime, eps)
@@ -114,7 +115,7 @@ func TestSimulateSyncIsSlowestStage(t *testing.T) {
 
 	est, err := Simulate(p, m, flatNet(l))
 	require.NoError(t, err)
-	assert.InDelta(t, AllReduceTime(3e8*GradBytesPerParam, 2, l), est.SyncTime, eps)
+	assert.InDelta(t, AllReduceTime(3e8*GradBytesPerParam, 2, l.SharedBy(8)), est.SyncTime, eps)
 }
 
 func TestSimulateSyncOverSlowestLink(t *testing.T) {
@@ -131,7 +132,7 @@ func TestSimulateSyncOverSlowestLink(t *testing.T) {
 
 	est, err := Simulate(p, m, n)
 	require.NoError(t, err)
-	assert.InDelta(t, AllReduceTime(1.6e9, 3, slow), est.SyncTime, eps)
+	assert.InDelta(t, AllReduceTime(1.6e9, 3, slow.SharedBy(8)), est.SyncTime, eps)
 	// Two ring edges cross zones, each carrying 2(D−1)/D of the gradients, at 0.01 $/GB.
 	assert.InDelta(t, 2*(4.0/3)*1.6*0.01, est.EgressUSDPerIteration, 1e-12)
 }
@@ -171,7 +172,7 @@ func TestSimulateHeterogeneousDataParallel(t *testing.T) {
 	assert.InDelta(t, 16.0*gib, s.MemLimitBytes, 1, "the smallest GPU")
 	assert.InDelta(t, 4e6*24+4e6*4+MemOverheadBytes, s.PeakMemBytes, 1, "the TP-1 replica holds the most")
 	// Mixed TP: the TP-1 replica all-reduces the whole stage's gradients.
-	assert.InDelta(t, AllReduceTime(4e6*GradBytesPerParam, 2, flatLink(1, 0)), est.SyncTime, eps)
+	assert.InDelta(t, AllReduceTime(4e6*GradBytesPerParam, 2, flatLink(1, 0).SharedBy(8)), est.SyncTime, eps)
 	assert.InDelta(t, 4+2*2.5, est.USDPerHour, eps)
 }
 

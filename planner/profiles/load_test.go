@@ -41,7 +41,7 @@ func TestLoadBuiltinModels(t *testing.T) {
 	t.Parallel()
 	measured := map[string][]gpu.Type{
 		"OPT-350":     {gpu.A100_40, gpu.A100_80, gpu.V100, gpu.GH200},
-		"GPT-Neo-2.7": {gpu.A100_40, gpu.A100_80, gpu.V100},
+		"GPT-Neo-2.7": {gpu.A100_40, gpu.A100_80, gpu.V100, gpu.GH200},
 		"LLAMA-3-8":   {gpu.A100_40, gpu.V100, gpu.GH200},
 		"OPT-30":      {gpu.A100_40, gpu.V100, gpu.GH200},
 	}
@@ -89,7 +89,7 @@ func TestLoadUnknownModel(t *testing.T) {
 func TestLoadFromSailorDirectory(t *testing.T) {
 	t.Parallel()
 	requireSharedSailor(t)
-	fromDir, err := Load("OPT-350", sharedSailor)
+	fromDir, err := Load("OPT-350", sharedSailorWithSimSet(t))
 	require.NoError(t, err)
 	fromBundle, err := Load("OPT-350", "")
 	require.NoError(t, err)

@@ -21,6 +21,7 @@ import (
 const (
 	sailorLLMInfo     = "Planner/llm_info.json"
 	sailorProfiles    = "Planner/sailor_planner/profiles"
+	sailorSimProfiles = "Planner/simulations/profiles_tmp.json"
 	sailorIntraNode   = "providers/intra_node_bandwidths.json"
 	sailorNetCoeffs   = "providers/network_coeffs_all_homo.json"
 	sailorCommCost    = "providers/gcp/communication_cost.json"
@@ -213,7 +214,11 @@ func importSailorModels(src sailorSource) (map[string]*planner.ModelProfile, []s
 			m.Compute[g] = c
 		}
 	}
-	return models, notes, nil
+	simNotes, err := mergeSailorSimProfiles(src, byDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	return models, append(notes, simNotes...), nil
 }
 
 // sailorMem converts one model's llm_info.json entry.
@@ -304,17 +309,25 @@ func sailorLayers[In, Out any](byLayer map[string]In, conv func(int, In) (Out, e
 	return out, nil
 }
 
-// sailorCompute reads one profile.json: {mbs: {tp: {layer: [fwd, bwd, update]}}}. It
-// returns the compute and its layer count.
+// sailorTable is one model's measured compute on one GPU type in Sailor's layout:
+// {mbs: {tp: {layer: [fwd, bwd, update]}}}.
+type sailorTable = map[string]map[string]map[string][]float64
+
+// sailorCompute reads one profile.json. It returns the compute and its layer count.
 func sailorCompute(src sailorSource, rel string, g gpu.Type) (*planner.Compute, int, error) {
-	var raw map[string]map[string]map[string][]float64
+	var raw sailorTable
 	if err := src.readJSON(rel, &raw); err != nil {
 		return nil, 0, err
 	}
-	file := src.name(rel)
+	return sailorComputeOf(raw, src.name(rel), g, "measured: Sailor "+rel)
+}
+
+// sailorComputeOf converts one table; file names it in errors (with the model and GPU when
+// the file holds several).
+func sailorComputeOf(raw sailorTable, file string, g gpu.Type, source string) (*planner.Compute, int, error) {
 	c := &planner.Compute{
 		GPU:    g,
-		Source: "measured: Sailor " + rel,
+		Source: source,
 		Times:  map[int]map[int][]planner.LayerTime{},
 	}
 	layers := -1

@@ -2,6 +2,7 @@ package profiles
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -26,10 +27,22 @@ func requireSharedSailor(t *testing.T) {
 	require.NoError(t, err, "Sailor's data must be at %s (see shared/data/README.md)", sharedSailor)
 }
 
+// sharedSailorWithSimSet is a copy of shared/data/sailor with the bundle's copy of Sailor's
+// simulator profile set (Planner/simulations/profiles_tmp.json), which shared/data lacks.
+func sharedSailorWithSimSet(t *testing.T) string {
+	t.Helper()
+	requireSharedSailor(t)
+	dir := t.TempDir()
+	require.NoError(t, os.CopyFS(dir, os.DirFS(sharedSailor)))
+	data, err := fs.ReadFile(bundleSource().fsys, sailorSimProfiles)
+	require.NoError(t, err)
+	writeFile(t, filepath.Join(dir, sailorSimProfiles), string(data))
+	return dir
+}
+
 func TestImportSailorEqualsBundle(t *testing.T) {
 	t.Parallel()
-	requireSharedSailor(t)
-	models, notes, err := ImportSailorWithNotes(sharedSailor)
+	models, notes, err := ImportSailorWithNotes(sharedSailorWithSimSet(t))
 	require.NoError(t, err)
 	bundledModels, bundledNet, err := Bundled()
 	require.NoError(t, err)
@@ -58,7 +71,7 @@ func TestBundledModels(t *testing.T) {
 		gpus        []gpu.Type
 	}{
 		"OPT-350":     {26, 2048, []gpu.Type{gpu.A100_40, gpu.A100_80, gpu.V100, gpu.GH200, "RTX-2080", "RTX-3090", "Titan-RTX"}},
-		"GPT-Neo-2.7": {34, 2048, []gpu.Type{gpu.A100_40, gpu.A100_80, gpu.V100}},
+		"GPT-Neo-2.7": {34, 2048, []gpu.Type{gpu.A100_40, gpu.A100_80, gpu.V100, gpu.GH200}},
 		"LLAMA-3-8":   {35, 8192, []gpu.Type{gpu.A100_40, gpu.V100, gpu.GH200}},
 		"OPT-30":      {50, 2048, []gpu.Type{gpu.A100_40, gpu.V100, gpu.GH200}},
 	}
@@ -71,7 +84,7 @@ func TestBundledModels(t *testing.T) {
 		for g, c := range m.Compute {
 			assert.False(t, c.Derived, "%s %s", name, g)
 			assert.Equal(t, g, c.GPU)
-			assert.Contains(t, c.Source, "measured: Sailor Planner/sailor_planner/profiles/")
+			assert.Contains(t, c.Source, "measured: Sailor Planner/")
 		}
 		require.NoError(t, checkModel(m), name)
 	}
@@ -232,6 +245,7 @@ func TestImportSailorBadInput(t *testing.T) {
 func TestImportSailorSkipsWholeProfilesWithTheWrongLayerCount(t *testing.T) {
 	t.Parallel()
 	dir := copySailor(t)
+	require.NoError(t, os.Remove(filepath.Join(dir, sailorSimProfiles)))
 	writeFile(t, filepath.Join(dir, "Planner/sailor_planner/profiles/OPT-350/A100-40/profile.json"),
 		`{"1": {"1": {"0": [1,1,1], "1": [1,1,1]}}}`)
 	models, notes, err := ImportSailorWithNotes(dir)
@@ -323,4 +337,52 @@ func TestSailorUpdateIsOneStepPerStage(t *testing.T) {
 	assert.True(t, uniformUpdate(compute(lt(2, 2, 2), lt(3, 3, 3))), "one value per entry, repeated")
 	assert.False(t, uniformUpdate(compute(lt(2, 2, 2), lt(1, 2, 3))), "per-layer steps in one entry")
 	assert.False(t, uniformUpdate(compute(lt(0, 0, 0))), "no step measured: nothing to count once")
+}
+
+// Sailor's simulator set wins over its planner set where both have an entry, the planner
+// set fills in the rest, and the table says which came from where.
+func TestSailorSimulatorSetWinsAndThePlannerSetFillsIn(t *testing.T) {
+	t.Parallel()
+	models, _, err := Bundled()
+	require.NoError(t, err)
+	sum := func(c *planner.Compute, tp, mbs int) float64 {
+		var s float64
+		for _, l := range c.Times[tp][mbs] {
+			s += l.Fwd + l.Bwd
+		}
+		return s
+	}
+	gh := models["OPT-350"].Compute[gpu.GH200]
+	assert.InDelta(t, 0.0825, sum(gh, 4, 1), 5e-4, "the simulator set's 82.5 ms, not the planner set's 103.8 ms")
+	a80 := models["OPT-350"].Compute[gpu.A100_80]
+	assert.NotEmpty(t, a80.Times[4][128], "mbs 128 is only in the planner set")
+	assert.Equal(t, "measured: Sailor Planner/simulations/profiles_tmp.json (its simulator's set); tp 4 mbs 128 from Planner/sailor_planner/profiles/OPT-350/A100-80/profile.json", a80.Source)
+	neo := models["GPT-Neo-2.7"].Compute[gpu.GH200]
+	require.NotNil(t, neo, "a real GPT-Neo-2.7 profile on GH200, where the planner set has a copy of OPT-350's")
+	assert.Len(t, neo.Times[4][1], 34)
+	assert.True(t, neo.UpdatePerStage)
+}
+
+func TestSailorSimulatorSetBadInput(t *testing.T) {
+	t.Parallel()
+	dir := copySailor(t)
+	sim := filepath.Join(dir, sailorSimProfiles)
+	writeFile(t, sim, `{"OPT-350": {"A100-40": {"1": {"1": {"0": [1, 2]}}}}}`)
+	_, err := ImportSailor(dir)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "profiles_tmp.json (OPT-350 on A100-40)")
+	assert.Contains(t, err.Error(), "has 2 numbers, want [fwd, bwd, update]")
+
+	writeFile(t, sim, `{"OPT-350": {"A100-40": {"1": {"1": {"0": [1, 1, 1], "1": [1, 1, 1]}}}}, "GPT-9": {}}`)
+	models, notes, err := ImportSailorWithNotes(dir)
+	require.NoError(t, err)
+	joined := strings.Join(notes, "\n")
+	assert.Contains(t, joined, "(OPT-350 on A100-40): 2 layers, Planner/llm_info.json has 26; skipped")
+	assert.Contains(t, joined, "model GPT-9 has no entry in Planner/llm_info.json, skipped")
+	assert.Contains(t, models["OPT-350"].Compute[gpu.A100_40].Source, "Planner/sailor_planner/profiles/OPT-350/A100-40", "the planner set's table stays")
+
+	writeFile(t, sim, `{"OPT-350": `)
+	_, err = ImportSailor(dir)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "profiles_tmp.json")
 }
