@@ -8,6 +8,7 @@ import (
 
 	"github.com/schooner-ml/schooner/gpu"
 	"github.com/schooner-ml/schooner/planner"
+	"github.com/schooner-ml/schooner/planner/profiles"
 )
 
 func netEP(g gpu.Type, perNode int, zone, region string) planner.Endpoint {
@@ -167,4 +168,26 @@ func TestBetweenComparesLinksByTransferTime(t *testing.T) {
 	}
 	assert.Equal(t, want, n.Between(a, b))
 	assert.Equal(t, want, n.Between(b, a))
+}
+
+// Sailor's inter-node fits for n GPUs per machine are the machine's aggregate: shared by the
+// 4 GPUs of a GH200 node that all send at once, each gets what one GPU with its own NIC gets;
+// on a machine with one NIC for all its GPUs (RTX 2080), each gets a quarter.
+func TestSharedLinkIsTheMachinesAggregateOverItsGPUs(t *testing.T) {
+	t.Parallel()
+	n := planner.DefaultNetwork()
+	one, four := n.InterNode[gpu.GH200][1], n.InterNode[gpu.GH200][4]
+	for _, bytes := range []float64{62.5e6, 125e6, 500e6} { // an all-reduce step: a 500 MB bucket over 8, 4 or 1 replicas
+		perGPU := four.SharedBy(4).Bandwidth(bytes)
+		assert.InEpsilon(t, one.Bandwidth(bytes), perGPU, 0.05, "%.0f bytes", bytes)
+		assert.InDelta(t, four.Bandwidth(4*bytes)/4, perGPU, 1)
+	}
+	assert.Equal(t, four, four.SharedBy(1), "one sender: the link itself")
+	assert.Equal(t, four.Time(1e8), four.SharedBy(0).Time(1e8))
+
+	_, sailor, err := profiles.Bundled()
+	require.NoError(t, err)
+	rtx := sailor.InterNode["RTX-2080"]
+	assert.InEpsilon(t, rtx[4].Bandwidth(4*1e8)/4, rtx[4].SharedBy(4).Bandwidth(1e8), 1e-9)
+	assert.InEpsilon(t, 0.25, rtx[4].SharedBy(4).Bandwidth(1e9)/rtx[1].Bandwidth(1e9), 0.05, "one NIC for four GPUs")
 }
