@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -154,4 +155,58 @@ func TestEmergencyCheckpointsOfSeveralStagesMeet(t *testing.T) {
 	require.NotEmpty(t, emergency, "an emergency step before the regular one at 50 became durable")
 	require.Zero(t, emergency[0]%10, "emergency steps lie on the grid")
 	require.NoError(t, VerifyStep(context.Background(), &checkpoint.Remote{Store: dir}, emergency[0], 42, 2))
+}
+
+// fakeClock is a clock that moves only when the trainer sleeps or the test says so.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// A busy host takes time between the trainer's sleeps; the trainer still finishes its
+// iterations at the planner's pace, not that pace plus the host's overhead.
+func TestSimulatedTrainerKeepsThePlannersPaceOnABusyHost(t *testing.T) {
+	dir, err := store.NewDir(t.TempDir())
+	require.NoError(t, err)
+	n := startNode(t, dir)
+	a := layout{stages: []checkpoint.StageLayers{{First: 0, End: 2}}, dp: 1}.assignments("job", 1, 2, 40, 0, -1)[0]
+	a.Saver = false
+	wall := iterWall(a)
+	clock := &fakeClock{now: time.Unix(0, 0)}
+	start := clock.Now()
+	_, err = Run(context.Background(), RunOptions{
+		Assignment: a, Dial: DialSocket(n.sock), Logger: testLogger(t), Now: clock.Now,
+		Sleep: func(ctx context.Context, d time.Duration) error {
+			clock.advance(d)
+			return ctx.Err()
+		},
+		// The host spends 60% of an iteration's time on every report.
+		OnProgress: func(training.Progress) { clock.advance(wall * 6 / 10) },
+	})
+	require.NoError(t, err)
+	took := clock.Now().Sub(start)
+	// 40 iterations at the pace, plus the report before the first and after the last
+	// (every iteration sleeping its whole time took 40 × 1.6 + 0.6 iterations' time).
+	require.Equal(t, 40*wall+2*(wall*6/10), took, "40 iterations of %v took %v", wall, took)
+
+	// A host slower than the pace cannot keep it, but never sleeps on top of its overhead.
+	clock = &fakeClock{now: time.Unix(0, 0)}
+	_, err = Run(context.Background(), RunOptions{
+		Assignment: a, Dial: DialSocket(n.sock), Logger: testLogger(t), Now: clock.Now,
+		Sleep: func(ctx context.Context, d time.Duration) error {
+			clock.advance(d)
+			return ctx.Err()
+		},
+		OnProgress: func(training.Progress) { clock.advance(2 * wall) },
+	})
+	require.NoError(t, err)
+	require.Equal(t, 41*2*wall+wall, clock.Now().Sub(time.Unix(0, 0)),
+		"the host's own time (a report per iteration and one at the start) and the first iteration's sleep only")
 }
