@@ -42,6 +42,15 @@ type Input struct {
 	Token string `json:"token,omitempty"`
 }
 
+// Count is how many instances the groups ask for.
+func (in Input) Count() int {
+	n := 0
+	for _, g := range in.Groups {
+		n += g.Count
+	}
+	return n
+}
+
 // Validate checks the input before anything is bought: a job id to tag instances with, and
 // groups that each name a zone, an instance type, a capacity type and a positive count.
 func (in Input) Validate() error {

@@ -31,6 +31,11 @@ type JobOptions struct {
 	AvoidZoneTTL time.Duration `json:"avoid_zone_ttl,omitempty"`
 	// RetryWait (wall, default 5 s): the wait before planning again when nothing fits.
 	RetryWait time.Duration `json:"retry_wait,omitempty"`
+	// ScaleUpEvery (simulated, default 10 min): how often a running job plans again on what
+	// it holds plus what is offered, to move to a plan at least 25% better on capacity that
+	// came back; the better plan must also save at least this much time over the rest of
+	// the run.
+	ScaleUpEvery time.Duration `json:"scale_up_every,omitempty"`
 	// MaxAcquireRounds (default 3): plan → acquire rounds before planning on what is held.
 	MaxAcquireRounds int `json:"max_acquire_rounds,omitempty"`
 	// MaxWaitForCapacity (simulated, default 6 h): how long a job that finds no plan waits for
@@ -60,6 +65,7 @@ func (o JobOptions) WithDefaults() JobOptions {
 	defaults.Positive(&o.AvoidZoneTTL, 10*time.Minute)
 	defaults.Positive(&o.RetryWait, 5*time.Second)
 	defaults.Positive(&o.MaxAcquireRounds, 3)
+	defaults.Positive(&o.ScaleUpEvery, 10*time.Minute)
 	defaults.Positive(&o.MaxWaitForCapacity, 6*time.Hour)
 	defaults.Positive(&o.MaxTrainerFailures, 5)
 	return o

@@ -85,6 +85,7 @@ func (j *job) run(ctx workflow.Context) error {
 		if err != nil {
 			return err
 		}
+		j.settleScaleUp(ctx)
 		switch out.kind {
 		case outDone:
 			step, err := j.latestCheckpoint(ctx)

@@ -3,6 +3,7 @@ package trainingwf
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -630,11 +631,18 @@ func TestTrainingJobReplanDropsInstancesUnderNotice(t *testing.T) {
 	st := runCompleted(t, env)
 	require.Equal(t, 2, st.Notices)
 	require.Equal(t, 1, st.Replans)
-	// plans[0] and [1] are the first plan's two rounds (before and after acquiring);
-	// plans[2] is the replan after i-2 was lost.
+	// plans[0] and [1] are the first plan's two rounds (before and after acquiring); the
+	// last is the replan after i-2 was lost (a look for returned capacity may come between).
 	require.GreaterOrEqual(t, len(w.plans), 3)
 	require.Len(t, w.plans[1].Survivors, 2)
-	assert.Empty(t, w.plans[2].Survivors, "i-1 is under notice: the replan does not keep it")
+	replan := -1
+	for k := 2; k < len(w.plans) && replan < 0; k++ {
+		if !slices.ContainsFunc(w.plans[k].Survivors, func(in cloud.Instance) bool { return in.ID == "i-2" }) {
+			replan = k // the first plan without the lost i-2 (looks for capacity before keep it)
+		}
+	}
+	require.GreaterOrEqual(t, replan, 2)
+	assert.Empty(t, w.plans[replan].Survivors, "i-1 is under notice: the replan does not keep it")
 	require.Empty(t, w.Leaked(), "and it is released")
 }
 

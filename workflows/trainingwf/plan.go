@@ -23,10 +23,9 @@ var errNoPlan = errors.New("no plan")
 // final plan does not use. It leaves j.plan and j.placement set.
 func (j *job) planAndAcquire(ctx workflow.Context, reason string) error {
 	j.setPhase(ctx, training.PhasePlanning)
-	var offers []cloud.Offering
-	if err := workflow.ExecuteActivity(jobwf.ControlCtx(ctx, "list offerings for "+j.spec.Name, time.Minute),
-		training.ActivityJobOfferings, training.JobOfferingsRequest{Resources: j.spec.Resources, Spot: j.spec.Spot}).Get(ctx, &offers); err != nil {
-		return fmt.Errorf("listing offerings: %w", err)
+	offers, err := j.offerings(ctx)
+	if err != nil {
+		return err
 	}
 	for round := 0; ; round++ {
 		last := round >= j.opts.MaxAcquireRounds
@@ -61,8 +60,29 @@ func (j *job) planAndAcquire(ctx workflow.Context, reason string) error {
 	}
 }
 
-// planOnce runs the PlanJob local activity on the held instances and the given offers.
+// offerings runs the JobOfferings activity: what the job's resources allow, priced, with
+// the capacity each offering has now.
+func (j *job) offerings(ctx workflow.Context) ([]cloud.Offering, error) {
+	var offers []cloud.Offering
+	if err := workflow.ExecuteActivity(jobwf.ControlCtx(ctx, "list offerings for "+j.spec.Name, time.Minute),
+		training.ActivityJobOfferings, training.JobOfferingsRequest{Resources: j.spec.Resources, Spot: j.spec.Spot}).Get(ctx, &offers); err != nil {
+		return nil, fmt.Errorf("listing offerings: %w", err)
+	}
+	return offers, nil
+}
+
+// planOnce runs the PlanJob local activity on the held instances and the given offers, and
+// records the plan's pace with the strategy.
 func (j *job) planOnce(ctx workflow.Context, offers []cloud.Offering) (training.PlanJobResult, error) {
+	res, err := j.planWith(ctx, offers)
+	if err == nil {
+		j.strategy.Planned(res.Estimate.IterTime)
+	}
+	return res, err
+}
+
+// planWith runs the PlanJob local activity on the held instances and the given offers.
+func (j *job) planWith(ctx workflow.Context, offers []cloud.Offering) (training.PlanJobResult, error) {
 	// Dropping on-demand capacity: on-demand survivors are left out of the plan and released
 	// by releaseUnused. So are instances under a preemption notice: kept, each would force
 	// another replan restoring the same step once its provider takes it (one notice per
@@ -94,7 +114,6 @@ func (j *job) planOnce(ctx workflow.Context, offers []cloud.Offering) (training.
 		}
 		return res, fmt.Errorf("%w: %w", errNoPlan, err)
 	}
-	j.strategy.Planned(res.Estimate.IterTime)
 	return res, nil
 }
 
@@ -136,6 +155,7 @@ func (j *job) commit(ctx workflow.Context, res training.PlanJobResult, place []t
 	}
 	j.plan = &res
 	j.placement = place
+	j.lastScaleCheck = workflow.Now(ctx)
 	j.modelLayers = res.ModelLayers
 	ids := []string{}
 	seen := map[string]bool{}

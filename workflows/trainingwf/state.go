@@ -67,6 +67,13 @@ type job struct {
 	// droughtSince is when the current run of rounds without a plan began.
 	droughtSince time.Time
 
+	// scaleUp is the acquisition for a better plan on returned capacity, while the running
+	// plan trains on (scaleup.go); lastScaleCheck is when the job last looked, scaleUps how
+	// many acquisitions it started.
+	scaleUp        *scaleUpProbe
+	lastScaleCheck time.Time
+	scaleUps       int
+
 	meter        jobwf.Meter
 	events       int
 	trainerFails int

@@ -52,7 +52,7 @@ func (j *job) watch(ctx workflow.Context) (outcome, error) {
 		}
 		var finished *trainerRun
 		var notice *training.PreemptionNotice
-		polled := false
+		polled, scaled := false, false
 		sel := workflow.NewSelector(ctx)
 		for _, t := range j.trainers {
 			t.Watch(ctx, sel, func() { finished = t })
@@ -62,6 +62,9 @@ func (j *job) watch(ctx workflow.Context) (outcome, error) {
 		jobwf.Receive(ctx, sel, notices, &notice)
 		sel.AddReceive(j.wake, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
 		sel.AddFuture(poll, func(workflow.Future) { polled, poll = true, nil })
+		if j.scaleUp != nil {
+			sel.AddFuture(j.scaleUp.fut, func(workflow.Future) { scaled = true })
+		}
 		sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) {})
 		sel.Select(ctx)
 		if err := ctx.Err(); err != nil {
@@ -79,6 +82,10 @@ func (j *job) watch(ctx workflow.Context) (outcome, error) {
 			}
 		case polled:
 			if out, ok, err := j.onPoll(ctx); err != nil || ok {
+				return out, err
+			}
+		case scaled:
+			if out, ok, err := j.onScaledUp(ctx); err != nil || ok {
 				return out, err
 			}
 		}
@@ -159,6 +166,9 @@ func (j *job) onPoll(ctx workflow.Context) (outcome, bool, error) {
 	}
 	if j.plan != nil && j.strategy.DeadlineCheck(workflow.Now(ctx), j.status.Iterations-j.status.Iteration, j.plan.Estimate.IterTime) {
 		return outcome{kind: outReplan, reason: "deadline"}, true, nil
+	}
+	if j.scaleUpDue(ctx) {
+		j.startScaleUp(ctx)
 	}
 	if workflow.GetInfo(ctx).GetContinueAsNewSuggested() || (j.opts.ContinueAsNewAfter > 0 && j.events >= j.opts.ContinueAsNewAfter) {
 		return outcome{kind: outContinueAsNew}, true, nil

@@ -64,20 +64,23 @@ func ReleaseStragglers(ctx workflow.Context, jobID string, release func(workflow
 // The caller names the child and the idempotency token: they differ between the workflows
 // and are recorded in their histories.
 func Fleet(ctx workflow.Context, workflowID string, in fleet.Input) (fleet.Result, error) {
-	n := 0
-	for _, g := range in.Groups {
-		n += g.Count
-	}
-	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		WorkflowID:    workflowID,
-		TaskQueue:     taskqueue.Control,
-		StaticSummary: fmt.Sprintf("acquire %d instances in %d offerings for %s", n, len(in.Groups), in.JobID),
-	})
+	n := in.Count()
+	cctx := workflow.WithChildOptions(ctx, FleetOptions(workflowID, in))
 	var res fleet.Result
 	if err := workflow.ExecuteChildWorkflow(cctx, fleet.WorkflowFleet, in).Get(ctx, &res); err != nil {
 		return res, fmt.Errorf("acquiring %d instances: %w", n, err)
 	}
 	return res, nil
+}
+
+// FleetOptions are the options of the Fleet child workflowID acquiring in, for a caller that
+// runs it in the background (Fleet waits for it).
+func FleetOptions(workflowID string, in fleet.Input) workflow.ChildWorkflowOptions {
+	return workflow.ChildWorkflowOptions{
+		WorkflowID:    workflowID,
+		TaskQueue:     taskqueue.Control,
+		StaticSummary: fmt.Sprintf("acquire %d instances in %d offerings for %s", in.Count(), len(in.Groups), in.JobID),
+	}
 }
 
 // Describe runs DescribeInstances for the ids of owner's instances (an id the provider no
