@@ -25,9 +25,11 @@ func newReplayer(t *testing.T) worker.WorkflowReplayer {
 // replayer's default id, they would differ. The ids are those of the integration test that
 // records them (integration/training_test.go).
 var originalIDs = map[string]string{
-	"training_job.json":       "train-complete-test01",
-	"fleet.json":              "train-complete-test01-fleet-1-0-0",
-	"serving_deployment.json": "serve-tiny-test01",
+	"training_job.json": "train-complete-test01",
+	// The same run recorded with the look for returned capacity (scale-up-on-returned-capacity).
+	"training_job_scale_up.json": "train-complete-test01",
+	"fleet.json":                 "train-complete-test01-fleet-1-0-0",
+	"serving_deployment.json":    "serve-tiny-test01",
 }
 
 // TestReplayCommittedHistories replays every history under testdata/replay against the
