@@ -100,8 +100,9 @@ func New(cfg Config) (*Market, error) {
 	if err := m.checkConfigKeys(); err != nil {
 		return nil, err
 	}
+	traced := m.tracedZoneGPUs()
 	for _, o := range m.offerings {
-		if err := m.startOffering(o); err != nil {
+		if err := m.startOffering(o, traced); err != nil {
 			return nil, err
 		}
 	}

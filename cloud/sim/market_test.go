@@ -257,3 +257,34 @@ func TestProviderParamsOverrideDefaults(t *testing.T) {
 	assert.Equal(t, got[0].ID, ev[0].Instance.ID)
 	assert.Equal(t, DefaultStart.Add(time.Hour+45*time.Second), ev[0].Time)
 }
+
+// A recorded trace is its zone's spot capacity for its GPU type: the other shapes of that GPU
+// there get none (no capacity invented beside the trace), while other GPUs, other zones and
+// capacities set by hand keep theirs.
+func TestATraceIsItsZonesCapacityForItsGPU(t *testing.T) {
+	tr := steps(time.Duration(0), 3)
+	tr.Source = "traces/us-east-1a_v100_1.json"
+	m := newMarket(t, Config{Seed: 1, Providers: []string{"aws"}, Zones: []string{"us-east-1a", "us-east-1b"},
+		Capacity: map[Key]Capacity{
+			{Zone: "us-east-1a", InstanceType: "p3.2xlarge"}: {Trace: tr},
+			{Zone: "us-east-1b", InstanceType: "g5.xlarge"}:  Constant(5),
+		}})
+	level := func(zone, typ string) int {
+		t.Helper()
+		l, _, ok := m.SpotCapacity(zone, typ)
+		require.True(t, ok, "%s in %s", typ, zone)
+		return l
+	}
+	assert.Equal(t, 3, level("us-east-1a", "p3.2xlarge"))
+	assert.Zero(t, level("us-east-1a", "p3.8xlarge"), "no V100 capacity beside the trace")
+	assert.Zero(t, level("us-east-1a", "p3.16xlarge"))
+	b := newMarket(t, Config{Seed: 1, Providers: []string{"aws"}, Zones: []string{"us-east-1a", "us-east-1b"}})
+	untraced := func(zone, typ string) int {
+		l, _, _ := b.SpotCapacity(zone, typ)
+		return l
+	}
+	assert.Equal(t, untraced("us-east-1b", "p3.8xlarge"), level("us-east-1b", "p3.8xlarge"), "another zone keeps its model")
+	assert.Equal(t, untraced("us-east-1a", "g5.xlarge"), level("us-east-1a", "g5.xlarge"), "another GPU keeps its model")
+	assert.Equal(t, untraced("us-east-1b", "g5.2xlarge"), level("us-east-1b", "g5.2xlarge"), "a capacity set by hand claims only its offering")
+	assert.Positive(t, untraced("us-east-1a", "p3.8xlarge")+untraced("us-east-1a", "p3.16xlarge"), "without the trace there was capacity to invent")
+}

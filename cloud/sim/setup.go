@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/schooner-ml/schooner/cloud"
+	"github.com/schooner-ml/schooner/gpu"
 )
 
 // buildOfferings expands the catalog, restricted by the config's filters.
@@ -87,9 +88,35 @@ func (m *Market) checkConfigKeys() error {
 	return nil
 }
 
+// zoneGPU is a GPU type in a zone.
+type zoneGPU struct {
+	zone string
+	gpu  gpu.Type
+}
+
+// tracedZoneGPUs are the (zone, GPU type) pairs whose spot capacity a recorded trace (one
+// with a Source: a file, the bundled set) replays for some instance type of the market. A
+// capacity set by hand (Constant) claims nothing beyond its own offering.
+func (m *Market) tracedZoneGPUs() map[zoneGPU]bool {
+	out := map[zoneGPU]bool{}
+	for _, o := range m.offerings {
+		if t := m.cfg.Capacity[Key{Zone: o.Zone, InstanceType: o.InstanceType}].Trace; t != nil && t.Source != "" {
+			out[zoneGPU{zone: o.Zone, gpu: o.GPUType}] = true
+		}
+	}
+	return out
+}
+
+// untracedShape is the capacity of an instance type whose zone has a trace for another shape
+// of the same GPU: none. A trace measures the GPUs of its type a zone could give; capacity
+// invented beside it for the other shapes (a p3.8xlarge beside the traced p3.2xlarge) would
+// let a job hold more of those GPUs than the trace allows, and make costs on the simulated
+// market disagree with the policy simulator, which knows only the trace.
+var untracedShape = Trace{Unit: Instances, Steps: []Step{{At: 0, Count: 0}}}
+
 // startOffering sets an offering's initial capacity and price and schedules what changes
-// them.
-func (m *Market) startOffering(o *offering) error {
+// them. traced are the zones' GPU types some trace covers (tracedZoneGPUs).
+func (m *Market) startOffering(o *offering, traced map[zoneGPU]bool) error {
 	key := Key{Zone: o.Zone, InstanceType: o.InstanceType}
 	if n, ok := m.cfg.OnDemandLimit[key]; ok {
 		o.odLimit = n
@@ -104,6 +131,8 @@ func (m *Market) startOffering(o *offering) error {
 			return invalidConfig("capacity of %s: negative trace offset %s", key, c.Offset)
 		}
 		o.capacity = newTraceProcess(c.Trace, c.Offset, o.GPUsPerInstance)
+	case c.OnOff == nil && traced[zoneGPU{zone: o.Zone, gpu: o.GPUType}]:
+		o.capacity = newTraceProcess(&untracedShape, 0, o.GPUsPerInstance)
 	default:
 		r := stream(m.cfg.Seed, "capacity", o.Provider, o.Zone, o.InstanceType)
 		model := DefaultOnOff(r, o.GPUsPerInstance)
