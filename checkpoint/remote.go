@@ -172,9 +172,18 @@ func (r *Remote) commitIfComplete(ctx context.Context, step int64, world int) (b
 		if err != nil {
 			return false, fmt.Errorf("step %d rank %d metadata in %s: %w", step, rank, r.Store, err)
 		}
-		if m.Step != step || m.Rank != rank || m.Plan.World != world {
-			return false, fmt.Errorf("step %d rank %d metadata in %s describes step %d rank %d of world %d",
-				step, rank, r.Store, m.Step, m.Rank, m.Plan.World)
+		if m.Step != step || m.Rank != rank {
+			return false, fmt.Errorf("step %d rank %d metadata in %s describes step %d rank %d",
+				step, rank, r.Store, m.Step, m.Rank)
+		}
+		if m.Plan.World != world {
+			// A shard of this step saved under an earlier plan (a machine that outlived its
+			// epoch finished uploading it after the replan) is not this plan's: the step is
+			// complete once this plan's rank uploads its own shard over it, and that upload
+			// commits it. Not an error to retry.
+			r.Logger.Debug().Int64("step", step).Int("rank", rank).Int("world", world).Int("world_then", m.Plan.World).
+				Msg("a shard of an earlier plan is in the way; the step commits when this plan's rank uploads")
+			return false, nil
 		}
 		if rank == 0 {
 			c.Plan = m.Plan

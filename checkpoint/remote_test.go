@@ -256,3 +256,26 @@ func TestRemotePutShardRefusesBadShards(t *testing.T) {
 	_, err = r.PutShard(context.Background(), bad, bytes.NewReader(data))
 	assert.ErrorIs(t, err, store.ErrChecksum)
 }
+
+// A machine that outlived its epoch may finish uploading a shard of the old plan after the
+// replan: the new plan's step is not complete until its own rank replaces that shard, and the
+// replacing upload commits it. Nothing fails on the way (it used to, and was retried).
+func TestRemoteStaleShardOfAnEarlierPlanDelaysTheCommitOnly(t *testing.T) {
+	rtOnEachBackend(t, func(t *testing.T, ctx context.Context, b rtBackend, r *checkpoint.Remote) {
+		old := checkpoint.PlanInfo{World: 2, PP: 2, DP: 1, TP: 1, Stages: rtPlan.Stages}
+		meta, data, err := checkpoint.EncodeShard(100, rtShard(1, 100, 64), old, nil, 1<<20)
+		require.NoError(t, err)
+		_, err = r.PutShard(ctx, meta, bytes.NewReader(data))
+		require.NoError(t, err)
+
+		for _, rank := range []int{0, 2} {
+			_, _, committed := rtPut(t, r, rank, 100, 64)
+			assert.False(t, committed, "rank 1's shard is the old plan's")
+		}
+		_, _, committed := rtPut(t, r, 1, 100, 64)
+		assert.True(t, committed, "this plan's rank 1 completes the step")
+		c, err := r.Commit(ctx, 100)
+		require.NoError(t, err)
+		assert.Equal(t, rtPlan.World, c.World)
+	})
+}
