@@ -26,22 +26,53 @@ const clusterName = "active"
 // minute), so a queue with a poller waiting is never unloaded under it.
 const DefaultTaskQueueIdle = 90 * time.Second
 
-// buildConfig is the configuration of a single-host cluster: every service in this
-// process, each on its own loopback port, one history shard, SQLite for both persistence
-// and visibility.
-func buildConfig(opts Options, httpPort int, dbFile string) (*config.Config, map[primitives.ServiceName]static.Hosts, error) {
-	sqlConf, err := sqliteConfig(opts, dbFile)
+// stores are the server's persistence: the default store (histories, tasks, namespaces) and
+// the visibility store (workflow lists), by their names in DataStores.
+type stores struct {
+	data                          map[string]config.DataStore
+	defaultStore, visibilityStore string
+}
+
+// sqliteStores is one SQLite database for both stores.
+func sqliteStores(opts Options, dbFile string) (stores, error) {
+	conf, err := sqliteConfig(opts, dbFile)
 	if err != nil {
-		return nil, nil, err
+		return stores{}, err
 	}
+	return stores{data: map[string]config.DataStore{"sqlite": {SQL: conf}}, defaultStore: "sqlite", visibilityStore: "sqlite"}, nil
+}
+
+// chooseStores returns how each start attempt gets its stores, and where they keep the
+// state, said for people (the password hidden). PostgreSQL's databases are prepared here,
+// once: they outlive an attempt that lost a port. SQLite's are prepared per attempt, as
+// before (an in-memory database is named afresh for each).
+func chooseStores(opts Options, pg *postgresDB, dbFile string, logger serverLogger) (func() (stores, error), string, error) {
+	if pg != nil {
+		st, err := postgresStores(pg, opts, logger)
+		if err != nil {
+			return nil, "", err
+		}
+		return func() (stores, error) { return st, nil },
+			fmt.Sprintf("PostgreSQL %s (visibility in %s)", pg.redacted, pg.VisibilityName()), nil
+	}
+	storage := "SQLite in memory"
+	if dbFile != "" {
+		storage = "SQLite " + dbFile
+	}
+	return func() (stores, error) { return sqliteStores(opts, dbFile) }, storage, nil
+}
+
+// buildConfig is the configuration of a single-host cluster: every service in this
+// process, each on its own loopback port, one history shard, the given stores.
+func buildConfig(opts Options, httpPort int, st stores) (*config.Config, map[primitives.ServiceName]static.Hosts, error) {
 	frontend := net.JoinHostPort(opts.IP, strconv.Itoa(opts.Port))
 	var conf config.Config
 	conf.Global.Membership.MaxJoinDuration = 30 * time.Second
 	conf.Global.Membership.BroadcastAddress = opts.IP
-	conf.Persistence.DefaultStore = "sqlite"
-	conf.Persistence.VisibilityStore = "sqlite"
+	conf.Persistence.DefaultStore = st.defaultStore
+	conf.Persistence.VisibilityStore = st.visibilityStore
 	conf.Persistence.NumHistoryShards = 1
-	conf.Persistence.DataStores = map[string]config.DataStore{"sqlite": {SQL: sqlConf}}
+	conf.Persistence.DataStores = st.data
 	conf.ClusterMetadata = &cluster.Config{
 		FailoverVersionIncrement: 10,
 		MasterClusterName:        clusterName,
@@ -104,14 +135,25 @@ func sqliteConfig(opts Options, dbFile string) (*config.SQL, error) {
 			return nil, fmt.Errorf("reading database file: %w", err)
 		}
 	}
-	ns, err := sqliteschema.NewNamespaceConfig(clusterName, opts.Namespace, false, nil)
-	if err != nil {
-		return nil, fmt.Errorf("preparing namespace %s: %w", opts.Namespace, err)
-	}
-	if err := sqliteschema.CreateNamespaces(conf, ns); err != nil {
-		return nil, fmt.Errorf("creating namespace %s: %w", opts.Namespace, err)
+	if err := createNamespace(opts, conf); err != nil {
+		return nil, err
 	}
 	return conf, nil
+}
+
+// createNamespace writes opts.Namespace into the default store before the server starts, so
+// the first client finds it. Temporal's helper lives in its SQLite schema package but goes
+// through the generic SQL persistence, so it serves PostgreSQL as well; it leaves an
+// existing namespace alone.
+func createNamespace(opts Options, conf *config.SQL) error {
+	ns, err := sqliteschema.NewNamespaceConfig(clusterName, opts.Namespace, false, nil)
+	if err != nil {
+		return fmt.Errorf("preparing namespace %s: %w", opts.Namespace, err)
+	}
+	if err := sqliteschema.CreateNamespaces(conf, ns); err != nil {
+		return fmt.Errorf("creating namespace %s: %w", opts.Namespace, err)
+	}
+	return nil
 }
 
 // namespaceRefresh is how often the services reread namespaces (their search attributes

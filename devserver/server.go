@@ -1,6 +1,6 @@
-// Package devserver runs a real Temporal server (SQLite persistence) and the Temporal UI
-// inside the schooner process. It is what makes `schooner dev` and `schooner demo` work on
-// a laptop with no other install. It is deliberately the only package besides cmd and the
+// Package devserver runs a real Temporal server (SQLite persistence, or PostgreSQL with
+// Options.Database) and the Temporal UI inside the schooner process. It is what makes
+// `schooner dev` and `schooner demo` work on a laptop with no other install. It is deliberately the only package besides cmd and the
 // integration tests that links the server, so unit tests of everything else build fast.
 package devserver
 
@@ -30,7 +30,12 @@ type Options struct {
 	UIPort   int
 	Headless bool
 	// DataDir keeps the SQLite database; empty means in memory (tests).
-	DataDir   string
+	DataDir string
+	// Database is where the server keeps its state: empty or "sqlite" for SQLite (see
+	// DataDir), or postgres://user:password@host:port/dbname?sslmode=… for PostgreSQL, where
+	// dbname (default temporal) and dbname_visibility are created if missing and their
+	// schemas set up or updated by Temporal's schema tool at every start.
+	Database  string
 	Namespace string
 	Logger    zerolog.Logger
 	// ServerLogLevel filters the server's own, rather chatty, logs: a zerolog level name
@@ -47,6 +52,7 @@ type Server struct {
 	temporal temporal.Server
 	ui       *uiserver.Server
 	opts     Options
+	storage  string
 	stopOnce sync.Once
 }
 
@@ -78,6 +84,10 @@ func (o *Options) defaults() {
 // returns once the frontend accepts gRPC connections.
 func Start(opts Options) (*Server, error) {
 	opts.defaults()
+	pg, err := parseDatabase(opts.Database)
+	if err != nil {
+		return nil, err
+	}
 	if err := checkLoopback(opts.IP); err != nil {
 		return nil, err
 	}
@@ -90,7 +100,7 @@ func Start(opts Options) (*Server, error) {
 		}
 	}
 	dbFile := ""
-	if opts.DataDir != "" {
+	if opts.DataDir != "" && pg == nil {
 		if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
 			return nil, fmt.Errorf("creating data directory: %w", err)
 		}
@@ -101,12 +111,16 @@ func Start(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("invalid server log level %q: %w", opts.ServerLogLevel, err)
 	}
 	logger := serverLogger{zl: opts.Logger.With().Str("component", "temporal-server").Logger().Level(level)}
+	newStores, storage, err := chooseStores(opts, pg, dbFile, logger)
+	if err != nil {
+		return nil, err
+	}
 	// The server's internal ports (HTTP API, history, matching, worker) are picked free and
 	// bound a moment later; another process may take one in between. Such a start is tried
 	// again with other ports (the user's own ports were checked above and are not retried).
 	var srv temporal.Server
 	for attempt := 1; ; attempt++ {
-		srv, err = newTemporalServer(opts, dbFile, logger)
+		srv, err = newTemporalServer(opts, newStores, logger)
 		if err == nil || attempt == internalPortAttempts || !isInternalPortRace(err, opts) {
 			break
 		}
@@ -115,7 +129,7 @@ func Start(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{temporal: srv, opts: opts}
+	s := &Server{temporal: srv, opts: opts, storage: storage}
 	if !opts.Headless {
 		s.ui = newUI(opts)
 		uiErr := make(chan error, 1)
@@ -141,6 +155,10 @@ func (s *Server) UIAddress() string {
 	return net.JoinHostPort(s.opts.IP, strconv.Itoa(s.opts.UIPort))
 }
 
+// Storage says where the server keeps its state, for people: the SQLite file, or the
+// PostgreSQL URL with its password hidden.
+func (s *Server) Storage() string { return s.storage }
+
 // Namespace is the namespace the server was prepared with.
 func (s *Server) Namespace() string { return s.opts.Namespace }
 
@@ -160,12 +178,16 @@ func (s *Server) Stop() {
 const internalPortAttempts = 4
 
 // newTemporalServer builds and starts the server on freshly picked internal ports.
-func newTemporalServer(opts Options, dbFile string, logger serverLogger) (temporal.Server, error) {
+func newTemporalServer(opts Options, newStores func() (stores, error), logger serverLogger) (temporal.Server, error) {
 	httpPort, err := FreePort(opts.IP)
 	if err != nil {
 		return nil, err
 	}
-	cfg, hosts, err := buildConfig(opts, httpPort, dbFile)
+	st, err := newStores()
+	if err != nil {
+		return nil, err
+	}
+	cfg, hosts, err := buildConfig(opts, httpPort, st)
 	if err != nil {
 		return nil, err
 	}

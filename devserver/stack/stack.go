@@ -37,6 +37,9 @@ type Options struct {
 	// <DataDir>/nodes; empty keeps the database in memory and the nodes' files in a
 	// temporary directory.
 	DataDir string
+	// Database puts the server's state on PostgreSQL instead of SQLite: a postgres:// URL
+	// (devserver.Options.Database). The nodes' files stay under DataDir.
+	Database string
 	// IP to bind (127.0.0.1 when empty).
 	IP string
 	// Port is the Temporal gRPC port and UIPort the UI's; 0 takes a free one.
@@ -153,7 +156,7 @@ func start(ctx context.Context, o Options) (*Stack, error) {
 		}
 	}
 	s := &Stack{opts: o, server: devserver.Options{
-		IP: o.IP, Port: o.Port, UIPort: o.UIPort, Headless: o.Headless, DataDir: o.DataDir,
+		IP: o.IP, Port: o.Port, UIPort: o.UIPort, Headless: o.Headless, DataDir: o.DataDir, Database: o.Database,
 		Namespace: o.Namespace, Logger: o.Logger, ServerLogLevel: o.ServerLogLevel,
 	}}
 	if s.Server, err = devserver.Start(s.server); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/schooner-ml/schooner/cloud"
+	"github.com/schooner-ml/schooner/devserver/pgtest"
 	"github.com/schooner-ml/schooner/training"
 	"github.com/schooner-ml/schooner/workers/trainingclient"
 )
@@ -19,11 +20,21 @@ import (
 // TestStackRunsAJobAndStops is the whole stack once: a small job submitted, watched and
 // listed through the typed client completes verified, and the stack stops within its bound.
 func TestStackRunsAJobAndStops(t *testing.T) {
+	runsAJobAndStops(t, "")
+}
+
+// On PostgreSQL the same: schooner's search attributes, the job's workflows and the
+// visibility queries of the typed client work on Temporal's SQL visibility store too.
+func TestStackRunsAJobOnPostgres(t *testing.T) {
+	runsAJobAndStops(t, pgtest.Start(t).URL("stack"))
+}
+
+func runsAJobAndStops(t *testing.T, database string) {
 	const scale = 120
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	s, err := Start(ctx, Options{DataDir: dir, Headless: true, Seed: 3, TimeScale: scale,
+	s, err := Start(ctx, Options{DataDir: dir, Database: database, Headless: true, Seed: 3, TimeScale: scale,
 		Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})
 	require.NoError(t, err)
 	defer func() { _ = s.Stop(0) }()
