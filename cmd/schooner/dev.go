@@ -12,7 +12,6 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
-	"github.com/schooner-ml/schooner/devserver"
 	"github.com/schooner-ml/schooner/devserver/stack"
 	"github.com/schooner-ml/schooner/gpu/nvml"
 	"github.com/schooner-ml/schooner/workers"
@@ -35,7 +34,8 @@ func newDevCommand(g *globals) *cobra.Command {
 		Use:   "dev",
 		Short: "Run a Temporal server, the Temporal UI, the control worker and a node agent in one process",
 		Long: `dev runs everything schooner needs on one machine: a real Temporal server persisted in
-SQLite under --data-dir (workflows survive a restart), the Temporal UI, schooner's search
+SQLite under --data-dir (workflows survive a restart), or with --db postgres://… in PostgreSQL
+(databases and Temporal's schema created or updated at start), the Temporal UI, schooner's search
 attributes, the control worker (with the training activities, on the simulated spot market),
 a node agent for this machine and one node agent per simulated instance, so training jobs run:
   schooner train submit examples/demo.yaml --time-scale <same as --time-scale> --watch
@@ -53,6 +53,8 @@ Ctrl-C stops everything within 10 seconds.`,
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&f.stack.DataDir, "data-dir", ".schooner", "directory for the Temporal SQLite database and schooner's local state")
+	fs.StringVar(&f.stack.Database, "db", "",
+		"Temporal's database: sqlite (in --data-dir, the default) or postgres://user:password@host:port/dbname?sslmode=disable, whose dbname (default temporal) and dbname_visibility are created if missing and their schemas set up or updated; when not given, env SCHOONER_DB (which keeps the password off the command line)")
 	addServerFlags(fs, &f.stack, 7233, "Temporal gRPC port", "Temporal UI port")
 	fs.StringVar(&f.stack.Namespace, "namespace", "default", "Temporal namespace to create and use")
 	fs.StringVar(&f.nodeID, "node-id", defaultNodeID(), "id of this machine's node agent (task queue schooner-node-<id>)")
@@ -89,6 +91,10 @@ func runDev(ctx context.Context, f *devFlags, log zerolog.Logger, out io.Writer)
 		return err
 	}
 	o := f.stack
+	if o.Database == "" {
+		// Read here, not as the flag's default, which --help would print, password and all.
+		o.Database = os.Getenv("SCHOONER_DB")
+	}
 	o.Logger, o.SDKLogger, o.Metrics = log, sdkLogger(log), metrics
 	s, err := stack.Start(ctx, o)
 	if err != nil {
@@ -129,7 +135,7 @@ func printDevBanner(out io.Writer, s *stack.Stack, f *devFlags, metricsAddr stri
 	if metricsAddr != "" {
 		fmt.Fprintf(out, "  Metrics         http://%s/metrics\n", metricsAddr)
 	}
-	fmt.Fprintf(out, "  Data            %s\n", devserver.DatabaseFile(f.stack.DataDir))
+	fmt.Fprintf(out, "  Data            %s\n", srv.Storage())
 	fmt.Fprintf(out, "  Node agent      %s (queue schooner-node-%s)\n", f.nodeID, f.nodeID)
 	fmt.Fprintf(out, "  Simulated cloud seed %d, %gx wall time, starts %s (simulated)\n", f.stack.Seed, f.stack.TimeScale, s.Market.Now().Format(time.RFC3339))
 	fmt.Fprintf(out, "    EC2 API       %s   (instance metadata: %s<instance-id>/latest/meta-data/spot/instance-action)\n", sc.ec2.Addr(), sc.ec2.Addr()+"/imds/")
