@@ -33,15 +33,42 @@ func DeadlineAware() Maker {
 const riskWindow = 24 * time.Hour
 
 type deadlineAware struct {
-	preemptions []zoneEvent
+	preemptions []ZoneEvent
 	// critical is set once a preemption more would miss the deadline even on on-demand:
 	// the job then stays on on-demand to the end.
 	critical bool
 }
 
-type zoneEvent struct {
-	at   time.Duration
-	zone string
+// ZoneEvent is a preemption the deadline policy remembers: when (since the job's start) and
+// where.
+type ZoneEvent struct {
+	At   time.Duration `json:"at"`
+	Zone string        `json:"zone"`
+}
+
+// DeadlineMemory is what the deadline policy remembers between decisions: the preemptions
+// of the last riskWindow and whether its safety net has fired. A controller that decides in
+// separate calls (the TrainingJob, through an activity) carries it from one to the next.
+type DeadlineMemory struct {
+	Preemptions []ZoneEvent `json:"preemptions,omitempty"`
+	Critical    bool        `json:"critical,omitempty"`
+}
+
+// resumeDeadlineAware is schooner's policy with what it remembered after its last decision.
+func resumeDeadlineAware(m DeadlineMemory) *deadlineAware {
+	return &deadlineAware{preemptions: append([]ZoneEvent(nil), m.Preemptions...), critical: m.Critical}
+}
+
+// Memory is what the policy remembers now; preemptions older than the risk window, which no
+// decision reads again, are dropped so the memory stays small.
+func (d *deadlineAware) Memory(now time.Duration) DeadlineMemory {
+	var keep []ZoneEvent
+	for _, e := range d.preemptions {
+		if now-e.At < riskWindow {
+			keep = append(keep, e)
+		}
+	}
+	return DeadlineMemory{Preemptions: keep, Critical: d.critical}
 }
 
 // option is a placement the policy could hold.
@@ -55,7 +82,7 @@ type option struct {
 func (d *deadlineAware) Decide(v *View) Request {
 	for z, n := range v.Preempted {
 		for i := 0; i < n; i++ {
-			d.preemptions = append(d.preemptions, zoneEvent{at: v.Elapsed, zone: z})
+			d.preemptions = append(d.preemptions, ZoneEvent{At: v.Elapsed, Zone: z})
 		}
 	}
 	zones := d.order(v)
@@ -278,7 +305,7 @@ func (d *deadlineAware) evaluate(v *View, spot, od Placement) option {
 func (d *deadlineAware) risk(v *View, spot Placement) float64 {
 	n := 0
 	for _, e := range d.preemptions {
-		if spot[e.zone] > 0 && v.Elapsed-e.at < riskWindow {
+		if spot[e.Zone] > 0 && v.Elapsed-e.At < riskWindow {
 			n++
 		}
 	}
@@ -290,8 +317,8 @@ func (d *deadlineAware) risk(v *View, spot Placement) float64 {
 func (d *deadlineAware) order(v *View) []string {
 	recent := map[string]int{}
 	for _, e := range d.preemptions {
-		if v.Elapsed-e.at < riskWindow {
-			recent[e.zone]++
+		if v.Elapsed-e.At < riskWindow {
+			recent[e.Zone]++
 		}
 	}
 	zones := byCapacity(v)

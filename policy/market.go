@@ -16,7 +16,9 @@ import (
 // step function; past the trace's end its last count holds.
 type Market struct {
 	// Source names the trace directory, for reports.
-	Source       string
+	Source string
+	// Provider is the cloud of the instance type (empty: aws, the traces' cloud).
+	Provider     string
 	InstanceType string
 	GPU          gpu.Type
 	GPUsPerInst  int
@@ -102,6 +104,14 @@ func NewMarket(source string, traces map[sim.Key]*sim.Trace) (*Market, error) {
 		m.Gap = 5 * time.Minute
 	}
 	return m, nil
+}
+
+// provider is the market's cloud, aws by default.
+func (m *Market) provider() string {
+	if m.Provider == "" {
+		return "aws"
+	}
+	return m.Provider
 }
 
 // round4 rounds a price to the 4 decimals EC2 quotes spot prices in.

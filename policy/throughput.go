@@ -105,7 +105,7 @@ func (t *PlannerThroughput) plan(p Placement) float64 {
 		if g <= 0 {
 			continue
 		}
-		pools = append(pools, planner.Pool{Provider: "aws", Region: catalog.RegionOf("aws", z), Zone: z,
+		pools = append(pools, planner.Pool{Provider: m.provider(), Region: catalog.RegionOf(m.provider(), z), Zone: z,
 			InstanceType: m.InstanceType, GPU: m.GPU, GPUsPerNode: m.GPUsPerInst, GPUs: g,
 			USDPerGPUHour: m.OnDemandPrice / float64(m.GPUsPerInst)})
 	}
@@ -128,7 +128,7 @@ func (t *PlannerThroughput) Check(maxGPUs int) error {
 	if math.IsInf(t.IterSeconds(p), 1) {
 		var pools []planner.Pool
 		for z, g := range p {
-			pools = append(pools, planner.Pool{Provider: "aws", Region: catalog.RegionOf("aws", z), Zone: z,
+			pools = append(pools, planner.Pool{Provider: t.Market.provider(), Region: catalog.RegionOf(t.Market.provider(), z), Zone: z,
 				InstanceType: t.Market.InstanceType, GPU: t.Market.GPU, GPUsPerNode: t.Market.GPUsPerInst, GPUs: g})
 		}
 		_, err := planner.Search(planner.Request{Model: t.Model, Network: t.Network, Pools: pools,

@@ -1,0 +1,147 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/schooner-ml/schooner/cloud"
+	"github.com/schooner-ml/schooner/planner"
+)
+
+// Running is what a running job knows at one of its decision points, for DecideRunning: the
+// same things the simulator shows the policy at a step, taken from the job's state instead
+// of a trace.
+type Running struct {
+	Iterations int64
+	// Done is the iterations trained; Checkpointed those a preemption would not lose.
+	Done, Checkpointed float64
+	MaxGPUs            int
+	// Elapsed is the provider's time since the job started; Deadline the time it must be
+	// done by, from the same start (0: none).
+	Elapsed, Deadline time.Duration
+	// Restart is how long a change of the held machines stops training (0: DefaultRestart).
+	Restart time.Duration
+	// Every is how often the job decides (the simulator's step).
+	Every time.Duration
+	// Spot and OnDemand are the GPUs the job holds per zone; Preempted those it lost since
+	// its last decision.
+	Spot, OnDemand Placement
+	Preempted      map[string]int
+	// Restarting is true while the job is stopped for a (re)plan.
+	Restarting bool
+}
+
+// Decision is DecideRunning's answer: what to hold, and the policy's memory for the next call.
+type Decision struct {
+	Request Request        `json:"request"`
+	Memory  DeadlineMemory `json:"memory"`
+	// OnDemandGPUs is the job's best on-demand plan for its deadline, the baseline the
+	// policy prices against.
+	OnDemandGPUs int `json:"on_demand_gpus"`
+}
+
+// DecideRunning makes one decision of schooner's deadline policy for a running job: the same
+// code the policy simulator runs, on a market read from the job's offerings (OffersMarket)
+// and the planner's throughput of the job's model. mem is what the policy remembered after
+// the previous decision.
+func DecideRunning(r Running, offers []cloud.Offering, mem DeadlineMemory, model *planner.ModelProfile, net *planner.Network, globalBatch int) (Decision, error) {
+	if r.Iterations <= 0 || r.MaxGPUs <= 0 {
+		return Decision{}, fmt.Errorf("policy: a running job needs iterations and max_gpus, got %d and %d", r.Iterations, r.MaxGPUs)
+	}
+	m, capacity, err := OffersMarket(offers, r.Spot, r.Every)
+	if err != nil {
+		return Decision{}, err
+	}
+	job := Job{Iterations: r.Iterations, MaxGPUs: r.MaxGPUs, Restart: r.Restart,
+		Throughput: &PlannerThroughput{Model: model, Network: net, GlobalBatch: globalBatch, Market: m}}.withDefaults()
+	p := resumeDeadlineAware(mem)
+	v := &View{Elapsed: r.Elapsed, Deadline: r.Deadline, Done: r.Done, Checkpointed: r.Checkpointed, Job: job, Market: m,
+		Capacity: capacity, Spot: clean(r.Spot, m), OnDemand: clean(r.OnDemand, m), Preempted: r.Preempted,
+		Restarting: r.Restarting, OnDemandGPUs: BestOnDemand(job, m, r.Deadline).GPUs}
+	req := p.Decide(v)
+	return Decision{Request: req, Memory: p.Memory(r.Elapsed), OnDemandGPUs: v.OnDemandGPUs}, nil
+}
+
+// OffersMarket reads the market a running job meets from its offerings: the instance type
+// with the most spot GPUs on offer (ties: the cheaper per GPU) is the one the policy reasons
+// in, as the simulator reasons in its trace's type; its zones, its spot price per zone and
+// its highest on-demand price. capacity is the spot GPUs each zone could hold now: what is
+// on offer there plus what the job holds. every is the decision step (default 5 minutes).
+func OffersMarket(offers []cloud.Offering, held Placement, every time.Duration) (*Market, map[string]int, error) {
+	type shape struct {
+		gpus    int
+		perGPU  float64
+		example cloud.Offering
+	}
+	shapes := map[string]*shape{}
+	for _, o := range offers {
+		if o.SpotPrice <= 0 || o.OnDemandPrice <= 0 {
+			continue
+		}
+		per := max(o.GPUsPerInstance, 1)
+		s := shapes[o.InstanceType]
+		if s == nil {
+			s = &shape{example: o, perGPU: o.SpotPrice / float64(per)}
+			shapes[o.InstanceType] = s
+		}
+		s.gpus += max(o.SpotCapacity, 0) * per
+		s.perGPU = min(s.perGPU, o.SpotPrice/float64(per))
+	}
+	if len(shapes) == 0 {
+		return nil, nil, errors.New("policy: no offering has both a spot and an on-demand price")
+	}
+	types := make([]string, 0, len(shapes))
+	for t := range shapes {
+		types = append(types, t)
+	}
+	sort.Slice(types, func(i, j int) bool {
+		a, b := shapes[types[i]], shapes[types[j]]
+		if a.gpus != b.gpus {
+			return a.gpus > b.gpus
+		}
+		if a.perGPU != b.perGPU {
+			return a.perGPU < b.perGPU
+		}
+		return types[i] < types[j]
+	})
+	pick := shapes[types[0]].example
+	if every <= 0 {
+		every = 5 * time.Minute
+	}
+	m := &Market{Source: "offerings", Provider: pick.Provider, InstanceType: pick.InstanceType, GPU: pick.GPUType,
+		GPUsPerInst: max(pick.GPUsPerInstance, 1), SpotPrice: map[string]float64{}, Gap: every}
+	capacity := map[string]int{}
+	for _, o := range offers {
+		if o.InstanceType != m.InstanceType || o.SpotPrice <= 0 {
+			continue
+		}
+		if _, seen := m.SpotPrice[o.Zone]; !seen {
+			m.Zones = append(m.Zones, o.Zone)
+			m.SpotPrice[o.Zone] = o.SpotPrice
+		}
+		m.SpotPrice[o.Zone] = min(m.SpotPrice[o.Zone], o.SpotPrice)
+		m.OnDemandPrice = max(m.OnDemandPrice, o.OnDemandPrice)
+		capacity[o.Zone] += max(o.SpotCapacity, 0) * m.GPUsPerInst
+	}
+	sort.Strings(m.Zones)
+	for z, g := range held {
+		if _, ok := m.SpotPrice[z]; ok {
+			capacity[z] += g
+		}
+	}
+	return m, capacity, nil
+}
+
+// clean keeps the zones of p the market knows (GPUs held elsewhere, in another shape's
+// zone, are outside what the policy decides on).
+func clean(p Placement, m *Market) Placement {
+	out := Placement{}
+	for z, g := range p {
+		if _, ok := m.SpotPrice[z]; ok && g > 0 {
+			out[z] = g
+		}
+	}
+	return out
+}

@@ -1,0 +1,75 @@
+package policy
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/schooner-ml/schooner/cloud"
+	"github.com/schooner-ml/schooner/gpu"
+	"github.com/schooner-ml/schooner/planner/profiles"
+)
+
+// v100Offers are p3.2xlarge offerings in three zones with the given free spot instances, and
+// a p3.8xlarge offering with none (the shape the policy must not reason in).
+func v100Offers(free map[string]int) []cloud.Offering {
+	var out []cloud.Offering
+	for _, z := range []string{"us-east-2b", "us-west-2a", "us-west-2c"} {
+		out = append(out, cloud.Offering{Provider: "aws", Zone: z, InstanceType: "p3.2xlarge", GPUType: gpu.V100,
+			GPUsPerInstance: 1, SpotPrice: 0.92, OnDemandPrice: 3.06, SpotCapacity: free[z]})
+	}
+	out = append(out, cloud.Offering{Provider: "aws", Zone: "us-east-2b", InstanceType: "p3.8xlarge", GPUType: gpu.V100,
+		GPUsPerInstance: 4, SpotPrice: 3.67, OnDemandPrice: 12.24, SpotCapacity: 0})
+	return out
+}
+
+func TestOffersMarketReasonsInTheShapeOnOffer(t *testing.T) {
+	m, capacity, err := OffersMarket(v100Offers(map[string]int{"us-east-2b": 3, "us-west-2a": 1}), Placement{"us-east-2b": 2}, 0)
+	require.NoError(t, err)
+	assert.Equal(t, "p3.2xlarge", m.InstanceType)
+	assert.Equal(t, 1, m.GPUsPerInst)
+	assert.Equal(t, []string{"us-east-2b", "us-west-2a", "us-west-2c"}, m.Zones)
+	assert.Equal(t, 3.06, m.OnDemandPrice)
+	assert.Equal(t, 5*time.Minute, m.Gap)
+	assert.Equal(t, map[string]int{"us-east-2b": 5, "us-west-2a": 1, "us-west-2c": 0}, capacity, "free plus held")
+
+	_, _, err = OffersMarket([]cloud.Offering{{Zone: "z", InstanceType: "x", OnDemandPrice: 1}}, nil, 0)
+	require.Error(t, err, "no spot price: nothing to decide on")
+}
+
+// The controller runs the simulator's policy: with spot to spare and time to the deadline it
+// holds spot only; with no spot and the deadline near it buys on-demand and says why; what it
+// remembers (the preemptions) comes back for the next decision.
+func TestDecideRunningIsTheDeadlinePolicy(t *testing.T) {
+	models, net, err := profiles.Bundled()
+	require.NoError(t, err)
+	m := models["OPT-350"]
+	r := Running{Iterations: 6000, MaxGPUs: 8, Elapsed: time.Hour, Deadline: 24 * time.Hour, Every: 5 * time.Minute,
+		Spot: Placement{"us-east-2b": 4}, Preempted: map[string]int{"us-west-2a": 2}}
+	d, err := DecideRunning(r, v100Offers(map[string]int{"us-east-2b": 8, "us-west-2a": 8, "us-west-2c": 8}), DeadlineMemory{}, m, net, 32)
+	require.NoError(t, err)
+	assert.Positive(t, d.Request.Spot)
+	assert.Zero(t, d.Request.OnDemand, "a day to go and spot to spare")
+	require.Len(t, d.Memory.Preemptions, 2)
+	assert.Equal(t, ZoneEvent{At: time.Hour, Zone: "us-west-2a"}, d.Memory.Preemptions[0])
+	assert.Positive(t, d.OnDemandGPUs)
+
+	late := r
+	late.Elapsed, late.Done, late.Checkpointed = 20*time.Hour, 1000, 1000
+	late.Spot, late.Preempted = Placement{}, map[string]int{"us-east-2b": 4}
+	d2, err := DecideRunning(late, v100Offers(nil), d.Memory, m, net, 32)
+	require.NoError(t, err)
+	assert.Positive(t, d2.Request.OnDemand, "no spot, four hours left for 5000 iterations")
+	assert.NotEmpty(t, d2.Request.Why)
+	assert.Len(t, d2.Memory.Preemptions, 6, "the earlier preemptions are remembered, one per GPU lost")
+
+	old := d2.Memory
+	old.Preemptions = append([]ZoneEvent{{At: 0, Zone: "us-west-2c"}}, old.Preemptions...)
+	p := resumeDeadlineAware(old)
+	assert.Len(t, p.Memory(48*time.Hour).Preemptions, 0, "a day later nothing is worth remembering")
+
+	_, err = DecideRunning(Running{}, v100Offers(nil), DeadlineMemory{}, m, net, 32)
+	require.Error(t, err)
+}
