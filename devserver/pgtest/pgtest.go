@@ -9,6 +9,7 @@
 package pgtest
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/url"
@@ -21,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/schooner-ml/schooner/internal/syncbuf"
 )
@@ -157,24 +160,35 @@ func (s *Server) run(owner *syscall.Credential, bin string, log *syncbuf.Buffer)
 			<-exited
 		}
 	}
-	addr := net.JoinHostPort(s.Host, strconv.Itoa(s.Port))
+	// The postmaster listens before it accepts sessions ("the database system is starting
+	// up"): wait for a session that works.
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		select {
 		case err := <-exited:
 			return nil, fmt.Errorf("postgres exited: %v", err)
 		default:
 		}
-		// The postmaster listens only once it accepts connections.
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			_ = c.Close()
+		err := s.connect()
+		if err == nil {
 			return stop, nil
 		}
 		if time.Now().After(deadline) {
 			stop()
-			return nil, fmt.Errorf("postgres did not listen on %s within 30s", addr)
+			return nil, fmt.Errorf("postgres did not accept a session within 30s: %w", err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// connect opens and closes a session as the superuser.
+func (s *Server) connect() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, s.URL("postgres"))
+	if err != nil {
+		return err
+	}
+	return conn.Close(ctx)
 }
 
 // runAs is the user the server runs as: nil (this process's) unless this process is root,
