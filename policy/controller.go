@@ -14,23 +14,26 @@ import (
 // same things the simulator shows the policy at a step, taken from the job's state instead
 // of a trace.
 type Running struct {
-	Iterations int64
+	Iterations int64 `json:"iterations"`
 	// Done is the iterations trained; Checkpointed those a preemption would not lose.
-	Done, Checkpointed float64
-	MaxGPUs            int
+	Done         float64 `json:"done"`
+	Checkpointed float64 `json:"checkpointed"`
+	MaxGPUs      int     `json:"max_gpus"`
 	// Elapsed is the provider's time since the job started; Deadline the time it must be
 	// done by, from the same start (0: none).
-	Elapsed, Deadline time.Duration
+	Elapsed  time.Duration `json:"elapsed"`
+	Deadline time.Duration `json:"deadline,omitempty"`
 	// Restart is how long a change of the held machines stops training (0: DefaultRestart).
-	Restart time.Duration
+	Restart time.Duration `json:"restart,omitempty"`
 	// Every is how often the job decides (the simulator's step).
-	Every time.Duration
+	Every time.Duration `json:"every,omitempty"`
 	// Spot and OnDemand are the GPUs the job holds per zone; Preempted those it lost since
 	// its last decision.
-	Spot, OnDemand Placement
-	Preempted      map[string]int
+	Spot      Placement      `json:"spot,omitempty"`
+	OnDemand  Placement      `json:"on_demand,omitempty"`
+	Preempted map[string]int `json:"preempted,omitempty"`
 	// Restarting is true while the job is stopped for a (re)plan.
-	Restarting bool
+	Restarting bool `json:"restarting,omitempty"`
 }
 
 // Decision is DecideRunning's answer: what to hold, and the policy's memory for the next call.

@@ -21,18 +21,18 @@ type Maker struct {
 type Request struct {
 	// Spot is how many spot GPUs to hold, taken from Zones in order (the first zone's
 	// capacity first); held spot GPUs in a zone that is not listed are released.
-	Spot  int
-	Zones []string
+	Spot  int      `json:"spot"`
+	Zones []string `json:"zones,omitempty"`
 	// Gang asks for all Spot GPUs in one zone (SkyPilot's clusters): the first zone of Zones
 	// that can hold them all; a gang that lost a member is relaunched whole.
-	Gang bool
+	Gang bool `json:"gang,omitempty"`
 	// OnDemand is how many on-demand GPUs to hold, in OnDemandZone (default: the zone that
 	// holds the most spot GPUs, else Zones[0]). On-demand capacity is always there.
-	OnDemand     int
-	OnDemandZone string
+	OnDemand     int    `json:"on_demand"`
+	OnDemandZone string `json:"on_demand_zone,omitempty"`
 	// Why says what the decision was for; the simulator records it with every purchase of
 	// on-demand capacity.
-	Why string
+	Why string `json:"why,omitempty"`
 }
 
 // View is what a policy sees at a step.

@@ -33,6 +33,11 @@ type PlanJobRequest struct {
 	OnDemand bool `json:"on_demand,omitempty"`
 	// SpotOff leaves spot offers out (an on-demand-only job).
 	SpotOff bool `json:"spot_off,omitempty"`
+	// SpotGPUs and OnDemandGPUs, when set, cap the GPUs of each capacity type the plan may
+	// take per zone (a zone left out: none): what the deadline policy asked to hold. Held
+	// instances count against them like offers.
+	SpotGPUs     map[string]int `json:"spot_gpus,omitempty"`
+	OnDemandGPUs map[string]int `json:"on_demand_gpus,omitempty"`
 	// AssumeInstances is how many instances an offering without a capacity hint (and every
 	// on-demand offering) is assumed to have; 0 means 4.
 	AssumeInstances int           `json:"assume_instances,omitempty"`
@@ -75,6 +80,7 @@ type VerifyStateRequest struct {
 const (
 	ActivityJobOfferings       = "JobOfferings"
 	ActivityPlanJob            = "PlanJob"         // a local activity
+	ActivityDecideSpot         = "DecideSpot"      // a local activity
 	ActivityAdmissionLimits    = "AdmissionLimits" // a local activity
 	ActivityLatestCheckpoint   = "LatestDurableCheckpoint"
 	ActivityRunTrainer         = "RunTrainer"   // on the instance's node queue
@@ -88,6 +94,8 @@ const (
 type ControlActivities interface {
 	JobOfferings(ctx context.Context, req JobOfferingsRequest) ([]cloud.Offering, error)
 	PlanJob(ctx context.Context, req PlanJobRequest) (PlanJobResult, error)
+	// DecideSpot runs the deadline policy for a running job (SpotDecisionRequest).
+	DecideSpot(ctx context.Context, req SpotDecisionRequest) (SpotDecision, error)
 	LatestDurableCheckpoint(ctx context.Context, storeURL string) (int64, error)
 	VerifyTrainedState(ctx context.Context, req VerifyStateRequest) error
 	// AdmissionLimits are the control plane's job limits (zero fields: DefaultLimits').

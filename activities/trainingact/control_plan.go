@@ -22,7 +22,7 @@ func (t *Control) PlanJob(ctx context.Context, req training.PlanJobRequest) (tra
 		return training.PlanJobResult{}, temporal.NewNonRetryableApplicationError(err.Error(), training.ErrTypeBadModel, err)
 	}
 	pricing := bridge.Pricing{Spot: !req.SpotOff, OnDemand: req.OnDemand, AssumeInstances: req.AssumeInstances}
-	held, offered := bridge.HeldPools(req.Survivors), bridge.OfferPools(req.Offers, pricing)
+	held, offered := bridge.CapByZone(bridge.HeldPools(req.Survivors), bridge.OfferPools(req.Offers, pricing), req.SpotGPUs, req.OnDemandGPUs)
 	preq := planner.Request{Model: m, Network: n, GlobalBatch: req.GlobalBatch, Objective: planner.Objective(req.Objective), TopK: 10}
 	if preq.Objective == "" {
 		preq.Objective = planner.MaxThroughput

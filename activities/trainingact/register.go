@@ -22,6 +22,7 @@ func RegisterControl(r worker.ActivityRegistry, a training.ControlActivities) {
 	register.Named(r, map[string]any{
 		training.ActivityJobOfferings:       a.JobOfferings,
 		training.ActivityPlanJob:            a.PlanJob,
+		training.ActivityDecideSpot:         a.DecideSpot,
 		training.ActivityLatestCheckpoint:   a.LatestDurableCheckpoint,
 		training.ActivityVerifyTrainedState: a.VerifyTrainedState,
 		training.ActivityAdmissionLimits:    a.AdmissionLimits,

@@ -106,6 +106,45 @@ func CapGPUs(held, offers []planner.Pool, maxGPUs int) ([]planner.Pool, []planne
 	return h, take(sorted)
 }
 
+// CapByZone keeps, of each capacity type whose caps are set (non-nil), at most the cap's GPUs
+// per zone (a zone the cap leaves out: none), held pools first, then the offers in order, in
+// whole instances; pools left empty are dropped. It is how a plan keeps to what the deadline
+// policy asked to hold.
+func CapByZone(held, offers []planner.Pool, spot, onDemand map[string]int) ([]planner.Pool, []planner.Pool) {
+	if spot == nil && onDemand == nil {
+		return held, offers
+	}
+	left := map[bool]map[string]int{true: clone(spot), false: clone(onDemand)}
+	take := func(ps []planner.Pool) []planner.Pool {
+		var out []planner.Pool
+		for _, p := range ps {
+			caps := left[p.Spot]
+			if caps != nil {
+				per := max(p.GPUsPerNode, 1)
+				p.GPUs = min(p.GPUs, caps[p.Zone]/per*per)
+				caps[p.Zone] -= p.GPUs
+			}
+			if p.GPUs > 0 {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	h := take(held)
+	return h, take(offers)
+}
+
+func clone(m map[string]int) map[string]int {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]int, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
 // CapPerPool keeps at most maxGPUs GPUs of any one pool (0: no cap), in whole instances, and
 // drops pools left empty.
 func CapPerPool(pools []planner.Pool, maxGPUs int) []planner.Pool {

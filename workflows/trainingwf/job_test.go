@@ -108,6 +108,9 @@ func (standIn) JobOfferings(context.Context, training.JobOfferingsRequest) ([]cl
 func (standIn) PlanJob(context.Context, training.PlanJobRequest) (training.PlanJobResult, error) {
 	return training.PlanJobResult{}, nil
 }
+func (standIn) DecideSpot(context.Context, training.SpotDecisionRequest) (training.SpotDecision, error) {
+	return training.SpotDecision{}, nil
+}
 func (standIn) LatestDurableCheckpoint(context.Context, string) (int64, error)        { return 0, nil }
 func (standIn) VerifyTrainedState(context.Context, training.VerifyStateRequest) error { return nil }
 func (standIn) RunTrainer(context.Context, training.Assignment) (training.TrainerResult, error) {
