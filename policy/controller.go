@@ -40,6 +40,11 @@ type Running struct {
 type Decision struct {
 	Request Request        `json:"request"`
 	Memory  DeadlineMemory `json:"memory"`
+	// Spot and OnDemand are the request placed on the market as the simulator places it:
+	// the spot GPUs per zone (held ones first, then free capacity in the request's order)
+	// and where the on-demand GPUs go. A job plans within them.
+	Spot     Placement `json:"spot,omitempty"`
+	OnDemand Placement `json:"on_demand,omitempty"`
 	// OnDemandGPUs is the job's best on-demand plan for its deadline, the baseline the
 	// policy prices against.
 	OnDemandGPUs int `json:"on_demand_gpus"`
@@ -64,7 +69,9 @@ func DecideRunning(r Running, offers []cloud.Offering, mem DeadlineMemory, model
 		Capacity: capacity, Spot: clean(r.Spot, m), OnDemand: clean(r.OnDemand, m), Preempted: r.Preempted,
 		Restarting: r.Restarting, OnDemandGPUs: BestOnDemand(job, m, r.Deadline).GPUs}
 	req := p.Decide(v)
-	return Decision{Request: req, Memory: p.Memory(r.Elapsed), OnDemandGPUs: v.OnDemandGPUs}, nil
+	spot := fill(req, v.Spot, capacity)
+	return Decision{Request: req, Memory: p.Memory(r.Elapsed), Spot: spot, OnDemand: placeOnDemand(req, v.OnDemand, spot, m.Zones),
+		OnDemandGPUs: v.OnDemandGPUs}, nil
 }
 
 // OffersMarket reads the market a running job meets from its offerings: the instance type

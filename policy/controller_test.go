@@ -52,6 +52,8 @@ func TestDecideRunningIsTheDeadlinePolicy(t *testing.T) {
 	require.NoError(t, err)
 	assert.Positive(t, d.Request.Spot)
 	assert.Zero(t, d.Request.OnDemand, "a day to go and spot to spare")
+	assert.Equal(t, d.Request.Spot, d.Spot.GPUs(), "placed on the market as the simulator places it")
+	assert.GreaterOrEqual(t, d.Spot["us-east-2b"], 4, "what is held is kept first")
 	require.Len(t, d.Memory.Preemptions, 2)
 	assert.Equal(t, ZoneEvent{At: time.Hour, Zone: "us-west-2a"}, d.Memory.Preemptions[0])
 	assert.Positive(t, d.OnDemandGPUs)
@@ -63,6 +65,8 @@ func TestDecideRunningIsTheDeadlinePolicy(t *testing.T) {
 	require.NoError(t, err)
 	assert.Positive(t, d2.Request.OnDemand, "no spot, four hours left for 5000 iterations")
 	assert.NotEmpty(t, d2.Request.Why)
+	assert.Equal(t, d2.Request.OnDemand, d2.OnDemand.GPUs())
+	assert.Len(t, d2.OnDemand, 1, "all in one zone")
 	assert.Len(t, d2.Memory.Preemptions, 6, "the earlier preemptions are remembered, one per GPU lost")
 
 	old := d2.Memory

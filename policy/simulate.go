@@ -181,20 +181,27 @@ func (s *state) bill(d time.Duration) {
 // onDemand places the requested on-demand GPUs: where they are already held, else in the
 // requested zone, else beside the most spot GPUs.
 func (s *state) onDemand(req Request, spot Placement) Placement {
+	return placeOnDemand(req, s.od, spot, s.m.Zones)
+}
+
+// placeOnDemand is where a request's on-demand GPUs go: the zone it names, else the zone
+// the job holds on-demand GPUs in, else the zone with the most spot GPUs (the fastest links
+// to them), else the request's first zone.
+func placeOnDemand(req Request, held, spot Placement, zones []string) Placement {
 	if req.OnDemand <= 0 {
 		return Placement{}
 	}
 	zone := req.OnDemandZone
 	if zone == "" {
-		for z, g := range s.od {
-			if g > 0 {
+		for _, z := range zones {
+			if held[z] > 0 {
 				zone = z
 			}
 		}
 	}
 	if zone == "" {
 		best := -1
-		for _, z := range s.m.Zones {
+		for _, z := range zones {
 			if spot[z] > best {
 				zone, best = z, spot[z]
 			}
