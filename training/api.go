@@ -11,6 +11,7 @@ import (
 	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/fleet"
 	"github.com/schooner-ml/schooner/planner"
+	"github.com/schooner-ml/schooner/policy"
 )
 
 // WorkflowTrainingJob is the TrainingJob workflow's type name; a job's workflow id is its job id.
@@ -75,6 +76,10 @@ type CarryState struct {
 	SpotOnlyIterSeconds float64 `json:"spot_only_iter_seconds,omitempty"`
 	// TimeScale is the provider's, as the first run asked it.
 	TimeScale cloud.TimeScale `json:"time_scale,omitempty"`
+	// PolicyMemory and PolicyDecision are the deadline policy's memory and its last decision
+	// (whose caps the running plan keeps to).
+	PolicyMemory   policy.DeadlineMemory `json:"policy_memory,omitempty"`
+	PolicyDecision *SpotDecision         `json:"policy_decision,omitempty"`
 }
 
 // RankPlacement is the instance a rank of the running plan runs on.
@@ -177,6 +182,18 @@ type JobStatus struct {
 	LeakedInstances int `json:"leaked_instances"`
 	// Timeline samples the job at every event (at most maxTimeline points).
 	Timeline []TimelinePoint `json:"timeline,omitempty"`
+	// OnDemandPurchases are the deadline policy's decisions to buy on-demand GPUs, each with
+	// its reason (spot-with-fallback jobs with a deadline).
+	OnDemandPurchases []OnDemandPurchase `json:"on_demand_purchases,omitempty"`
+}
+
+// OnDemandPurchase is one decision to hold more on-demand GPUs: when, how many more, where
+// (all of the decision's on-demand GPUs per zone) and why.
+type OnDemandPurchase struct {
+	At    time.Time      `json:"at"`
+	GPUs  int            `json:"gpus"`
+	Zones map[string]int `json:"zones,omitempty"`
+	Why   string         `json:"why,omitempty"`
 }
 
 // TimelinePoint is a sample of the job taken at every event that changes it (acquisition,

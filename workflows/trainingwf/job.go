@@ -56,7 +56,12 @@ func (j *job) run(ctx workflow.Context) error {
 			if errors.Is(err, errNoPlan) && j.mayWaitForCapacity(ctx, planFails) && ctx.Err() == nil {
 				planFails++
 				j.status.Error = err.Error()
-				if workflow.GetVersion(ctx, "deadline-while-waiting", workflow.DefaultVersion, 1) == 1 &&
+				if j.usesPolicy(ctx) {
+					if j.policyWhileWaiting(ctx) {
+						reason = "deadline"
+						continue
+					}
+				} else if workflow.GetVersion(ctx, "deadline-while-waiting", workflow.DefaultVersion, 1) == 1 &&
 					j.strategy.Waiting(workflow.Now(ctx), j.opts.RetryWait, j.status.Iterations-j.status.Iteration, j.lastPace()) {
 					j.event(ctx, "waiting for spot capacity would miss the deadline: buying on-demand capacity")
 					reason = "deadline"
@@ -133,6 +138,10 @@ func (j *job) onLost(ctx workflow.Context, out outcome) error {
 		if out.preempted[in.ID] {
 			j.status.Preemptions++
 			j.strategy.Preempted(in.Zone, now)
+			if j.lostSince == nil {
+				j.lostSince = map[string]int{}
+			}
+			j.lostSince[in.Zone] += max(in.GPUs, 1)
 		} else {
 			j.status.LostInstances++
 		}
@@ -279,7 +288,8 @@ func (j *job) continueAsNew(ctx workflow.Context) error {
 	next.Spec = j.spec
 	next.Carried = &training.CarryState{Status: j.snapshot(), Instances: append([]cloud.Instance(nil), j.held...),
 		OnDemandPrices: j.odPrice, Unavailable: j.strategy.Unavailable, Avoided: j.strategy.Avoided, Placement: j.placement,
-		ModelLayers: j.modelLayers, SpotOnlyIterSeconds: j.strategy.SpotIterSeconds, TimeScale: j.scale}
+		ModelLayers: j.modelLayers, SpotOnlyIterSeconds: j.strategy.SpotIterSeconds, TimeScale: j.scale,
+		PolicyMemory: j.policyMem, PolicyDecision: j.policyReq}
 	return workflow.NewContinueAsNewError(ctx, training.WorkflowTrainingJob, next)
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/fleet"
 	"github.com/schooner-ml/schooner/planner"
+	"github.com/schooner-ml/schooner/policy"
 	"github.com/schooner-ml/schooner/training"
 	"github.com/schooner-ml/schooner/workflows/internal/wftest"
 )
@@ -36,6 +37,28 @@ type jobWorld struct {
 	verified    []training.VerifyStateRequest
 	// liveAtVerify is how many instances were still live when each verification began.
 	liveAtVerify []int
+	// decisions are the deadline policy's requests; decide answers them (nil: spotOnly).
+	decisions []training.SpotDecisionRequest
+	decide    func(n int, req training.SpotDecisionRequest) training.SpotDecision
+}
+
+// spotOnly is a policy decision to hold every spot GPU on offer and no on-demand GPU.
+func spotOnly(req training.SpotDecisionRequest) training.SpotDecision {
+	d := training.SpotDecision{Spot: policy.Placement{}, OnDemand: policy.Placement{}}
+	for _, o := range req.Offers {
+		d.Spot[o.Zone] += o.SpotCapacity * max(o.GPUsPerInstance, 1)
+	}
+	for z, g := range req.Running.Spot {
+		d.Spot[z] += g
+	}
+	d.Request.Spot = d.Spot.GPUs()
+	return d
+}
+
+// onDemandIn is a policy decision to hold n on-demand GPUs in zone and nothing on spot.
+func onDemandIn(zone string, n int) training.SpotDecision {
+	return training.SpotDecision{Request: policy.Request{OnDemand: n, OnDemandZone: zone, Why: "spot short: the deadline needs on-demand"},
+		Spot: policy.Placement{}, OnDemand: policy.Placement{zone: n}}
 }
 
 func newJobWorld() *jobWorld {
@@ -133,6 +156,16 @@ func newJobEnv(t *testing.T, w *jobWorld, planFor func(req training.PlanJobReque
 		w.plans = append(w.plans, req)
 		w.Unlock()
 		return planFor(req)
+	})
+	env.OnActivity(training.ActivityDecideSpot, mock.Anything, mock.Anything).Return(func(_ context.Context, req training.SpotDecisionRequest) (training.SpotDecision, error) {
+		w.Lock()
+		w.decisions = append(w.decisions, req)
+		n, decide := len(w.decisions), w.decide
+		w.Unlock()
+		if decide == nil {
+			return spotOnly(req), nil
+		}
+		return decide(n, req), nil
 	})
 	env.OnActivity(training.ActivityLatestCheckpoint, mock.Anything, mock.Anything).Return(func(context.Context, string) (int64, error) {
 		w.Lock()
@@ -350,9 +383,17 @@ func TestTrainingJobSetBudgetValidator(t *testing.T) {
 	require.Equal(t, 10.0, st.Budget.USDPerHour)
 }
 
+// A spot-with-fallback job with a deadline follows the deadline policy: when a decision asks
+// for on-demand GPUs it did not hold, the job replans within the decision's caps and buys them.
 func TestTrainingJobDeadlineAddsOnDemand(t *testing.T) {
 	w := newJobWorld()
 	w.trainerRun = firstEpochRunsLong
+	w.decide = func(n int, req training.SpotDecisionRequest) training.SpotDecision {
+		if n == 1 {
+			return spotOnly(req) // the first plan: spot alone
+		}
+		return onDemandIn("z-a", 2) // the next decision, at the first poll due
+	}
 	env := newJobEnv(t, w, func(req training.PlanJobRequest) (training.PlanJobResult, error) {
 		if req.OnDemand {
 			return twoStagePlan("z-a", cloud.OnDemand, 1), nil
@@ -371,6 +412,17 @@ func TestTrainingJobDeadlineAddsOnDemand(t *testing.T) {
 	last := w.Acquires[len(w.Acquires)-1]
 	require.Equal(t, cloud.OnDemand, last.Capacity)
 	require.Empty(t, w.Leaked())
+
+	lastPlan := w.plans[len(w.plans)-1]
+	assert.Equal(t, map[string]int{"z-a": 2}, lastPlan.OnDemandGPUs, "the plan keeps to the decision's caps")
+	assert.Equal(t, map[string]int{}, lastPlan.SpotGPUs, "no spot: the decision asked for none")
+	require.Len(t, st.OnDemandPurchases, 1)
+	assert.Equal(t, 2, st.OnDemandPurchases[0].GPUs)
+	assert.Contains(t, st.OnDemandPurchases[0].Why, "spot short")
+	first := w.decisions[0].Running
+	assert.Equal(t, int64(100), first.Iterations)
+	assert.Equal(t, time.Hour, first.Deadline, "the deadline in the provider's time")
+	assert.True(t, first.Restarting, "decided while planning")
 }
 
 func TestTrainingJobPauseResume(t *testing.T) {
@@ -654,6 +706,12 @@ func TestTrainingJobReplanDropsInstancesUnderNotice(t *testing.T) {
 func TestTrainingJobWaitingForCapacityBuysOnDemandToKeepTheDeadline(t *testing.T) {
 	w := newJobWorld()
 	w.trainerRun = firstEpochRunsLong
+	w.decide = func(n int, req training.SpotDecisionRequest) training.SpotDecision {
+		if n <= 2 {
+			return spotOnly(req) // the first plan, and the replan after the loss: spot
+		}
+		return onDemandIn("z-a", 2) // the decision made while waiting
+	}
 	lost := false
 	env := newJobEnv(t, w, func(req training.PlanJobRequest) (training.PlanJobResult, error) {
 		switch {
@@ -682,6 +740,9 @@ func TestTrainingJobWaitingForCapacityBuysOnDemandToKeepTheDeadline(t *testing.T
 	last := w.Acquires[len(w.Acquires)-1]
 	require.Equal(t, cloud.OnDemand, last.Capacity, "it bought on-demand capacity instead of waiting for spot")
 	require.Empty(t, w.Leaked())
+	require.GreaterOrEqual(t, len(w.decisions), 3)
+	assert.Equal(t, map[string]int{"z-a": 1}, w.decisions[1].Running.Preempted, "the replan's decision saw the GPU lost")
+	assert.Empty(t, w.decisions[2].Running.Preempted, "counted once")
 }
 
 // A job with no capacity waits MaxWaitForCapacity of provider time, whatever the time scale:

@@ -27,6 +27,11 @@ func (j *job) planAndAcquire(ctx workflow.Context, reason string) error {
 	if err != nil {
 		return err
 	}
+	if j.usesPolicy(ctx) {
+		if _, _, err := j.decide(ctx, offers); err != nil {
+			j.event(ctx, err.Error()+": planning without the policy's caps")
+		}
+	}
 	for round := 0; ; round++ {
 		last := round >= j.opts.MaxAcquireRounds
 		usable := []cloud.Offering{}
@@ -100,6 +105,7 @@ func (j *job) planWith(ctx workflow.Context, offers []cloud.Offering) (training.
 	if j.plan != nil {
 		req.Current = &j.plan.Plan
 	}
+	req.SpotGPUs, req.OnDemandGPUs = j.policyCaps()
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout: time.Minute, RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3},
 		Summary: fmt.Sprintf("plan %s on %d held instances and %d offerings", j.spec.Name, len(j.held), len(offers)),

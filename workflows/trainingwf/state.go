@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/schooner-ml/schooner/cloud"
+	"github.com/schooner-ml/schooner/policy"
 	"github.com/schooner-ml/schooner/training"
 	"github.com/schooner-ml/schooner/workflows/internal/jobwf"
 )
@@ -74,6 +75,15 @@ type job struct {
 	lastScaleCheck time.Time
 	scaleUps       int
 
+	// The deadline policy (policy.go): whether this run asked its version and uses it, what
+	// the policy remembers, its last decision (whose caps plans keep to), when it was made,
+	// and the spot GPUs lost per zone since.
+	policyAsked, policyOn bool
+	policyMem             policy.DeadlineMemory
+	policyReq             *training.SpotDecision
+	lastDecision          time.Time
+	lostSince             map[string]int
+
 	meter        jobwf.Meter
 	events       int
 	trainerFails int
@@ -104,6 +114,7 @@ func newJob(ctx workflow.Context, in training.JobInput) *job {
 		}
 		j.spec.Budget = j.status.Budget
 		j.lastCounted = j.status.LastCheckpoint
+		j.policyMem, j.policyReq = c.PolicyMemory, c.PolicyDecision
 	}
 	return j
 }

@@ -164,7 +164,13 @@ func (j *job) onPoll(ctx workflow.Context) (outcome, bool, error) {
 	if out, ok, err := j.confirm(ctx, ids); err != nil || ok {
 		return out, ok, err
 	}
-	if j.plan != nil && j.strategy.DeadlineCheck(workflow.Now(ctx), j.status.Iterations-j.status.Iteration, j.plan.Estimate.IterTime) {
+	if j.usesPolicy(ctx) {
+		if j.policyDue(ctx) {
+			if out, ok := j.policyCheck(ctx); ok {
+				return out, true, nil
+			}
+		}
+	} else if j.plan != nil && j.strategy.DeadlineCheck(workflow.Now(ctx), j.status.Iterations-j.status.Iteration, j.plan.Estimate.IterTime) {
 		return outcome{kind: outReplan, reason: "deadline"}, true, nil
 	}
 	if j.scaleUpDue(ctx) {
