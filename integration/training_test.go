@@ -52,6 +52,34 @@ func TestTrainingJobCompletes(t *testing.T) {
 	}
 }
 
+// TestTrainingJobWithADeadlineFollowsThePolicy runs the demo-shaped job with a deadline too
+// short for spot alone at the market's start, through a preemption: the deadline policy
+// (the code `schooner policy eval` simulates) decides what it holds, through the real
+// DecideSpot activity and planner, and the job completes verified with nothing leaked. Its
+// history is the replay fixture of the policy's path.
+func TestTrainingJobWithADeadlineFollowsThePolicy(t *testing.T) {
+	te := startTraining(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	spec := te.spec("deadline", jobIterations)
+	spec.Deadline = "40m"
+	id := "train-deadline-test01"
+	te.submit(ctx, id, spec)
+
+	te.waitIteration(ctx, id, jobIterations/3, 30*time.Second)
+	require.NoError(t, te.Market.PreemptWithNotice(te.runningInstance(ctx, id).ID))
+
+	st := te.waitClosed(ctx, id, 45*time.Second)
+	te.requireVerified(ctx, spec, st)
+	te.requireNoLeak(ctx, id)
+	assert.GreaterOrEqual(t, st.Preemptions, 1)
+	t.Logf("cost $%.2f, %d plans, on-demand purchases %+v", st.CostUSD, len(st.Plans), st.OnDemandPurchases)
+	for _, p := range st.OnDemandPurchases {
+		assert.NotEmpty(t, p.Why, "every on-demand purchase says why")
+	}
+	recordHistory(t, te.Client, id, "training_job_deadline.json")
+}
+
 // TestTrainingJobCancelReleases cancels a job mid-way: every instance is released.
 func TestTrainingJobCancelReleases(t *testing.T) {
 	te := startTraining(t)

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -58,7 +57,7 @@ func DecideRunning(r Running, offers []cloud.Offering, mem DeadlineMemory, model
 	if r.Iterations <= 0 || r.MaxGPUs <= 0 {
 		return Decision{}, fmt.Errorf("policy: a running job needs iterations and max_gpus, got %d and %d", r.Iterations, r.MaxGPUs)
 	}
-	m, capacity, err := OffersMarket(offers, r.Spot, r.Every)
+	m, capacity, err := OffersMarket(offers, r.Spot, r.Every, r.MaxGPUs)
 	if err != nil {
 		return Decision{}, err
 	}
@@ -74,12 +73,14 @@ func DecideRunning(r Running, offers []cloud.Offering, mem DeadlineMemory, model
 		OnDemandGPUs: v.OnDemandGPUs}, nil
 }
 
-// OffersMarket reads the market a running job meets from its offerings: the instance type
-// with the most spot GPUs on offer (ties: the cheaper per GPU) is the one the policy reasons
-// in, as the simulator reasons in its trace's type; its zones, its spot price per zone and
-// its highest on-demand price. capacity is the spot GPUs each zone could hold now: what is
-// on offer there plus what the job holds. every is the decision step (default 5 minutes).
-func OffersMarket(offers []cloud.Offering, held Placement, every time.Duration) (*Market, map[string]int, error) {
+// OffersMarket reads the market a running job meets from its offerings: of the instance
+// types small enough for maxGPUs (0: any), the one with the most spot GPUs on offer is the one
+// the policy reasons in, as the simulator reasons in its trace's type (ties: the smaller
+// instance, whose GPUs come in finer steps, then the cheaper per GPU); its zones, its spot
+// price per zone and its highest on-demand price. capacity is the spot GPUs each zone could
+// hold now: what is on offer there plus what the job holds. every is the decision step
+// (default 5 minutes).
+func OffersMarket(offers []cloud.Offering, held Placement, every time.Duration, maxGPUs int) (*Market, map[string]int, error) {
 	type shape struct {
 		gpus    int
 		perGPU  float64
@@ -91,6 +92,9 @@ func OffersMarket(offers []cloud.Offering, held Placement, every time.Duration) 
 			continue
 		}
 		per := max(o.GPUsPerInstance, 1)
+		if maxGPUs > 0 && per > maxGPUs {
+			continue
+		}
 		s := shapes[o.InstanceType]
 		if s == nil {
 			s = &shape{example: o, perGPU: o.SpotPrice / float64(per)}
@@ -100,7 +104,7 @@ func OffersMarket(offers []cloud.Offering, held Placement, every time.Duration) 
 		s.perGPU = min(s.perGPU, o.SpotPrice/float64(per))
 	}
 	if len(shapes) == 0 {
-		return nil, nil, errors.New("policy: no offering has both a spot and an on-demand price")
+		return nil, nil, fmt.Errorf("policy: no offering of at most %d GPUs has both a spot and an on-demand price", maxGPUs)
 	}
 	types := make([]string, 0, len(shapes))
 	for t := range shapes {
@@ -110,6 +114,9 @@ func OffersMarket(offers []cloud.Offering, held Placement, every time.Duration) 
 		a, b := shapes[types[i]], shapes[types[j]]
 		if a.gpus != b.gpus {
 			return a.gpus > b.gpus
+		}
+		if pa, pb := a.example.GPUsPerInstance, b.example.GPUsPerInstance; pa != pb {
+			return pa < pb
 		}
 		if a.perGPU != b.perGPU {
 			return a.perGPU < b.perGPU

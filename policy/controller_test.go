@@ -26,7 +26,7 @@ func v100Offers(free map[string]int) []cloud.Offering {
 }
 
 func TestOffersMarketReasonsInTheShapeOnOffer(t *testing.T) {
-	m, capacity, err := OffersMarket(v100Offers(map[string]int{"us-east-2b": 3, "us-west-2a": 1}), Placement{"us-east-2b": 2}, 0)
+	m, capacity, err := OffersMarket(v100Offers(map[string]int{"us-east-2b": 3, "us-west-2a": 1}), Placement{"us-east-2b": 2}, 0, 8)
 	require.NoError(t, err)
 	assert.Equal(t, "p3.2xlarge", m.InstanceType)
 	assert.Equal(t, 1, m.GPUsPerInst)
@@ -35,7 +35,7 @@ func TestOffersMarketReasonsInTheShapeOnOffer(t *testing.T) {
 	assert.Equal(t, 5*time.Minute, m.Gap)
 	assert.Equal(t, map[string]int{"us-east-2b": 5, "us-west-2a": 1, "us-west-2c": 0}, capacity, "free plus held")
 
-	_, _, err = OffersMarket([]cloud.Offering{{Zone: "z", InstanceType: "x", OnDemandPrice: 1}}, nil, 0)
+	_, _, err = OffersMarket([]cloud.Offering{{Zone: "z", InstanceType: "x", OnDemandPrice: 1}}, nil, 0, 8)
 	require.Error(t, err, "no spot price: nothing to decide on")
 }
 
@@ -76,4 +76,24 @@ func TestDecideRunningIsTheDeadlinePolicy(t *testing.T) {
 
 	_, err = DecideRunning(Running{}, v100Offers(nil), DeadlineMemory{}, m, net, 32)
 	require.Error(t, err)
+}
+
+// With no spot capacity anywhere (a trace at zero), the policy still reasons in an instance
+// type the job can hold: not an 8-GPU one (cheaper per GPU) under max_gpus 4, which left it
+// no candidate at all and an empty request, so the job planned on nothing.
+func TestOffersMarketWithoutSpotCapacityPicksAShapeTheJobCanHold(t *testing.T) {
+	offers := v100Offers(nil)
+	offers = append(offers, cloud.Offering{Provider: "aws", Zone: "us-east-2b", InstanceType: "p3.16xlarge", GPUType: gpu.V100,
+		GPUsPerInstance: 8, SpotPrice: 7.0, OnDemandPrice: 24.48})
+	m, _, err := OffersMarket(offers, nil, 0, 4)
+	require.NoError(t, err)
+	assert.Equal(t, "p3.2xlarge", m.InstanceType, "the smallest shape, within max_gpus")
+
+	models, net, err := profiles.Bundled()
+	require.NoError(t, err)
+	r := Running{Iterations: 200, MaxGPUs: 4, Deadline: 40 * time.Minute, Every: 5 * time.Minute}
+	d, err := DecideRunning(r, offers, DeadlineMemory{}, models["OPT-350"], net, 32)
+	require.NoError(t, err)
+	assert.Positive(t, d.Request.Spot+d.Request.OnDemand, "a request for something: %+v", d.Request)
+	assert.Positive(t, d.OnDemand.GPUs(), "no spot anywhere and a deadline: on-demand")
 }

@@ -28,6 +28,8 @@ var originalIDs = map[string]string{
 	"training_job.json": "train-complete-test01",
 	// The same run recorded with the look for returned capacity (scale-up-on-returned-capacity).
 	"training_job_scale_up.json": "train-complete-test01",
+	// A job with a deadline, whose spot decisions come from the deadline policy.
+	"training_job_deadline.json": "train-deadline-test01",
 	"fleet.json":                 "train-complete-test01-fleet-1-0-0",
 	"serving_deployment.json":    "serve-tiny-test01",
 }
