@@ -56,6 +56,21 @@ func WriteMarkdown(w io.Writer, s Summary, st training.JobStatus, timelineFile s
 		}
 		fmt.Fprintf(&b, "| %d | %.1f | %s | %d | %d | %.3f | %.2f | %s |\n", p.Epoch, at, p.Reason, p.GPUs, p.FromStep, p.IterSeconds, p.USDPerHour, strings.ReplaceAll(p.Summary, "|", "/"))
 	}
+	if len(s.OnDemandPurchases) > 0 {
+		b.WriteString("\n## On-demand purchases\n\nWhat the deadline policy bought on demand, and why.\n\n| at (s) | GPUs | where | why |\n|---|---|---|---|\n")
+		for _, p := range s.OnDemandPurchases {
+			at := 0.0
+			if !st.StartedAt.IsZero() {
+				at = p.At.Sub(st.StartedAt).Seconds()
+			}
+			zones := make([]string, 0, len(p.Zones))
+			for z, g := range p.Zones {
+				zones = append(zones, fmt.Sprintf("%s: %d", z, g))
+			}
+			sort.Strings(zones)
+			fmt.Fprintf(&b, "| %.1f | %d | %s | %s |\n", at, p.GPUs, strings.Join(zones, ", "), strings.ReplaceAll(p.Why, "|", "/"))
+		}
+	}
 	if len(st.GPUs) > 0 {
 		b.WriteString("\n## GPUs held at the end\n\n")
 		keys := make([]string, 0, len(st.GPUs))

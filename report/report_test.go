@@ -112,3 +112,20 @@ func TestSummaryComparesWithTheBestOnDemandPlan(t *testing.T) {
 	assert.Zero(t, none.BestOnDemandCostUSD)
 	assert.Zero(t, none.SavingsVsBestOnDemandPct)
 }
+
+func TestReportListsTheOnDemandPurchasesAndWhy(t *testing.T) {
+	st := sampleStatus()
+	st.OnDemandPurchases = []training.OnDemandPurchase{{At: st.StartedAt.Add(20 * time.Second), GPUs: 4,
+		Zones: map[string]int{"us-west-2a": 4, "us-east-2b": 0}, Why: "spot short: 0 spot GPUs can be had | the deadline needs 4"}}
+	s := Summarize(st, Facts{Wall: time.Minute, TimeScale: 60})
+	require.Len(t, s.OnDemandPurchases, 1)
+	var b bytes.Buffer
+	require.NoError(t, WriteMarkdown(&b, s, st, ""))
+	assert.Contains(t, b.String(), "## On-demand purchases")
+	assert.Contains(t, b.String(), "| 20.0 | 4 | us-east-2b: 0, us-west-2a: 4 | spot short: 0 spot GPUs can be had / the deadline needs 4 |")
+
+	st.OnDemandPurchases = nil
+	b.Reset()
+	require.NoError(t, WriteMarkdown(&b, Summarize(st, Facts{}), st, ""))
+	assert.NotContains(t, b.String(), "On-demand purchases", "nothing bought, no section")
+}

@@ -46,6 +46,8 @@ type Summary struct {
 	TimeScale       float64 `json:"time_scale"`
 	Error           string  `json:"error,omitempty"`
 	Plans           []Plan  `json:"plans"`
+	// OnDemandPurchases are the deadline policy's purchases of on-demand GPUs, with why.
+	OnDemandPurchases []training.OnDemandPurchase `json:"on_demand_purchases,omitempty"`
 }
 
 // Plan is one line of the plan history.
@@ -104,6 +106,7 @@ func Summarize(st training.JobStatus, f Facts) Summary {
 		shapes[shapeOf(p)] = true
 	}
 	s.DistinctPlans = len(shapes)
+	s.OnDemandPurchases = st.OnDemandPurchases
 	recovery := recoverySeconds(st)
 	s.RecoverySeconds = round(recovery, 2)
 	recoverySim := cloud.TimeScale(f.TimeScale).Sim(time.Duration(recovery * float64(time.Second))).Seconds()
