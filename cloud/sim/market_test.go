@@ -288,3 +288,22 @@ func TestATraceIsItsZonesCapacityForItsGPU(t *testing.T) {
 	assert.Equal(t, untraced("us-east-1b", "g5.2xlarge"), level("us-east-1b", "g5.2xlarge"), "a capacity set by hand claims only its offering")
 	assert.Positive(t, untraced("us-east-1a", "p3.8xlarge")+untraced("us-east-1a", "p3.16xlarge"), "without the trace there was capacity to invent")
 }
+
+// A market started into its traces meets the capacity the traces had then; capacities set by
+// hand do not move.
+func TestStartTracesAtReplaysFromThatMoment(t *testing.T) {
+	tr := steps(time.Duration(0), 1, time.Hour, 5)
+	tr.Source = "traces/us-east-1a_v100_1.json"
+	cfg := Config{Seed: 1, Providers: []string{"aws"}, Zones: []string{"us-east-1a"},
+		Capacity: map[Key]Capacity{
+			{Zone: "us-east-1a", InstanceType: "p3.2xlarge"}: {Trace: tr},
+			{Zone: "us-east-1a", InstanceType: "g5.xlarge"}:  Constant(2),
+		}}
+	cfg.StartTracesAt(90 * time.Minute)
+	m := newMarket(t, cfg)
+	l, _, ok := m.SpotCapacity("us-east-1a", "p3.2xlarge")
+	require.True(t, ok)
+	assert.Equal(t, 5, l, "an hour and a half in: the second step")
+	l, _, _ = m.SpotCapacity("us-east-1a", "g5.xlarge")
+	assert.Equal(t, 2, l)
+}

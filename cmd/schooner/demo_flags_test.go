@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -70,4 +72,10 @@ func TestDemoTimeoutSaysItIsTheDemosLimit(t *testing.T) {
 	require.Error(t, err)
 	assert.ErrorContains(t, err, "the demo's --timeout of 3s (wall time) ran out before the job finished")
 	assert.NotContains(t, err.Error(), "context deadline exceeded")
+}
+
+func TestTraceStartMustNotBeNegative(t *testing.T) {
+	t.Parallel()
+	err := checkTraceDir(stack.Options{TraceStart: -time.Hour}, io.Discard)
+	require.ErrorContains(t, err, "invalid --trace-start -1h0m0s: must not be negative")
 }

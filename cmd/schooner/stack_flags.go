@@ -43,11 +43,16 @@ func addTraceFlag(fs *pflag.FlagSet, o *stack.Options) {
 	fs.StringVar(&o.TraceDir, "trace", "", "replay this SkyPilot spot-traces directory (files <zone>_<gpu>_<count>.json, e.g.\n"+
 		"availability/16-node/aws-08-27-2023 of github.com/skypilot-org/spot-traces) instead of the bundled\n"+
 		"AWS traces; offerings it has no file for keep the seeded capacity model")
+	fs.DurationVar(&o.TraceStart, "trace-start", 0, "replay the traces from this far into them (e.g. 36h), as `schooner policy eval` starts its runs at\n"+
+		"offsets into the traces (its --json lists them)")
 }
 
 // checkTraceDir reads --trace's directory before anything starts, so a bad file is named at
 // once, and says which files of it are left out.
 func checkTraceDir(o stack.Options, out io.Writer) error {
+	if o.TraceStart < 0 {
+		return fmt.Errorf("invalid --trace-start %s: must not be negative", o.TraceStart)
+	}
 	if o.TraceDir == "" {
 		return nil
 	}

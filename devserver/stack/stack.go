@@ -78,6 +78,8 @@ type Options struct {
 	// it, every other offering keeps the seeded model. Files of GPUs the simulated catalog
 	// lacks are left out and listed in Stack.TraceSkipped.
 	TraceDir string
+	// TraceStart replays the traces from this far into them (sim.Config.StartTracesAt).
+	TraceStart time.Duration
 	// StoreRoots are the only directories file:// checkpoint stores may be in (nil:
 	// store.DefaultRoots of the data directory). Limits are the largest jobs accepted
 	// (zero fields: training.DefaultLimits).
@@ -210,6 +212,7 @@ func (s *Stack) startMarket() error {
 			return err
 		}
 	}
+	cfg.StartTracesAt(s.opts.TraceStart)
 	m, err := sim.New(cfg)
 	if err != nil {
 		return err
