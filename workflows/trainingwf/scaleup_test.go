@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
 
 	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/planner"
@@ -29,20 +30,33 @@ func stagesPlan(zone string, n int, iter float64) training.PlanJobResult {
 	return p
 }
 
-// A job that started on one GPU, because that was all there was, moves to the faster plan
-// once the capacity comes back: it acquires the missing instances while it trains, and
-// replans onto them without buying anything more.
-func TestTrainingJobScalesUpWhenCapacityReturns(t *testing.T) {
+// capacityReturns is a job world whose first epoch runs an hour on a 1-stage plan of
+// before seconds per iteration, until, 30 s in, capacity for a 3-stage plan of after seconds
+// comes back (returned runs then, as the capacity returns, for the test to add to it).
+func capacityReturns(t *testing.T, before, after float64, returned func(w *jobWorld)) (*jobWorld, *testsuite.TestWorkflowEnvironment) {
 	w := newJobWorld()
 	w.trainerRun = firstEpochRunsLong
 	var back atomic.Bool
 	env := newJobEnv(t, w, func(training.PlanJobRequest) (training.PlanJobResult, error) {
 		if back.Load() {
-			return stagesPlan("z-a", 3, 10), nil
+			return stagesPlan("z-a", 3, after), nil
 		}
-		return stagesPlan("z-a", 1, 20), nil
+		return stagesPlan("z-a", 1, before), nil
 	})
-	env.RegisterDelayedCallback(func() { back.Store(true) }, 30*time.Second)
+	env.RegisterDelayedCallback(func() {
+		if returned != nil {
+			returned(w)
+		}
+		back.Store(true)
+	}, 30*time.Second)
+	return w, env
+}
+
+// A job that started on one GPU, because that was all there was, moves to the faster plan
+// once the capacity comes back: it acquires the missing instances while it trains, and
+// replans onto them without buying anything more.
+func TestTrainingJobScalesUpWhenCapacityReturns(t *testing.T) {
+	w, env := capacityReturns(t, 20, 10, nil)
 	st := runCompleted(t, env)
 	require.Len(t, st.Plans, 2)
 	assert.Equal(t, "capacity returned", st.Plans[1].Reason)
@@ -57,21 +71,11 @@ func TestTrainingJobScalesUpWhenCapacityReturns(t *testing.T) {
 // running plan trains on: a look for capacity never costs a restart. The next look, once the
 // capacity is there, moves the job.
 func TestTrainingJobKeepsItsPlanWhenReturnedCapacityFallsShort(t *testing.T) {
-	w := newJobWorld()
-	w.trainerRun = firstEpochRunsLong
-	var back atomic.Bool
-	env := newJobEnv(t, w, func(training.PlanJobRequest) (training.PlanJobResult, error) {
-		if back.Load() {
-			return stagesPlan("z-a", 3, 10), nil
-		}
-		return stagesPlan("z-a", 1, 20), nil
-	})
-	env.RegisterDelayedCallback(func() {
+	w, env := capacityReturns(t, 20, 10, func(w *jobWorld) {
 		w.Lock()
 		w.ShortOnce["z-a"] = true
 		w.Unlock()
-		back.Store(true)
-	}, 30*time.Second)
+	})
 	st := runCompleted(t, env)
 	require.Len(t, st.Plans, 2, "the short attempt made no plan")
 	assert.Equal(t, "capacity returned", st.Plans[1].Reason)
@@ -84,16 +88,7 @@ func TestTrainingJobKeepsItsPlanWhenReturnedCapacityFallsShort(t *testing.T) {
 // A better plan that saves less than a look's worth of time over the rest of the run (here
 // 100 iterations × 1 s) is not worth a restart.
 func TestTrainingJobDoesNotScaleUpForLittleGain(t *testing.T) {
-	w := newJobWorld()
-	w.trainerRun = firstEpochRunsLong
-	var back atomic.Bool
-	env := newJobEnv(t, w, func(training.PlanJobRequest) (training.PlanJobResult, error) {
-		if back.Load() {
-			return stagesPlan("z-a", 3, 1), nil
-		}
-		return stagesPlan("z-a", 1, 2), nil
-	})
-	env.RegisterDelayedCallback(func() { back.Store(true) }, 30*time.Second)
+	w, env := capacityReturns(t, 2, 1, nil)
 	st := runCompleted(t, env)
 	assert.Len(t, w.Acquires, 1, "nothing bought to scale up")
 	assert.Len(t, st.Plans, 1, "the first epoch ran to the end")
