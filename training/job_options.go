@@ -3,6 +3,7 @@ package training
 import (
 	"time"
 
+	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/internal/defaults"
 )
 
@@ -21,15 +22,17 @@ type JobOptions struct {
 	// up at once, so a relaunch that waits longer means the agent died while the machine
 	// runs on, and the machine is replaced.
 	WarmScheduleToStartTimeout time.Duration `json:"warm_schedule_to_start_timeout,omitempty"`
-	// PollInterval (wall, default 3 s): how often held instances are described, to catch a
-	// machine lost without a notice, and the deadline and budget are checked.
+	// PollInterval (wall, default 3 s, or a minute of the provider's time when that is
+	// shorter: see ScaledTo): how often held instances are described, to catch a machine lost
+	// without a notice, and the deadline and budget are checked.
 	PollInterval time.Duration `json:"poll_interval,omitempty"`
 	// UnavailableTTL (simulated, default 3 min): how long a short offering is left out.
 	UnavailableTTL time.Duration `json:"unavailable_ttl,omitempty"`
 	// AvoidZoneTTL (simulated, default 10 min): how long a zone that just preempted is
 	// avoided (a zone that preempts tends to preempt again soon).
 	AvoidZoneTTL time.Duration `json:"avoid_zone_ttl,omitempty"`
-	// RetryWait (wall, default 5 s): the wait before planning again when nothing fits.
+	// RetryWait (wall, default 5 s, or two minutes of the provider's time when that is
+	// shorter): the wait before planning again when nothing fits.
 	RetryWait time.Duration `json:"retry_wait,omitempty"`
 	// ScaleUpEvery (simulated, default 10 min): how often a running job plans again on what
 	// it holds plus what is offered, to move to a plan at least 25% better on capacity that
@@ -70,6 +73,28 @@ func (o JobOptions) WithDefaults() JobOptions {
 	defaults.Positive(&o.MaxTrainerFailures, 5)
 	return o
 }
+
+// ScaledTo fills the PollInterval and RetryWait the caller left zero from the provider's
+// time scale: a minute and two minutes of the provider's time, no longer than the wall
+// defaults (3 s, 5 s) and no shorter than minWallPoll. With wall-clock constants alone a
+// simulated market at 240× noticed a machine lost without notice up to 12 simulated minutes
+// late and waited 20 simulated minutes between plans, so the same job cost more the faster
+// it was simulated; now it checks as often, in the provider's time, at any scale above 3×.
+// Fields the caller set are kept; the rest take WithDefaults.
+func (o JobOptions) ScaledTo(s cloud.TimeScale) JobOptions {
+	clamp := func(d, most time.Duration) time.Duration { return min(max(d, minWallPoll), most) }
+	if o.PollInterval <= 0 {
+		o.PollInterval = clamp(s.Wall(time.Minute), 3*time.Second)
+	}
+	if o.RetryWait <= 0 {
+		o.RetryWait = clamp(s.Wall(2*time.Minute), 5*time.Second)
+	}
+	return o.WithDefaults()
+}
+
+// minWallPoll is the shortest poll and retry ScaledTo sets: each poll is an activity and
+// events in the job's history.
+const minWallPoll = 250 * time.Millisecond
 
 // LegacyMaxPlanFailures is the round limit of runs recorded before MaxWaitForCapacity.
 func (o JobOptions) LegacyMaxPlanFailures() int {

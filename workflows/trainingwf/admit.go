@@ -17,6 +17,10 @@ import (
 // default limits and the submitter's JobInput.TimeScale, and had no memo.
 const versionAdmission = "admission-limits-and-time-scale"
 
+// versionScaledPoll: the poll and the retry wait default to the provider's time
+// (JobOptions.ScaledTo); runs recorded before polled every 3 wall seconds.
+const versionScaledPoll = "poll-in-provider-time"
+
 // admit is the job's door, the same for every entry point (schooner train submit, the plain
 // temporal CLI, a program): it applies the spec's defaults and validates it within the
 // control plane's limits, failing at once and for good with every bad field named, before
@@ -46,6 +50,9 @@ func (j *job) admit(ctx workflow.Context) error {
 		}
 	}
 	j.scale, j.strategy.Scale = scale, scale
+	if workflow.GetVersion(ctx, versionScaledPoll, workflow.DefaultVersion, 1) == 1 {
+		j.opts = j.in.Options.ScaledTo(scale)
+	}
 	if j.status.Deadline.IsZero() && j.spec.Deadline != "" {
 		d, err := training.ParseDeadline(j.spec.Deadline)
 		if err != nil {
