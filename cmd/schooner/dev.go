@@ -26,6 +26,8 @@ type devFlags struct {
 	simGCEAddr  string
 	// interruptions is where the control side learns of preemptions: log or sqs.
 	interruptions string
+	// only runs one part of the stack (devOnlyServer, devOnlyMarket); empty runs it all.
+	only string
 }
 
 func newDevCommand(g *globals) *cobra.Command {
@@ -68,6 +70,8 @@ Ctrl-C stops everything within 10 seconds.`,
 	fs.StringVar(&f.simGCEAddr, "sim-gce-addr", defaultSimGCEAddr, "where to serve the simulated Compute Engine API and metadata server")
 	fs.StringVar(&f.interruptions, "interruptions", interruptionsLog,
 		"how the control side hears of preemptions: log (the market's event log) or sqs (EventBridge-shaped events through the simulated EC2 face's SQS queue, read with the real SDK)")
+	fs.StringVar(&f.only, "only", "",
+		"run one part only, for a cluster of separate processes: server (the Temporal server) or market (the simulated market and its EC2 and Compute faces); workers then come from 'schooner worker control --cloud sim' and 'schooner worker node'")
 	return cmd
 }
 
@@ -81,6 +85,9 @@ func runDev(ctx context.Context, f *devFlags, log zerolog.Logger, out io.Writer)
 	}
 	if err := checkInterruptions(f.interruptions); err != nil {
 		return err
+	}
+	if f.only != "" {
+		return runDevPart(ctx, f, log, out)
 	}
 	metrics, metricsAddr, err := serveMetrics(ctx, f.metricsAddr)
 	if err != nil {

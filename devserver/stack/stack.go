@@ -199,24 +199,11 @@ func start(ctx context.Context, o Options) (*Stack, error) {
 
 // startMarket builds the market and runs its clock until Stop.
 func (s *Stack) startMarket() error {
-	cfg := sim.Config{Seed: s.opts.Seed, TimeScale: s.opts.TimeScale, Params: s.opts.Params}
-	switch {
-	case s.opts.TraceDir != "":
-		skipped, err := cfg.AttachSkyPilotDir(s.opts.TraceDir)
-		if err != nil {
-			return err
-		}
-		s.TraceSkipped = skipped
-	case !s.opts.NoTraces:
-		if err := cfg.UseBundledTraces(); err != nil {
-			return err
-		}
-	}
-	cfg.StartTracesAt(s.opts.TraceStart)
-	m, err := sim.New(cfg)
+	m, skipped, err := NewMarket(s.opts)
 	if err != nil {
 		return err
 	}
+	s.TraceSkipped = skipped
 	s.Market = m
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stopMarket = cancel
