@@ -28,6 +28,9 @@ type PlanJobRequest struct {
 	MaxGPUs   int              `json:"max_gpus,omitempty"`
 	Survivors []cloud.Instance `json:"survivors,omitempty"`
 	Offers    []cloud.Offering `json:"offers,omitempty"`
+	// AllOffers are every offering the spec allows, short or not, for telling a job that no
+	// capacity could ever fit from one in a drought (empty: Offers).
+	AllOffers []cloud.Offering `json:"all_offers,omitempty"`
 	// OnDemand prices the offers on demand as well as spot (spot-with-fallback when the
 	// deadline is at risk, or an on-demand-only job).
 	OnDemand bool `json:"on_demand,omitempty"`

@@ -22,11 +22,21 @@ const feasibleCap = 64
 // zone needs no more memory than a mixed one of the same size). If none admits a plan, no
 // capacity the market could return would help, and the job fails at once with the planner's
 // reason instead of waiting for hours.
+//
+// It looks at every offering the spec allows (PlanJobRequest.AllOffers, else Offers): the
+// offers of one round leave out offerings that are short or in a zone that just preempted,
+// which is a drought, not a verdict. When no offering could be tried at all (each larger than
+// max_gpus, or without an on-demand price) it cannot tell, and says nothing.
 func (t *Control) infeasible(req training.PlanJobRequest, preq planner.Request, cause error) error {
-	if req.MaxGPUs <= 0 || req.MaxGPUs > feasibleCap || len(req.Offers) == 0 {
+	offers := req.AllOffers
+	if len(offers) == 0 {
+		offers = req.Offers
+	}
+	if req.MaxGPUs <= 0 || req.MaxGPUs > feasibleCap || len(offers) == 0 {
 		return nil
 	}
-	for _, o := range req.Offers {
+	tried := 0
+	for _, o := range offers {
 		per := max(o.GPUsPerInstance, 1)
 		if req.MaxGPUs < per {
 			continue // not one instance of it fits under the cap
@@ -37,12 +47,16 @@ func (t *Control) infeasible(req training.PlanJobRequest, preq planner.Request, 
 		if len(pools) == 0 {
 			continue
 		}
+		tried++
 		p := preq
 		p.Pools = pools
 		p.MaxUSDPerIteration, p.MinItersPerSec = 0, 0
 		if _, err := planner.Search(p); err == nil {
 			return nil
 		}
+	}
+	if tried == 0 {
+		return nil
 	}
 	err := fmt.Errorf("planning %s: no plan fits even with max_gpus (%d) GPUs free in any offering the spec allows, so waiting for capacity cannot help: raise resources.max_gpus, allow GPUs with more memory, or lower global_batch (%w)",
 		preq.Model.Name, req.MaxGPUs, cause)

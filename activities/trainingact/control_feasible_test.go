@@ -43,3 +43,23 @@ func TestAJobNoCapacityCouldEverFitFailsAtOnce(t *testing.T) {
 	typ, _ = errType(err)
 	assert.Equal(t, training.ErrTypeNoPlan, typ, "%v", err)
 }
+
+// A round whose usable offers are only shapes larger than max_gpus (the fitting ones short
+// or in a zone that just preempted) is a drought, not a verdict: the check says nothing when
+// it can try no offering, and it tries every offering the spec allows (AllOffers).
+func TestADroughtOfTheFittingShapesIsNotInfeasible(t *testing.T) {
+	big := []cloud.Offering{{Provider: "fake", Region: "r2", Zone: "r2-a", InstanceType: "v4", GPUType: "V100-16",
+		GPUsPerInstance: 4, SpotPrice: 2, OnDemandPrice: 12, SpotCapacity: 0}}
+	tr := &Control{}
+	held := []cloud.Instance{{ID: "i-1", Provider: "fake", Region: "r2", Zone: "r2-a", InstanceType: "v1", GPUType: "V100-16",
+		GPUs: 1, Capacity: cloud.Spot, State: cloud.StateRunning, PricePerHour: 0.5}}
+	req := training.PlanJobRequest{Model: training.Model{Name: "OPT-350"}, GlobalBatch: 32, MaxGPUs: 2, Survivors: held, Offers: big}
+	_, err := tr.PlanJob(context.Background(), req)
+	typ, _ := errType(err)
+	assert.Equal(t, training.ErrTypeNoPlan, typ, "one GPU held, only a shape above max_gpus on offer: %v", err)
+
+	req.AllOffers = append(append([]cloud.Offering(nil), big...), acttest.Offers()...)
+	_, err = tr.PlanJob(context.Background(), req)
+	typ, _ = errType(err)
+	assert.Equal(t, training.ErrTypeNoPlan, typ, "the short 1-GPU offerings would fit: %v", err)
+}

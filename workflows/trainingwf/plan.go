@@ -27,6 +27,7 @@ func (j *job) planAndAcquire(ctx workflow.Context, reason string) error {
 	if err != nil {
 		return err
 	}
+	j.allOffers = offers
 	if j.usesPolicy(ctx) {
 		if _, _, err := j.decide(ctx, offers); err != nil {
 			j.event(ctx, err.Error()+": planning without the policy's caps")
@@ -106,6 +107,7 @@ func (j *job) planWith(ctx workflow.Context, offers []cloud.Offering) (training.
 		req.Current = &j.plan.Plan
 	}
 	req.SpotGPUs, req.OnDemandGPUs = j.policyCaps()
+	req.AllOffers = j.allOffers
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout: time.Minute, RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3},
 		Summary: fmt.Sprintf("plan %s on %d held instances and %d offerings", j.spec.Name, len(j.held), len(offers)),

@@ -66,6 +66,7 @@ func (j *job) startScaleUp(ctx workflow.Context) {
 		j.event(ctx, "looking for returned capacity: "+err.Error())
 		return
 	}
+	j.allOffers = offers
 	res, err := j.planWith(ctx, j.strategy.Usable(offers, now))
 	if err != nil || !j.worthScalingTo(res) {
 		return

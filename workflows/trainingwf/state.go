@@ -65,6 +65,8 @@ type job struct {
 	resumeRequested bool
 	finished        bool
 
+	// allOffers are the offerings the last listing returned, every one the spec allows.
+	allOffers []cloud.Offering
 	// droughtSince is when the current run of rounds without a plan began.
 	droughtSince time.Time
 
