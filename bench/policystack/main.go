@@ -1,0 +1,214 @@
+// Command policystack compares the full stack with the policy simulator under the same spot
+// policy: for -starts start times spread over the bundled traces (the ones `schooner policy
+// eval` picks), it runs the demo's job through `schooner demo --no-faults --trace-start T`
+// (Temporal, the simulated market, the TrainingJob and its deadline policy, real checkpoints,
+// simulated trainers) and through `schooner policy eval` from the same start, and prints each
+// start's two costs and their difference as a Markdown table. The stack is the CLI built
+// once into a temporary directory, so the comparison runs exactly what users run. Raw
+// results go to -out.
+//
+//	go run ./bench/policystack [-starts 5] [-time-scale 240] [-out bench/policy/data/DATE/fullstack]
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"time"
+)
+
+// evalResult is the part of `policy eval --json` this reads.
+type evalResult struct {
+	Starts []time.Duration `json:"starts_ns"`
+	Runs   []struct {
+		Policy      string        `json:"policy"`
+		Start       time.Duration `json:"start_ns"`
+		CostUSD     float64       `json:"cost_usd"`
+		Duration    time.Duration `json:"duration_ns"`
+		Preemptions int           `json:"preemptions"`
+		Restarts    int           `json:"restarts"`
+		Met         bool          `json:"met_deadline"`
+	} `json:"runs"`
+}
+
+// demoResult is the part of `demo --json` this reads.
+type demoResult struct {
+	Status      string  `json:"status"`
+	CostUSD     float64 `json:"cost_usd"`
+	Preemptions int     `json:"preemptions"`
+	Replans     int     `json:"replans"`
+	Verified    bool    `json:"state_verified"`
+	WallSeconds float64 `json:"wall_seconds"`
+}
+
+// row is one start's comparison.
+type row struct {
+	Start        time.Duration `json:"start_ns"`
+	SimCostUSD   float64       `json:"sim_cost_usd"`
+	SimPreempt   int           `json:"sim_preemptions"`
+	SimRestarts  int           `json:"sim_restarts"`
+	StackCostUSD float64       `json:"stack_cost_usd"`
+	StackPreempt int           `json:"stack_preemptions"`
+	StackReplans int           `json:"stack_replans"`
+	Verified     bool          `json:"stack_state_verified"`
+	DiffPct      float64       `json:"diff_pct"`
+	WallSeconds  float64       `json:"stack_wall_seconds"`
+}
+
+func main() {
+	starts := flag.Int("starts", 5, "start times spread over the bundled traces")
+	scale := flag.Float64("time-scale", 240, "the stack's simulated seconds per wall second")
+	iterations := flag.Int("iterations", 600, "iterations of the demo's job")
+	deadline := flag.String("deadline", "24h", "the job's deadline")
+	out := flag.String("out", filepath.Join("bench", "policy", "data", time.Now().Format("2006-01-02"), "fullstack"), "directory for the raw JSON")
+	flag.Parse()
+	if err := run(*starts, *scale, *iterations, *deadline, *out); err != nil {
+		fmt.Fprintln(os.Stderr, "policystack:", err)
+		os.Exit(1)
+	}
+}
+
+func run(starts int, scale float64, iterations int, deadline, out string) error {
+	if starts < 1 || scale <= 0 || iterations < 1 {
+		return fmt.Errorf("-starts, -time-scale and -iterations must be positive")
+	}
+	tmp, err := os.MkdirTemp("", "policystack")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	bin := filepath.Join(tmp, "schooner")
+	if err := command("go", "build", "-o", bin, "./cmd/schooner").Run(); err != nil {
+		return fmt.Errorf("building the CLI: %w", err)
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	evalFile := filepath.Join(out, "policy-eval.json")
+	if err := command(bin, "policy", "eval", "--spec", "examples/demo.yaml", "--iterations", fmt.Sprint(iterations),
+		"--deadlines", deadline, "--starts", fmt.Sprint(starts), "--policies", "schooner-deadline", "--json", "--out", evalFile).Run(); err != nil {
+		return fmt.Errorf("policy eval: %w", err)
+	}
+	var ev evalResult
+	if err := readJSON(evalFile, &ev); err != nil {
+		return err
+	}
+	spec, err := demoSpec(tmp, iterations, deadline)
+	if err != nil {
+		return err
+	}
+	var rows []row
+	for i, s := range ev.Starts {
+		r := row{Start: s}
+		for _, run := range ev.Runs {
+			if run.Start == s && run.Policy == "schooner-deadline" {
+				r.SimCostUSD, r.SimPreempt, r.SimRestarts = run.CostUSD, run.Preemptions, run.Restarts
+			}
+		}
+		file := filepath.Join(out, fmt.Sprintf("demo-start-%02d.json", i))
+		d, err := stackRun(bin, spec, s, scale, filepath.Join(tmp, fmt.Sprint(i)), file)
+		if err != nil {
+			return fmt.Errorf("start %s: %w", s, err)
+		}
+		r.StackCostUSD, r.StackPreempt, r.StackReplans, r.Verified, r.WallSeconds = d.CostUSD, d.Preemptions, d.Replans, d.Verified, d.WallSeconds
+		r.DiffPct = 100 * (d.CostUSD/r.SimCostUSD - 1)
+		rows = append(rows, r)
+		fmt.Fprintf(os.Stderr, "start %s: simulator $%.3f, stack $%.3f (%+.1f%%)\n", s, r.SimCostUSD, r.StackCostUSD, r.DiffPct)
+	}
+	b, err := json.MarshalIndent(map[string]any{"time_scale": scale, "iterations": iterations, "deadline": deadline,
+		"machine": fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()), "rows": rows}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out, "comparison.json"), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	printTable(rows)
+	return nil
+}
+
+// demoSpec writes the demo's spec with the bench's iterations and deadline.
+func demoSpec(dir string, iterations int, deadline string) (string, error) {
+	raw, err := os.ReadFile(filepath.Join("examples", "demo.yaml"))
+	if err != nil {
+		return "", fmt.Errorf("run from the repository root: %w", err)
+	}
+	spec := filepath.Join(dir, "demo.yaml")
+	extra := fmt.Sprintf("\niterations: %d\ndeadline: %s\n", iterations, deadline)
+	return spec, os.WriteFile(spec, append(stripKeys(raw, "iterations", "deadline"), extra...), 0o644)
+}
+
+// stackRun runs the demo's job from start through the whole stack and keeps its JSON.
+func stackRun(bin, spec string, start time.Duration, scale float64, dataDir, file string) (demoResult, error) {
+	f, err := os.Create(file)
+	if err != nil {
+		return demoResult{}, err
+	}
+	defer f.Close()
+	cmd := exec.Command(bin, "demo", "--no-faults", "--json", "--headless", "--spec", spec, "--trace-start", start.String(),
+		"--time-scale", fmt.Sprint(scale), "--timeout", "15m", "--data-dir", dataDir, "--out", filepath.Join(dataDir, "report"))
+	cmd.Stdout, cmd.Stderr = f, nil
+	if err := cmd.Run(); err != nil {
+		return demoResult{}, fmt.Errorf("schooner demo: %w (its summary: %s)", err, file)
+	}
+	var d demoResult
+	if err := readJSON(file, &d); err != nil {
+		return d, err
+	}
+	if d.Status != "completed" || !d.Verified {
+		return d, fmt.Errorf("the job ended %s, state verified %v", d.Status, d.Verified)
+	}
+	return d, nil
+}
+
+func printTable(rows []row) {
+	fmt.Println("| start | simulator | full stack | difference | simulator preemptions / restarts | stack preemptions / replans |")
+	fmt.Println("|---|---|---|---|---|---|")
+	var diffs []float64
+	for _, r := range rows {
+		fmt.Printf("| %s | $%.3f | $%.3f | %+.1f%% | %d / %d | %d / %d |\n", r.Start, r.SimCostUSD, r.StackCostUSD, r.DiffPct,
+			r.SimPreempt, r.SimRestarts, r.StackPreempt, r.StackReplans)
+		diffs = append(diffs, math.Abs(r.DiffPct))
+	}
+	slices.Sort(diffs)
+	fmt.Printf("\nmedian |difference| %.1f%%, largest %.1f%% over %d starts\n", diffs[len(diffs)/2], diffs[len(diffs)-1], len(diffs))
+}
+
+func command(name string, args ...string) *exec.Cmd {
+	c := exec.Command(name, args...)
+	c.Stdout, c.Stderr = os.Stderr, os.Stderr
+	return c
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// stripKeys drops the top-level YAML lines of the given keys (the bench sets them itself).
+func stripKeys(yaml []byte, keys ...string) []byte {
+	var out []byte
+	for _, line := range bytes.Split(yaml, []byte("\n")) {
+		drop := false
+		for _, k := range keys {
+			drop = drop || bytes.HasPrefix(line, []byte(k+":"))
+		}
+		if !drop {
+			out = append(append(out, line...), '\n')
+		}
+	}
+	return out
+}
