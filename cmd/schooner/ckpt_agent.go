@@ -15,8 +15,6 @@ import (
 	"github.com/schooner-ml/schooner/checkpoint/agent"
 	"github.com/schooner-ml/schooner/checkpoint/store"
 	"github.com/schooner-ml/schooner/cloud"
-	"github.com/schooner-ml/schooner/cloud/aws"
-	"github.com/schooner-ml/schooner/cloud/gcp"
 )
 
 // defaultCkptSocket is where trainers look for the agent when SCHOONER_CKPT_SOCKET is unset.
@@ -32,9 +30,7 @@ type ckptAgentFlags struct {
 	socket       string
 	storeURL     string
 	mode         string
-	watch        string
-	imdsEndpoint string
-	gceMetadata  string
+	notices      noticeFlags
 	flushTimeout time.Duration
 }
 
@@ -83,9 +79,7 @@ uploads for at most --flush-timeout. The protocol is in docs/checkpoints.md ("No
 	fl.BoolVar(&f.opts.DirectIO, "direct-io", true, "write checkpoint data with O_DIRECT where the file system supports it")
 	fl.IntVar(&f.opts.UploadConcurrency, "upload-concurrency", 0, "shards uploaded at once (0: the uploader's default)")
 	fl.StringVar(&f.opts.ShmDir, "shm-dir", agent.DefaultShmDir(), "directory of the shared-memory files trainers and agent map")
-	fl.StringVar(&f.watch, "watch", "", "instance metadata to watch for preemption notices: aws, gce or none (default: none, or implied by an endpoint flag)")
-	fl.StringVar(&f.imdsEndpoint, "imds-endpoint", "", "AWS instance metadata endpoint (implies --watch aws; default http://169.254.169.254)")
-	fl.StringVar(&f.gceMetadata, "gce-metadata", "", "GCE metadata server base URL (implies --watch gce; default http://169.254.169.254)")
+	f.notices.add(fl)
 	fl.DurationVar(&f.flushTimeout, "flush-timeout", 30*time.Second, "how long a stopping agent keeps uploading")
 	return cmd
 }
@@ -108,7 +102,7 @@ func runCkptAgent(ctx context.Context, f ckptAgentFlags) error {
 		}
 		f.opts.Store = st
 	}
-	w, err := ckptWatcher(f)
+	w, err := f.notices.watcher()
 	if err != nil {
 		return err
 	}
@@ -134,28 +128,6 @@ func runCkptAgent(ctx context.Context, f ckptAgentFlags) error {
 	sctx, cancel := context.WithTimeout(context.Background(), f.flushTimeout)
 	defer cancel()
 	return errors.Join(err, a.Shutdown(sctx), removeSocket(f.socket))
-}
-
-// ckptWatcher builds the preemption watcher the flags ask for, or nil.
-func ckptWatcher(f ckptAgentFlags) (cloud.InterruptionWatcher, error) {
-	watch := f.watch
-	switch {
-	case f.imdsEndpoint != "" && f.gceMetadata != "":
-		return nil, errors.New("give --imds-endpoint or --gce-metadata, not both")
-	case f.imdsEndpoint != "" && watch == "":
-		watch = "aws"
-	case f.gceMetadata != "" && watch == "":
-		watch = "gce"
-	}
-	switch watch {
-	case "", "none":
-		return nil, nil
-	case "aws":
-		return aws.NewWatcher(aws.WatcherOptions{Endpoint: f.imdsEndpoint})
-	case "gce", "gcp":
-		return gcp.NewWatcher(gcp.WatcherOptions{MetadataURL: f.gceMetadata})
-	}
-	return nil, fmt.Errorf("unknown --watch %q (want aws, gce or none)", watch)
 }
 
 // noticeWatcher adapts the cloud's interruption watcher to the checkpoint agent's Watcher (the

@@ -78,18 +78,29 @@ func newNodeWorkerCommand(g *globals) *cobra.Command {
 	var nodeID, dataDir string
 	var deregister bool
 	var allowed, storeRoots []string
+	var notices noticeFlags
 	cmd := newWorkerSubcommand(g, &cobra.Command{
 		Use:   "node",
 		Short: "Run this machine's node agent (queue schooner-node-<id>): GPU inventory and on-machine activities",
 		Long: `node runs this machine's agent: its GPU inventory, interference studies, colocated pairs, and
 the trainers of the training jobs placed on it (each with its own checkpoint agent). Its id must
 be the cloud's instance id, which is what jobs address: schooner-node-<instance id>.
-Command trainers run only with --allow-command; the simulated trainer always may.`,
+Command trainers run only with --allow-command; the simulated trainer always may.
+
+With --watch aws (or --imds-endpoint) or --watch gce (or --gce-metadata) it polls the machine's
+metadata for a preemption notice every second: the trainers running here take an emergency
+checkpoint and their jobs are told at once. Without it a job hears of the preemption only from
+the control plane and restores from its last periodic checkpoint.`,
 	}, func(ctx context.Context, s *session) error {
+		watcher, err := notices.watcher()
+		if err != nil {
+			return err
+		}
+		sup := &node.Supervisor{NodeID: nodeID, DataDir: dataDir,
+			Reporter: workers.NewReporter(s.client), StoreRoots: storeRoots, AllowedCommands: allowed,
+			Logger: s.log.With().Str("component", "trainers").Logger()}
 		agent := &workers.NodeAgent{ID: nodeID, Hostname: hostname(), GPUs: nvml.Real{}, Client: s.client, Logger: s.log,
-			Trainer: &trainingact.Trainer{Supervisor: &node.Supervisor{NodeID: nodeID, DataDir: dataDir,
-				Reporter: workers.NewReporter(s.client), StoreRoots: storeRoots, AllowedCommands: allowed,
-				Logger: s.log.With().Str("component", "trainers").Logger()}}}
+			Trainer: &trainingact.Trainer{Supervisor: sup}}
 		if inv := nvml.Discover(nvml.Real{}, nodeID, hostname(), time.Now().UTC()); len(inv.GPUs) > 0 {
 			x := pythonInterferenceExecutor(os.Stderr)
 			agent.Interference = x
@@ -98,6 +109,11 @@ Command trainers run only with --allow-command; the simulated trainer always may
 		}
 		if err := agent.Start(ctx); err != nil {
 			return err
+		}
+		if watcher != nil {
+			w := &workers.NoticeWatch{NodeID: nodeID, Watcher: watcher, Trainers: sup, Reporter: workers.NewReporter(s.client),
+				Logger: s.log.With().Str("component", "notices").Logger()}
+			go func() { _ = w.Run(ctx) }()
 		}
 		s.log.Info().Str("node", nodeID).Str("address", s.cfg.Address).Str("metrics", s.metricsAddr).Msg("node agent running")
 		<-ctx.Done()
@@ -108,6 +124,9 @@ Command trainers run only with --allow-command; the simulated trainer always may
 	cmd.Flags().BoolVar(&deregister, "deregister-on-exit", false, "remove this node from the registry when stopped (for machines that will not return)")
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "where the trainers' checkpoint agents keep their local tier (default: a directory under the OS temp dir)")
 	cmd.Flags().StringArrayVar(&allowed, "allow-command", nil, "a command prefix jobs' command trainers may run here (repeatable; words may be globs); none: command trainers are refused")
+	notices.add(cmd.Flags())
+	// A bad --watch is refused before anything connects.
+	cmd.PreRunE = func(*cobra.Command, []string) error { _, err := notices.watcher(); return err }
 	cmd.Flags().StringSliceVar(&storeRoots, "store-root", nil, "a directory file:// checkpoint stores may be in (repeatable; default the data directory, /var/lib/schooner and the OS temp dir)")
 	return cmd
 }

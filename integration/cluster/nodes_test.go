@@ -94,7 +94,9 @@ func (n *nodeAgents) sync(live []cloud.Instance) {
 			continue
 		}
 		a := &nodeAgent{inst: inst, p: n.c.newProc("node-"+id, "worker", "node", "--address", n.c.temporal,
-			"--node-id", id, "--data-dir", filepath.Join(n.c.dir, "nodes", id), "--store-root", n.c.dir)}
+			"--node-id", id, "--data-dir", filepath.Join(n.c.dir, "nodes", id), "--store-root", n.c.dir,
+			// Notices from the machine's own metadata, as on EC2 (the market's IMDS face).
+			"--imds-endpoint", "http://"+n.c.ec2+"/imds/"+id)}
 		n.agents[id] = a
 		boot = append(boot, a)
 		n.booted++
