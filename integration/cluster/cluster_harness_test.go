@@ -22,10 +22,14 @@ import (
 )
 
 // Market settings every process agrees on: simulated seconds per wall second, the market's
-// seed, and the regions of the zones the jobs may use (fewer regions, fewer EC2 calls).
+// seed, where in the bundled traces it starts (a stretch where spot capacity falls while the
+// jobs run, so the market preempts machines too and the node agents hear the notices from
+// the market's IMDS face), and the regions of the zones the jobs may use (fewer regions,
+// fewer EC2 calls).
 const (
-	timeScale  = 120
-	marketSeed = 3
+	timeScale        = 120
+	marketSeed       = 3
+	marketTraceStart = "6h50m"
 )
 
 var regions = []string{"us-east-2", "us-west-2"}
@@ -87,7 +91,7 @@ func newCluster(t *testing.T, bin, dbURL string, controls int) *cluster {
 		}
 	})
 
-	c.market = c.newProc("market", "dev", "--only", "market", "--log-level", "warn",
+	c.market = c.newProc("market", "dev", "--only", "market", "--log-level", "warn", "--trace-start", marketTraceStart,
 		"--sim-seed", strconv.Itoa(marketSeed), "--time-scale", strconv.Itoa(timeScale),
 		"--sim-ec2-addr", c.ec2, "--sim-gce-addr", c.gce)
 	c.mustStart(c.market, "is ready", 30*time.Second)
@@ -185,6 +189,22 @@ func (c *cluster) stopAll() {
 	wg.Wait()
 	c.server.stop()
 	c.market.stop()
+}
+
+// logLines counts the lines containing text in the logs of the processes whose names start
+// with prefix.
+func (c *cluster) logLines(prefix, text string) int {
+	n := 0
+	for _, p := range c.procs {
+		if !strings.HasPrefix(p.name, prefix) {
+			continue
+		}
+		b, err := os.ReadFile(p.log)
+		if err == nil {
+			n += strings.Count(string(b), text)
+		}
+	}
+	return n
 }
 
 // dumpLogs prints the end of every process's log and where the full logs are.

@@ -104,8 +104,8 @@ func TestClusterSurvivesKilledProcesses(t *testing.T) {
 	}
 	assert.Empty(t, c.unexpectedExits(), "processes that died without being killed")
 	booted, lost, respawned := nodes.counts()
-	t.Logf("node agents: %d booted with their instances, %d killed with them, %d started again after exiting by themselves",
-		booted, lost, respawned)
+	t.Logf("node agents: %d booted with their instances, %d killed with them, %d started again after exiting by themselves; %d notices heard from the machines' metadata",
+		booted, lost, respawned, c.logLines("node-", "preemption notice on this machine"))
 	t.Logf("jobs and kills took %s; the whole test %s", took.Round(100*time.Millisecond), time.Since(began).Round(100*time.Millisecond))
 }
 
