@@ -86,8 +86,9 @@ const (
 	ActivityDecideSpot         = "DecideSpot"      // a local activity
 	ActivityAdmissionLimits    = "AdmissionLimits" // a local activity
 	ActivityLatestCheckpoint   = "LatestDurableCheckpoint"
-	ActivityRunTrainer         = "RunTrainer"   // on the instance's node queue
-	ActivityStopTrainers       = "StopTrainers" // on the instance's node queue
+	ActivityRunTrainer         = "RunTrainer"     // on the instance's node queue
+	ActivityStopTrainers       = "StopTrainers"   // on the instance's node queue
+	ActivityNoticeTrainers     = "NoticeTrainers" // on the instance's node queue
 	ActivityVerifyTrainedState = "VerifyTrainedState"
 )
 
@@ -109,4 +110,7 @@ type ControlActivities interface {
 type NodeActivities interface {
 	RunTrainer(ctx context.Context, a Assignment) (TrainerResult, error)
 	StopTrainers(ctx context.Context, req StopRequest) (int, error)
+	// NoticeTrainers passes a preemption notice of another machine of the job to this node's
+	// trainers of it, so every stage saves on the same emergency grid.
+	NoticeTrainers(ctx context.Context, req NoticeRequest) (bool, error)
 }

@@ -1,6 +1,10 @@
 package training
 
-import "github.com/schooner-ml/schooner/checkpoint"
+import (
+	"time"
+
+	"github.com/schooner-ml/schooner/checkpoint"
+)
 
 // Assignment is what one trainer process runs under one plan: its place in the plan, where to
 // resume from and how fast the planner expects it to go. A replan gives every trainer a new
@@ -49,6 +53,15 @@ type Progress struct {
 	Iteration  int64  `json:"iteration"`
 	// LastCheckpoint is the newest step this trainer's shard is durable for (-1: none).
 	LastCheckpoint int64 `json:"last_checkpoint"`
+}
+
+// NoticeRequest tells a node that a machine of JobID will be preempted at Deadline (wall
+// time): its trainers of the job take emergency checkpoints on the same grid as the stage on
+// the machine that goes, or a multi-stage step would never be durable.
+type NoticeRequest struct {
+	JobID    string    `json:"job_id"`
+	Instance string    `json:"instance"`
+	Deadline time.Time `json:"deadline"`
 }
 
 // StopRequest asks a node to stop its trainers of a job from epochs before BeforeEpoch at

@@ -32,7 +32,8 @@ func RegisterControl(r worker.ActivityRegistry, a training.ControlActivities) {
 // RegisterNode registers the trainer activities on a node agent's own queue.
 func RegisterNode(r worker.ActivityRegistry, a training.NodeActivities) {
 	register.Named(r, map[string]any{
-		training.ActivityRunTrainer:   a.RunTrainer,
-		training.ActivityStopTrainers: a.StopTrainers,
+		training.ActivityRunTrainer:     a.RunTrainer,
+		training.ActivityStopTrainers:   a.StopTrainers,
+		training.ActivityNoticeTrainers: a.NoticeTrainers,
 	})
 }

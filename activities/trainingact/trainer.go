@@ -46,6 +46,12 @@ func (t *Trainer) RunTrainer(ctx context.Context, a training.Assignment) (traini
 		noderun.NonRetryable{Class: node.ErrStopped, Type: ErrTypeTrainerStopped})
 }
 
+// NoticeTrainers passes another machine's preemption notice to this node's trainers of the
+// job (node.Supervisor.NoticeJob); it reports whether any runs here.
+func (t *Trainer) NoticeTrainers(_ context.Context, req training.NoticeRequest) (bool, error) {
+	return t.Supervisor.NoticeJob(req.JobID, req.Deadline), nil
+}
+
 // StopTrainers stops this node's trainers of req.JobID from epochs before req.BeforeEpoch
 // (node.Supervisor.Stop); their RunTrainers return a TrainerStopped error at once. It returns
 // how many it stopped.

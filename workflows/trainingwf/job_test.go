@@ -143,6 +143,9 @@ func (standIn) AdmissionLimits(context.Context) (training.Limits, error) {
 	return training.DefaultLimits, nil
 }
 func (standIn) StopTrainers(context.Context, training.StopRequest) (int, error) { return 0, nil }
+func (standIn) NoticeTrainers(context.Context, training.NoticeRequest) (bool, error) {
+	return false, nil
+}
 
 // newJobEnv wires the world into a test environment. planFor decides each plan.
 func newJobEnv(t *testing.T, w *jobWorld, planFor func(req training.PlanJobRequest) (training.PlanJobResult, error)) *testsuite.TestWorkflowEnvironment {

@@ -119,6 +119,31 @@ func (j *job) stopTrainers(ctx workflow.Context, lost map[string]bool) {
 	j.trainers = nil
 }
 
+// versionRelayNotices: a notice of one machine is passed to the job's trainers on the others;
+// runs recorded before did not (only the simulated nodes of `schooner dev` relayed it).
+const versionRelayNotices = "relay-notices"
+
+// relayNotice passes a machine's preemption notice to every other node running a trainer of
+// this epoch (NoticeTrainers on its queue): a step of a plan of several stages is durable only
+// once every stage saved it, so every stage's saver must take the same emergency checkpoints
+// as the one whose machine goes. Like askNodesToStop it does not wait for the answers: a node
+// that does not pick it up at once is dead or busy, and the job's own recovery covers it.
+func (j *job) relayNotice(ctx workflow.Context, n training.PreemptionNotice) {
+	asked := map[string]bool{n.InstanceID: true}
+	for _, t := range j.trainers {
+		if t.Done || asked[t.instanceID] {
+			continue
+		}
+		asked[t.instanceID] = true
+		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			TaskQueue: taskqueue.Node(t.instanceID), ScheduleToStartTimeout: 2 * time.Second, StartToCloseTimeout: 5 * time.Second,
+			RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
+			Summary:     fmt.Sprintf("emergency checkpoints of %s: %s will be preempted", j.id, n.InstanceID),
+		})
+		workflow.ExecuteActivity(actx, training.ActivityNoticeTrainers, training.NoticeRequest{JobID: j.id, Instance: n.InstanceID, Deadline: n.Deadline})
+	}
+}
+
 // askNodesToStop sends StopTrainers to every node with a running trainer of this epoch
 // outside lost. The cancellation alone would reach a trainer only with its next heartbeat
 // reply, seconds later; the node's queue delivers this in milliseconds. A node that does not

@@ -93,20 +93,3 @@ func TestTrainingJobDoesNotScaleUpForLittleGain(t *testing.T) {
 	assert.Len(t, w.Acquires, 1, "nothing bought to scale up")
 	assert.Len(t, st.Plans, 1, "the first epoch ran to the end")
 }
-
-// A job whose policy keeps deciding the same thing trains on its first plan: a decision that
-// changes nothing costs no restart.
-func TestTrainingJobUnderAnUnchangingPolicyDoesNotReplan(t *testing.T) {
-	w := newJobWorld()
-	w.trainerRun = firstEpochRunsLong
-	env := newJobEnv(t, w, planIn("z-a"))
-	in := jobInput()
-	in.Spec.Spot = training.SpotWithFallback
-	in.Spec.Deadline = "240h"
-	env.ExecuteWorkflow(TrainingJob, in)
-	st := jobResult(t, env)
-	require.Equal(t, training.PhaseCompleted, st.Phase, st.Error)
-	assert.Len(t, st.Plans, 1)
-	assert.Greater(t, len(w.decisions), 10, "it decided every 5 simulated minutes of its hour")
-	assert.Empty(t, st.OnDemandPurchases)
-}

@@ -107,9 +107,13 @@ func (j *job) onNotice(ctx workflow.Context, n training.PreemptionNotice) (outco
 		return outcome{}, false, nil
 	}
 	if n.Kind == cloud.Notice {
+		first := !j.noticed[n.InstanceID]
 		j.status.Notices++
 		j.noticed[n.InstanceID] = true
 		j.event(ctx, "preemption notice for "+n.InstanceID)
+		if first && workflow.GetVersion(ctx, versionRelayNotices, workflow.DefaultVersion, 1) == 1 {
+			j.relayNotice(ctx, n)
+		}
 		return outcome{}, false, nil
 	}
 	return j.confirm(ctx, []string{n.InstanceID})

@@ -1,0 +1,43 @@
+package trainingwf
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/activity"
+
+	"github.com/schooner-ml/schooner/cloud"
+	"github.com/schooner-ml/schooner/taskqueue"
+	"github.com/schooner-ml/schooner/training"
+)
+
+// A notice for one machine of a two-stage job reaches the trainers on the other machine too
+// (NoticeTrainers on its node queue), so both stages save on the same emergency grid; the
+// machine that goes already heard it from its own metadata.
+func TestTrainingJobRelaysANoticeToItsOtherMachines(t *testing.T) {
+	w := newJobWorld()
+	w.trainerRun = firstEpochRunsLong
+	env := newJobEnv(t, w, planIn("z-a"))
+	var mu sync.Mutex
+	var relayed []string // "<task queue> <instance>"
+	env.OnActivity(training.ActivityNoticeTrainers, mock.Anything, mock.Anything).Return(func(ctx context.Context, req training.NoticeRequest) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		relayed = append(relayed, activity.GetInfo(ctx).TaskQueue+" "+req.Instance)
+		return true, nil
+	})
+	deadline := env.Now().Add(2 * time.Minute)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(training.SignalPreemptionNotice, training.PreemptionNotice{InstanceID: "i-1", Kind: cloud.Notice, Deadline: deadline})
+		env.SignalWorkflow(training.SignalPreemptionNotice, training.PreemptionNotice{InstanceID: "i-1", Kind: cloud.Notice, Deadline: deadline})
+	}, 20*time.Second)
+	st := runCompleted(t, env)
+	assert.Equal(t, 2, st.Notices)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{taskqueue.Node("i-2") + " i-1"}, relayed, "to the other machine, once")
+}
