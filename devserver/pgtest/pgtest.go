@@ -25,6 +25,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/schooner-ml/schooner/internal/netaddr"
 	"github.com/schooner-ml/schooner/internal/syncbuf"
 )
 
@@ -123,7 +124,7 @@ func Start(t testing.TB) *Server {
 	s := &Server{Host: "127.0.0.1", Dir: data}
 	// Another process may take the free port before postgres binds it: try a few.
 	for attempt := 1; ; attempt++ {
-		if s.Port, err = freePort(); err != nil {
+		if s.Port, err = netaddr.FreePort("127.0.0.1"); err != nil {
 			t.Fatal(err)
 		}
 		var log syncbuf.Buffer
@@ -221,14 +222,4 @@ func command(owner *syscall.Credential, name string, args ...string) *exec.Cmd {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: owner}
 	}
 	return cmd
-}
-
-// freePort is a loopback port nobody listens on right now.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -17,7 +17,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,6 +30,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/schooner-ml/schooner/checkpoint/store"
+	"github.com/schooner-ml/schooner/internal/netaddr"
 	"github.com/schooner-ml/schooner/internal/syncbuf"
 )
 
@@ -193,7 +193,7 @@ func Launch(root string) (g *Gateway, stop func(), err error) {
 		return nil, nil, err
 	}
 	for range 3 { // the free port may be taken between choosing and binding it
-		port, perr := freePort()
+		port, perr := netaddr.FreePort("127.0.0.1")
 		if perr != nil {
 			return nil, nil, fmt.Errorf("choosing a port for versitygw: %w", perr)
 		}
@@ -202,16 +202,6 @@ func Launch(root string) (g *Gateway, stop func(), err error) {
 		}
 	}
 	return nil, nil, fmt.Errorf("starting versitygw: %w", err)
-}
-
-// freePort asks the OS for a port that is free now.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // launch starts versitygw on port, waits until it answers S3 requests and makes the bucket.
