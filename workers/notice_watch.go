@@ -22,7 +22,9 @@ type NoticeWatch struct {
 	NodeID  string
 	Watcher cloud.InterruptionWatcher
 	// Trainers hears the notice (node.Supervisor): it returns the jobs it runs trainers of.
-	Trainers interface{ Notice(deadline time.Time) []string }
+	Trainers interface {
+		Notice(deadline time.Time) []string
+	}
 	// Reporter signals the jobs (Reporter).
 	Reporter interface {
 		Notice(ctx context.Context, jobID string, n training.PreemptionNotice) error
