@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/rs/zerolog"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/schooner-ml/schooner/activities/fleetact"
 	"github.com/schooner-ml/schooner/checkpoint"
@@ -66,11 +67,16 @@ func (t *Control) JobOfferings(ctx context.Context, req training.JobOfferingsReq
 }
 
 // model returns the planner profile of the spec's model (bridge.Models caches one pointer
-// per model, so the Replanner's cache hits across calls).
+// per model, so the Replanner's cache hits across calls). A model it cannot profile is a
+// final BadModel error: retrying would not make it known.
 func (t *Control) model(m training.Model, seqLen int) (*planner.ModelProfile, *planner.Network, error) {
 	t.init()
-	return t.models.Profile(bridge.ModelRef{Name: m.Name, Layers: m.Layers, Hidden: m.Hidden, Heads: m.Heads,
+	p, n, err := t.models.Profile(bridge.ModelRef{Name: m.Name, Layers: m.Layers, Hidden: m.Hidden, Heads: m.Heads,
 		FFN: m.FFN, Vocab: m.Vocab, SeqLen: seqLen})
+	if err != nil {
+		return nil, nil, temporal.NewNonRetryableApplicationError(err.Error(), training.ErrTypeBadModel, err)
+	}
+	return p, n, nil
 }
 
 // AdmissionLimits answers the workflow's question at its door: this control plane's limits.

@@ -19,7 +19,7 @@ import (
 func (t *Control) PlanJob(ctx context.Context, req training.PlanJobRequest) (training.PlanJobResult, error) {
 	m, n, err := t.model(req.Model, req.SeqLen)
 	if err != nil {
-		return training.PlanJobResult{}, temporal.NewNonRetryableApplicationError(err.Error(), training.ErrTypeBadModel, err)
+		return training.PlanJobResult{}, err
 	}
 	pricing := bridge.Pricing{Spot: !req.SpotOff, OnDemand: req.OnDemand, AssumeInstances: req.AssumeInstances}
 	held, offered := bridge.CapByZone(bridge.HeldPools(req.Survivors), bridge.OfferPools(req.Offers, pricing), req.SpotGPUs, req.OnDemandGPUs)

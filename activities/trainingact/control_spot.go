@@ -15,7 +15,7 @@ import (
 func (t *Control) DecideSpot(_ context.Context, req training.SpotDecisionRequest) (training.SpotDecision, error) {
 	m, n, err := t.model(req.Model, req.SeqLen)
 	if err != nil {
-		return training.SpotDecision{}, temporal.NewNonRetryableApplicationError(err.Error(), training.ErrTypeBadModel, err)
+		return training.SpotDecision{}, err
 	}
 	d, err := policy.DecideRunning(req.Running, req.Offers, req.Memory, m, n, req.GlobalBatch)
 	if err != nil {
