@@ -6,6 +6,7 @@ package bridge
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 
 	"github.com/schooner-ml/schooner/cloud"
@@ -114,7 +115,7 @@ func CapByZone(held, offers []planner.Pool, spot, onDemand map[string]int) ([]pl
 	if spot == nil && onDemand == nil {
 		return held, offers
 	}
-	left := map[bool]map[string]int{true: clone(spot), false: clone(onDemand)}
+	left := map[bool]map[string]int{true: maps.Clone(spot), false: maps.Clone(onDemand)}
 	take := func(ps []planner.Pool) []planner.Pool {
 		var out []planner.Pool
 		for _, p := range ps {
@@ -132,17 +133,6 @@ func CapByZone(held, offers []planner.Pool, spot, onDemand map[string]int) ([]pl
 	}
 	h := take(held)
 	return h, take(offers)
-}
-
-func clone(m map[string]int) map[string]int {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]int, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // CapPerPool keeps at most maxGPUs GPUs of any one pool (0: no cap), in whole instances, and

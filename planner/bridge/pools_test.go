@@ -106,3 +106,24 @@ func TestModelsBuildsAProfileFromDimensions(t *testing.T) {
 	_, _, err = (&Models{}).Profile(ModelRef{Name: "no-such-model"})
 	assert.ErrorContains(t, err, "no-such-model")
 }
+
+// The deadline policy's caps: per zone and capacity type, held pools first, in whole
+// instances; a zone a set cap leaves out gets none; an unset cap limits nothing.
+func TestCapByZone(t *testing.T) {
+	pool := func(zone string, spot bool, gpus, per int) planner.Pool {
+		return planner.Pool{Zone: zone, Spot: spot, GPUs: gpus, GPUsPerNode: per, GPU: gpu.V100}
+	}
+	held := []planner.Pool{pool("a", true, 2, 1)}
+	offers := []planner.Pool{pool("a", true, 8, 4), pool("b", true, 4, 1), pool("a", false, 8, 1)}
+	h, o := CapByZone(held, offers, map[string]int{"a": 7}, nil)
+	assert.Equal(t, []planner.Pool{pool("a", true, 2, 1)}, h)
+	assert.Equal(t, []planner.Pool{pool("a", true, 4, 4), pool("a", false, 8, 1)}, o,
+		"5 spot GPUs left in a take one 4-GPU instance; b is not in the cap; on demand is not capped")
+
+	_, o = CapByZone(nil, offers, nil, map[string]int{"a": 3})
+	assert.Equal(t, []planner.Pool{pool("a", true, 8, 4), pool("b", true, 4, 1), pool("a", false, 3, 1)}, o)
+
+	h, o = CapByZone(held, offers, nil, nil)
+	assert.Equal(t, held, h)
+	assert.Equal(t, offers, o)
+}
