@@ -13,8 +13,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -22,6 +22,9 @@ import (
 	"runtime"
 	"slices"
 	"time"
+
+	"github.com/schooner-ml/schooner/bench/internal/cli"
+	"github.com/schooner-ml/schooner/bench/internal/machine"
 )
 
 // evalResult is the part of `policy eval --json` this reads.
@@ -62,20 +65,23 @@ type row struct {
 	WallSeconds  float64       `json:"stack_wall_seconds"`
 }
 
-func main() {
-	starts := flag.Int("starts", 5, "start times spread over the bundled traces")
-	scale := flag.Float64("time-scale", 240, "the stack's simulated seconds per wall second")
-	iterations := flag.Int("iterations", 600, "iterations of the demo's job")
-	deadline := flag.String("deadline", "24h", "the job's deadline")
-	out := flag.String("out", filepath.Join("bench", "policy", "data", time.Now().Format("2006-01-02"), "fullstack"), "directory for the raw JSON")
-	flag.Parse()
-	if err := run(*starts, *scale, *iterations, *deadline, *out); err != nil {
-		fmt.Fprintln(os.Stderr, "policystack:", err)
-		os.Exit(1)
+func main() { cli.Main("policystack", run) }
+
+func run(args []string, w io.Writer) error {
+	fs := cli.FlagSet("policystack", w)
+	starts := fs.Int("starts", 5, "start times spread over the bundled traces")
+	scale := fs.Float64("time-scale", 240, "the stack's simulated seconds per wall second")
+	iterations := fs.Int("iterations", 600, "iterations of the demo's job")
+	deadline := fs.String("deadline", "24h", "the job's deadline")
+	out := fs.String("out", filepath.Join("bench", "policy", "data", time.Now().Format("2006-01-02"), "fullstack"), "directory for the raw JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
 	}
+	return compare(w, *starts, *scale, *iterations, *deadline, *out)
 }
 
-func run(starts int, scale float64, iterations int, deadline, out string) error {
+// compare runs both sides from each start and writes the raw JSON and the table.
+func compare(w io.Writer, starts int, scale float64, iterations int, deadline, out string) error {
 	if starts < 1 || scale <= 0 || iterations < 1 {
 		return fmt.Errorf("-starts, -time-scale and -iterations must be positive")
 	}
@@ -123,14 +129,14 @@ func run(starts int, scale float64, iterations int, deadline, out string) error 
 		fmt.Fprintf(os.Stderr, "start %s: simulator $%.3f, stack $%.3f (%+.1f%%)\n", s, r.SimCostUSD, r.StackCostUSD, r.DiffPct)
 	}
 	b, err := json.MarshalIndent(map[string]any{"time_scale": scale, "iterations": iterations, "deadline": deadline,
-		"machine": fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()), "rows": rows}, "", "  ")
+		"machine": fmt.Sprintf("%s, %s/%s, %d CPUs, %s", machine.CPUModel(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()), "rows": rows}, "", "  ")
 	if err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(out, "comparison.json"), append(b, '\n'), 0o644); err != nil {
 		return err
 	}
-	printTable(rows)
+	printTable(w, rows)
 	return nil
 }
 
@@ -168,17 +174,17 @@ func stackRun(bin, spec string, start time.Duration, scale float64, dataDir, fil
 	return d, nil
 }
 
-func printTable(rows []row) {
-	fmt.Println("| start | simulator | full stack | difference | simulator preemptions / restarts | stack preemptions / replans |")
-	fmt.Println("|---|---|---|---|---|---|")
+func printTable(w io.Writer, rows []row) {
+	fmt.Fprintln(w, "| start | simulator | full stack | difference | simulator preemptions / restarts | stack preemptions / replans |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|")
 	var diffs []float64
 	for _, r := range rows {
-		fmt.Printf("| %s | $%.3f | $%.3f | %+.1f%% | %d / %d | %d / %d |\n", r.Start, r.SimCostUSD, r.StackCostUSD, r.DiffPct,
+		fmt.Fprintf(w, "| %s | $%.3f | $%.3f | %+.1f%% | %d / %d | %d / %d |\n", r.Start, r.SimCostUSD, r.StackCostUSD, r.DiffPct,
 			r.SimPreempt, r.SimRestarts, r.StackPreempt, r.StackReplans)
 		diffs = append(diffs, math.Abs(r.DiffPct))
 	}
 	slices.Sort(diffs)
-	fmt.Printf("\nmedian |difference| %.1f%%, largest %.1f%% over %d starts\n", diffs[len(diffs)/2], diffs[len(diffs)-1], len(diffs))
+	fmt.Fprintf(w, "\nmedian |difference| %.1f%%, largest %.1f%% over %d starts\n", diffs[len(diffs)/2], diffs[len(diffs)-1], len(diffs))
 }
 
 func command(name string, args ...string) *exec.Cmd {
