@@ -3,6 +3,7 @@ package trainingwf
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -148,13 +149,7 @@ func (j *job) onLost(ctx workflow.Context, out outcome) error {
 	}
 	j.setPhase(ctx, training.PhaseRecovering)
 	j.stopTrainers(ctx, lost)
-	keep := j.held[:0]
-	for _, in := range j.held {
-		if !lost[in.ID] {
-			keep = append(keep, in)
-		}
-	}
-	j.held = keep
+	j.held = slices.DeleteFunc(j.held, func(in cloud.Instance) bool { return lost[in.ID] })
 	j.event(ctx, fmt.Sprintf("lost %v", ids))
 	return j.release(ctx, ids)
 }

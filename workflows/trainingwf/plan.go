@@ -3,6 +3,7 @@ package trainingwf
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -185,11 +186,8 @@ func (j *job) releaseUnused(ctx workflow.Context) error {
 		used[p.InstanceID] = true
 	}
 	var drop []string
-	keep := j.held[:0]
 	for _, in := range j.held {
-		if used[in.ID] {
-			keep = append(keep, in)
-		} else {
+		if !used[in.ID] {
 			drop = append(drop, in.ID)
 		}
 	}
@@ -199,7 +197,7 @@ func (j *job) releaseUnused(ctx workflow.Context) error {
 	if err := j.release(ctx, drop); err != nil {
 		return err
 	}
-	j.held = keep
+	j.held = slices.DeleteFunc(j.held, func(in cloud.Instance) bool { return !used[in.ID] })
 	j.event(ctx, fmt.Sprintf("released %d instances the plan does not use", len(drop)))
 	return nil
 }

@@ -91,17 +91,26 @@ func (j *job) policyDue(ctx workflow.Context) bool {
 // policyCheck is the poll's decision: it replans (reason "deadline") when the on-demand GPUs
 // the policy asks for changed. A decision that fails is noted and the job trains on.
 func (j *job) policyCheck(ctx workflow.Context) (outcome, bool) {
-	offers, err := j.offerings(ctx)
-	if err == nil {
-		var changed bool
-		if _, changed, err = j.decide(ctx, offers); err == nil && changed {
-			return outcome{kind: outReplan, reason: "deadline"}, true
-		}
-	}
-	if err != nil {
-		j.event(ctx, err.Error())
+	if _, changed := j.decideOnOffers(ctx); changed {
+		return outcome{kind: outReplan, reason: "deadline"}, true
 	}
 	return outcome{}, false
+}
+
+// decideOnOffers lists the offerings and decides on them (decide); a failure of either is
+// noted and changes nothing.
+func (j *job) decideOnOffers(ctx workflow.Context) (training.SpotDecision, bool) {
+	offers, err := j.offerings(ctx)
+	if err != nil {
+		j.event(ctx, err.Error())
+		return training.SpotDecision{}, false
+	}
+	d, changed, err := j.decide(ctx, offers)
+	if err != nil {
+		j.event(ctx, err.Error())
+		return d, false
+	}
+	return d, changed
 }
 
 // policyCaps are the per-zone caps of the current decision for a plan request (nil maps: no
@@ -142,15 +151,6 @@ func (j *job) heldGPUs() (spot, onDemand policy.Placement) {
 // job plans again at once instead of waiting (a waiting job makes no progress, so only the
 // policy can tell it the deadline is slipping).
 func (j *job) policyWhileWaiting(ctx workflow.Context) bool {
-	offers, err := j.offerings(ctx)
-	if err != nil {
-		j.event(ctx, err.Error())
-		return false
-	}
-	d, changed, err := j.decide(ctx, offers)
-	if err != nil {
-		j.event(ctx, err.Error())
-		return false
-	}
+	d, changed := j.decideOnOffers(ctx)
 	return changed && d.OnDemand.GPUs() > 0
 }

@@ -2,6 +2,7 @@ package trainingwf
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -106,14 +107,10 @@ func (j *job) worthScalingTo(res training.PlanJobResult) bool {
 // onScaledUp takes the acquisition's result: with every instance the better plan needs up,
 // the job replans onto them; otherwise what came is released and the running plan goes on.
 func (j *job) onScaledUp(ctx workflow.Context) (outcome, bool, error) {
-	p := j.scaleUp
-	j.scaleUp = nil
-	var got fleet.Result
-	if err := p.fut.Get(ctx, &got); err != nil {
-		j.event(ctx, "acquiring for a larger plan failed: "+err.Error())
+	p, got, ok := j.settleScaleUp(ctx)
+	if !ok {
 		return outcome{}, false, nil
 	}
-	j.remember(ctx, got, p.offers)
 	if _, groups := assign(p.res.Replicas, j.held); len(groups) == 0 {
 		return outcome{kind: outReplan, reason: "capacity returned"}, true, nil
 	}
@@ -124,38 +121,25 @@ func (j *job) onScaledUp(ctx workflow.Context) (outcome, bool, error) {
 	if err := j.release(ctx, ids); err != nil {
 		return outcome{}, false, err
 	}
-	j.dropHeld(ids)
+	j.held = slices.DeleteFunc(j.held, func(in cloud.Instance) bool { return slices.Contains(ids, in.ID) })
 	j.event(ctx, fmt.Sprintf("capacity for %s did not all come: released the %d instances that did", p.res.Summary, len(ids)))
 	return outcome{}, false, nil
 }
 
-// settleScaleUp waits for an acquisition still running when the epoch ends for another
-// reason; what it got joins the held instances, for the next plan to use or release.
-func (j *job) settleScaleUp(ctx workflow.Context) {
-	p := j.scaleUp
+// settleScaleUp waits for the acquisition in flight, if any (at once when its future is ready,
+// as onScaledUp calls it; else when the epoch ended for another reason), and adds what it got
+// to the held instances, for the next plan to use or release. ok is false when there was
+// none or it failed.
+func (j *job) settleScaleUp(ctx workflow.Context) (p *scaleUpProbe, got fleet.Result, ok bool) {
+	p = j.scaleUp
 	if p == nil {
-		return
+		return nil, got, false
 	}
 	j.scaleUp = nil
-	var got fleet.Result
 	if err := p.fut.Get(ctx, &got); err != nil {
 		j.event(ctx, "acquiring for a larger plan failed: "+err.Error())
-		return
+		return p, got, false
 	}
 	j.remember(ctx, got, p.offers)
-}
-
-// dropHeld forgets the instances ids (released).
-func (j *job) dropHeld(ids []string) {
-	gone := map[string]bool{}
-	for _, id := range ids {
-		gone[id] = true
-	}
-	keep := j.held[:0]
-	for _, in := range j.held {
-		if !gone[in.ID] {
-			keep = append(keep, in)
-		}
-	}
-	j.held = keep
+	return p, got, true
 }
