@@ -129,19 +129,11 @@ const versionRelayNotices = "relay-notices"
 // as the one whose machine goes. Like askNodesToStop it does not wait for the answers: a node
 // that does not pick it up at once is dead or busy, and the job's own recovery covers it.
 func (j *job) relayNotice(ctx workflow.Context, n training.PreemptionNotice) {
-	asked := map[string]bool{n.InstanceID: true}
-	for _, t := range j.trainers {
-		if t.Done || asked[t.instanceID] {
-			continue
-		}
-		asked[t.instanceID] = true
-		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			TaskQueue: taskqueue.Node(t.instanceID), ScheduleToStartTimeout: 2 * time.Second, StartToCloseTimeout: 5 * time.Second,
-			RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
-			Summary:     fmt.Sprintf("emergency checkpoints of %s: %s will be preempted", j.id, n.InstanceID),
+	j.tellNodes(ctx, map[string]bool{n.InstanceID: true}, training.ActivityNoticeTrainers,
+		training.NoticeRequest{JobID: j.id, Instance: n.InstanceID, Deadline: n.Deadline},
+		func(string) string {
+			return fmt.Sprintf("emergency checkpoints of %s: %s will be preempted", j.id, n.InstanceID)
 		})
-		workflow.ExecuteActivity(actx, training.ActivityNoticeTrainers, training.NoticeRequest{JobID: j.id, Instance: n.InstanceID, Deadline: n.Deadline})
-	}
 }
 
 // askNodesToStop sends StopTrainers to every node with a running trainer of this epoch
@@ -150,17 +142,26 @@ func (j *job) relayNotice(ctx workflow.Context, n training.PreemptionNotice) {
 // pick it up quickly is dead or stuck, and the cancellation and the wait's bound cover it,
 // so the results are not waited for.
 func (j *job) askNodesToStop(ctx workflow.Context, lost map[string]bool) {
+	j.tellNodes(ctx, lost, training.ActivityStopTrainers, training.StopRequest{JobID: j.id, BeforeEpoch: j.status.Epoch + 1},
+		func(instance string) string {
+			return fmt.Sprintf("stop trainers of %s before epoch %d on %s", j.id, j.status.Epoch+1, instance)
+		})
+}
+
+// tellNodes runs activity with arg once on the queue of every node with a running trainer of
+// this epoch, except those in skip, without waiting: one try, two seconds to be picked up.
+func (j *job) tellNodes(ctx workflow.Context, skip map[string]bool, activity string, arg any, summary func(instance string) string) {
 	asked := map[string]bool{}
 	for _, t := range j.trainers {
-		if t.Done || lost[t.instanceID] || asked[t.instanceID] {
+		if t.Done || skip[t.instanceID] || asked[t.instanceID] {
 			continue
 		}
 		asked[t.instanceID] = true
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			TaskQueue: taskqueue.Node(t.instanceID), ScheduleToStartTimeout: 2 * time.Second, StartToCloseTimeout: 5 * time.Second,
 			RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
-			Summary:     fmt.Sprintf("stop trainers of %s before epoch %d on %s", j.id, j.status.Epoch+1, t.instanceID),
+			Summary:     summary(t.instanceID),
 		})
-		workflow.ExecuteActivity(actx, training.ActivityStopTrainers, training.StopRequest{JobID: j.id, BeforeEpoch: j.status.Epoch + 1})
+		workflow.ExecuteActivity(actx, activity, arg)
 	}
 }
