@@ -7,7 +7,7 @@
 // once into a temporary directory, so the comparison runs exactly what users run. Raw
 // results go to -out.
 //
-//	go run ./bench/policystack [-starts 5] [-time-scale 240] [-out bench/policy/data/DATE/fullstack]
+//	go run ./bench/policystack [-starts 5] [-time-scale 60] [-out bench/policy/data/DATE/fullstack]
 package main
 
 import (
@@ -70,7 +70,7 @@ func main() { cli.Main("policystack", run) }
 func run(args []string, w io.Writer) error {
 	fs := cli.FlagSet("policystack", w)
 	starts := fs.Int("starts", 5, "start times spread over the bundled traces")
-	scale := fs.Float64("time-scale", 240, "the stack's simulated seconds per wall second")
+	scale := fs.Float64("time-scale", 60, "the stack's simulated seconds per wall second (60: at 240 the stack's own latencies cost simulated time; see BENCHMARKS.md)")
 	iterations := fs.Int("iterations", 600, "iterations of the demo's job")
 	deadline := fs.String("deadline", "24h", "the job's deadline")
 	out := fs.String("out", filepath.Join("bench", "policy", "data", time.Now().Format("2006-01-02"), "fullstack"), "directory for the raw JSON")
