@@ -138,7 +138,12 @@ func (j *job) onLost(ctx workflow.Context, out outcome) error {
 		ids = append(ids, in.ID)
 		if out.preempted[in.ID] {
 			j.status.Preemptions++
-			j.strategy.Preempted(in.Zone, now)
+			if !j.usesPolicy(ctx) {
+				// Under the deadline policy the policy weighs zones by their preemptions
+				// (its memory); avoiding the zone here as well left the job without any
+				// pool when the policy still placed spot GPUs in it.
+				j.strategy.Preempted(in.Zone, now)
+			}
 			if j.lostSince == nil {
 				j.lostSince = map[string]int{}
 			}

@@ -130,11 +130,15 @@ func placementMap(p policy.Placement) map[string]int {
 	return map[string]int{}
 }
 
-// heldGPUs are the GPUs of the held instances per zone, spot and on demand.
+// heldGPUs are the GPUs of the held instances per zone, spot and on demand, as the policy
+// should count them: an instance under a preemption notice is left out, as the next plan
+// leaves it out (planWith). Counted, it made its zone look like capacity the job still had,
+// so the policy kept placing spot GPUs there that no plan could use, and the job waited with
+// GPUs on offer elsewhere until its provider took the instance.
 func (j *job) heldGPUs() (spot, onDemand policy.Placement) {
 	spot, onDemand = policy.Placement{}, policy.Placement{}
 	for _, in := range j.held {
-		if in.State.Gone() {
+		if in.State.Gone() || j.noticed[in.ID] {
 			continue
 		}
 		if capOf(in) == cloud.OnDemand {
