@@ -62,6 +62,12 @@ type Options struct {
 	NewQueue func() Queue
 	// Log receives connection and failover events (none).
 	Log *zerolog.Logger
+	// OnDispatch, when set, is told of every submit of a queued request to the first stage:
+	// the request's id (the completion's id) and how long it waited since it was admitted,
+	// its queueing delay, which nothing else exposes (bench/routerq reads it). A request an
+	// overloaded worker pushed back is told again at its next submit, with its whole wait.
+	// It runs on the dispatch loop, outside the router's lock: keep it short.
+	OnDispatch func(id string, queued time.Duration)
 }
 
 func (o Options) withDefaults() Options {

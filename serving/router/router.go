@@ -221,6 +221,9 @@ func (r *Router) dispatchOne() bool {
 	r.setStateLocked(q, stateRunning)
 	msg, c := q.submitLocked(r.routeLocked()), r.first
 	r.mu.Unlock()
+	if f := r.opts.OnDispatch; f != nil {
+		f(q.id, time.Since(q.created))
+	}
 	// A failed send closes c; its reader then pauses q with every other running request.
 	_ = c.send(msg, r.writeTimeout())
 	return true
