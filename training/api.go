@@ -35,11 +35,15 @@ const (
 	PhaseAcquiring  = "acquiring"
 	PhaseTraining   = "training"
 	PhaseRecovering = "recovering"
-	PhasePaused     = "paused"
-	PhaseReleasing  = "releasing"
-	PhaseCompleted  = "completed"
-	PhaseFailed     = "failed"
-	PhaseCancelled  = "cancelled"
+	// PhaseWaiting: no plan fits what is on offer now; the job retries after a wait (spot
+	// capacity comes back) and, under a deadline, buys on-demand capacity when waiting longer
+	// would miss it.
+	PhaseWaiting   = "waiting"
+	PhasePaused    = "paused"
+	PhaseReleasing = "releasing"
+	PhaseCompleted = "completed"
+	PhaseFailed    = "failed"
+	PhaseCancelled = "cancelled"
 )
 
 // JobInput starts a job. Carried (nil on a fresh start) is the state handed over by

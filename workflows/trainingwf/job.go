@@ -69,6 +69,10 @@ func (j *job) run(ctx workflow.Context) error {
 					continue
 				}
 				j.event(ctx, "no plan yet: waiting for capacity")
+				if workflow.GetVersion(ctx, versionWaitingPhase, workflow.DefaultVersion, 1) == 1 {
+					j.setPhase(ctx, training.PhaseWaiting)
+					j.publish(ctx)
+				}
 				if err := workflow.NewTimerWithOptions(ctx, j.opts.RetryWait, workflow.TimerOptions{Summary: "wait for capacity"}).Get(ctx, nil); err != nil {
 					return err
 				}
@@ -323,3 +327,7 @@ func (j *job) drainSignals(ctx workflow.Context) {
 	for progress.ReceiveAsync(nil) {
 	}
 }
+
+// versionWaitingPhase: a job that found no plan shows the phase "waiting" (status,
+// SchoonerPhase, the UI) while it waits for capacity; runs recorded before stayed "planning".
+const versionWaitingPhase = "waiting-phase"

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	sdkpb "go.temporal.io/api/sdk/v1"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -758,11 +759,38 @@ func TestTrainingJobWaitsForCapacityInProviderTime(t *testing.T) {
 	in := jobInput()
 	in.Options.MaxWaitForCapacity = time.Hour
 	start := env.Now()
+	var midWait training.JobStatus
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(training.QueryStatus)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&midWait))
+	}, 30*time.Second)
 	env.ExecuteWorkflow(TrainingJob, in)
 	require.True(t, env.IsWorkflowCompleted())
 	require.Error(t, env.GetWorkflowError(), "the drought outlasted the wait")
+	assert.Equal(t, training.PhaseWaiting, midWait.Phase, "a waiting job says so (status, SchoonerPhase, the UI)")
 	waited := env.Now().Sub(start)
 	assert.GreaterOrEqual(t, waited, time.Minute, "an hour of provider time at 60x")
 	assert.Less(t, waited, time.Minute+2*in.Options.WithDefaults().RetryWait, "and not much more")
 	assert.Empty(t, w.Acquires, "nothing was bought")
+}
+
+// The UI shows a job's story as its current details: which model, the phase and progress,
+// GPUs and zones, cost against on-demand, preemptions and the last checkpoint, the plan.
+func TestTrainingJobTellsItsStoryInTheUI(t *testing.T) {
+	w := newJobWorld()
+	w.trainerRun = firstEpochRunsLong
+	env := newJobEnv(t, w, planIn("z-a"))
+	var details string
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow("__temporal_workflow_metadata")
+		require.NoError(t, err)
+		var md sdkpb.WorkflowMetadata
+		require.NoError(t, v.Get(&md))
+		details = md.GetCurrentDetails()
+	}, 30*time.Second)
+	runCompleted(t, env)
+	for _, want := range []string{"**t** (OPT-350) — training", "2 GPUs in z-a", "so far (on demand: $", "preemptions survived", "current plan (initial)"} {
+		assert.Contains(t, details, want)
+	}
 }

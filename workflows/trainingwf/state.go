@@ -207,7 +207,7 @@ func (j *job) setPhase(ctx workflow.Context, phase string) {
 // through, in a few lines.
 func (j *job) story() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "**%s** — %s, iteration %d/%d", j.spec.Name, j.status.Phase, j.status.Iteration, j.status.Iterations)
+	fmt.Fprintf(&b, "**%s** (%s) — %s, iteration %d/%d", j.spec.Name, j.spec.Model.Name, j.status.Phase, j.status.Iteration, j.status.Iterations)
 	fmt.Fprintf(&b, "\n\n%d GPUs in %s, $%.2f/h, $%.2f so far (on demand: $%.2f)", j.totalGPUs(),
 		strings.Join(j.status.Zones, ", "), j.status.USDPerHour, j.status.CostUSD, j.status.OnDemandCostUSD)
 	fmt.Fprintf(&b, "\n\nplan epoch %d, %d replans, %d preemptions survived, %d notices, checkpoint %d (%d committed, %d restores)",
