@@ -7,8 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/schooner-ml/schooner/workers/codec"
 	"github.com/schooner-ml/schooner/workers/wfclient"
@@ -33,6 +37,10 @@ type ClientConfig struct {
 	// (workers/codec): workflow inputs, results, signals, memos and heartbeats reach the
 	// server as AES-256-GCM ciphertext.
 	CodecKeyFile string
+	// WaitForServer is how long Dial keeps trying a server that does not answer yet (a
+	// worker started beside, or before, its cluster); 0 fails at the first refusal. Errors
+	// that waiting cannot mend (credentials, TLS, an unknown namespace) fail at once.
+	WaitForServer time.Duration
 }
 
 // DefaultAddress and DefaultNamespace match `schooner dev` and `temporal server start-dev`.
@@ -104,16 +112,46 @@ func (c ClientConfig) tlsConfig() (*tls.Config, error) {
 }
 
 // Dial connects and checks the connection, so a wrong address fails here with the address
-// in the message rather than later inside a worker.
+// in the message rather than later inside a worker. A server that is not up yet is tried
+// again for c.WaitForServer, with a warning at every try.
 func Dial(ctx context.Context, c ClientConfig, logger *TemporalLogger, metrics client.MetricsHandler) (client.Client, error) {
 	opts, err := c.Options(logger, metrics)
 	if err != nil {
 		return nil, err
 	}
-	cl, err := client.DialContext(ctx, opts)
-	if err != nil {
-		return nil, fmt.Errorf("connecting to Temporal at %s (namespace %s): %w", opts.HostPort, opts.Namespace, err)
+	giveUp := time.Now().Add(c.WaitForServer)
+	for wait := time.Second; ; wait = min(2*wait, 10*time.Second) {
+		cl, err := client.DialContext(ctx, opts)
+		if err == nil {
+			wfclient.RememberConverter(cl, opts.DataConverter)
+			return cl, nil
+		}
+		err = fmt.Errorf("connecting to Temporal at %s (namespace %s): %w", opts.HostPort, opts.Namespace, err)
+		if !notUpYet(err) || time.Now().Add(wait).After(giveUp) {
+			return nil, err
+		}
+		if logger != nil {
+			logger.Warn("Temporal is not reachable yet; trying again", "in", wait.String(), "until", giveUp.Format(time.TimeOnly), "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
 	}
-	wfclient.RememberConverter(cl, opts.DataConverter)
-	return cl, nil
+}
+
+// notUpYet reports whether a dial failed because no server answered (yet): refused or timed
+// out, as opposed to an answer that says no.
+func notUpYet(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return true
+	}
+	var unavailable *serviceerror.Unavailable
+	var deadline *serviceerror.DeadlineExceeded
+	return errors.As(err, &unavailable) || errors.As(err, &deadline)
 }
