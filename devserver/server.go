@@ -29,6 +29,9 @@ type Options struct {
 	// UIPort is the Temporal UI port; 0 with Headless false means 8233.
 	UIPort   int
 	Headless bool
+	// CodecEndpoint is the codec server the UI decodes payloads with by default (schooner
+	// codec serve; each person may still set their own in the UI's Codec Server setting).
+	CodecEndpoint string
 	// DataDir keeps the SQLite database; empty means in memory (tests).
 	DataDir string
 	// Database is where the server keeps its state: empty or "sqlite" for SQLite (see

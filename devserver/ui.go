@@ -21,6 +21,7 @@ func newUI(opts Options) *uiserver.Server {
 		DisableNewsFetch:    true, // no internet on most dev boxes we target; don't try
 		CORS:                uiconfig.CORS{CookieInsecure: true},
 		HideLogs:            true,
+		Codec:               uiconfig.Codec{Endpoint: opts.CodecEndpoint},
 	}))
 }
 

@@ -22,6 +22,8 @@ func addServerFlags(fs *pflag.FlagSet, o *stack.Options, port int, portHelp, uiP
 	fs.BoolVar(&o.Headless, "headless", false, "do not serve the Temporal UI")
 	fs.StringVar(&o.CodecKeyFile, "codec-key-file", os.Getenv("SCHOONER_CODEC_KEY_FILE"),
 		"seal every payload with the AES-256-GCM keys of this file (made by schooner codec keygen; env SCHOONER_CODEC_KEY_FILE); the UI then needs schooner codec serve to show them")
+	fs.StringVar(&o.CodecEndpoint, "codec-endpoint", os.Getenv("SCHOONER_CODEC_ENDPOINT"),
+		"the codec server the UI decodes payloads with, e.g. http://127.0.0.1:8081 from schooner codec serve --ui-origin http://127.0.0.1:8233 (env SCHOONER_CODEC_ENDPOINT)")
 	fs.StringSliceVar(&o.StoreRoots, "store-root", nil,
 		"a directory file:// checkpoint stores may be in (repeatable; default: the data directory, /var/lib/schooner and the OS temp dir)")
 	fs.StringArrayVar(&o.AllowedCommands, "allow-command", nil,

@@ -60,6 +60,8 @@ type Options struct {
 	// CodecKeyFile seals every payload of the stack's client and workers with the keys of
 	// this file (workers/codec), as on a cluster configured with --codec-key-file.
 	CodecKeyFile string
+	// CodecEndpoint is the UI's default codec server (devserver.Options.CodecEndpoint).
+	CodecEndpoint string
 
 	// ServerOnly starts the server and its client, nothing else: for tests that bring their
 	// own workers.
@@ -159,7 +161,7 @@ func start(ctx context.Context, o Options) (*Stack, error) {
 	}
 	s := &Stack{opts: o, server: devserver.Options{
 		IP: o.IP, Port: o.Port, UIPort: o.UIPort, Headless: o.Headless, DataDir: o.DataDir, Database: o.Database,
-		Namespace: o.Namespace, Logger: o.Logger, ServerLogLevel: o.ServerLogLevel,
+		Namespace: o.Namespace, Logger: o.Logger, ServerLogLevel: o.ServerLogLevel, CodecEndpoint: o.CodecEndpoint,
 	}}
 	if s.Server, err = devserver.Start(s.server); err != nil {
 		return nil, err
