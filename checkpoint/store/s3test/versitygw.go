@@ -2,27 +2,17 @@
 // temporary directory. Tests of the S3 store and of the checkpoint remote tier use it so they
 // exercise multipart uploads, checksums and listings as a real service implements them.
 //
-// Nothing has to be installed by hand: Binary looks for versitygw on PATH, then in
-// $(go env GOPATH)/bin, and otherwise builds release Version once per machine with
-// `go install github.com/versity/versitygw/cmd/versitygw@Version` into
-// os.UserCacheDir()/schooner/tools/versitygw-Version (~/.cache/... on Linux). A file lock
-// there makes the test binaries that `go test ./...` runs side by side build it once. The
-// first build needs the Go module proxy (or a module cache that holds versitygw and its
-// dependencies) and takes a minute or two; later runs reuse the binary. A missing or
-// unbuildable versitygw fails the tests, never skips them.
+// Nothing has to be installed by hand: Binary finds versitygw or builds release Version once
+// per machine (internal/gotool: PATH, $(go env GOPATH)/bin, else `go install` into
+// os.UserCacheDir()/schooner/tools/versitygw-Version; the first build takes a minute or two).
+// A missing or unbuildable versitygw fails the tests, never skips them.
 package s3test
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/schooner-ml/schooner/checkpoint/store"
+	"github.com/schooner-ml/schooner/internal/gotool"
 	"github.com/schooner-ml/schooner/internal/netaddr"
 	"github.com/schooner-ml/schooner/internal/syncbuf"
 )
@@ -40,10 +31,12 @@ const Version = "v1.8.0"
 // Package is the versitygw command's import path.
 const Package = "github.com/versity/versitygw/cmd/versitygw"
 
+// tool is versitygw as internal/gotool finds or builds it.
+var tool = gotool.Tool{Name: "versitygw", Package: Package, Version: Version}
+
 // InstallHint says what to do when versitygw can be neither found nor built: a missing
 // service must fail the tests loudly, never skip them.
-const InstallHint = "install versitygw " + Version + " yourself with `go install " + Package + "@" + Version +
-	"` (it needs the Go module proxy, or GOPROXY=off with a module cache that holds it) and put it on PATH"
+var InstallHint = tool.InstallHint()
 
 // The root credentials of every test gateway.
 const (
@@ -59,119 +52,12 @@ type Gateway struct {
 }
 
 // Binary is the path of a versitygw to run: the one on PATH, else the one in
-// $(go env GOPATH)/bin, else the copy this package builds into CacheDir (building it the
-// first time). A versitygw already installed is used whatever its version.
-func Binary() (string, error) {
-	return binaryOnce()
-}
-
-var binaryOnce = sync.OnceValues(func() (string, error) {
-	if p, err := exec.LookPath("versitygw"); err == nil {
-		return p, nil
-	}
-	gopath := os.Getenv("GOPATH")
-	if gopath == "" {
-		if gobin, err := goCommand(); err == nil {
-			if out, err := exec.Command(gobin, "env", "GOPATH").Output(); err == nil {
-				gopath = string(bytes.TrimSpace(out))
-			}
-		}
-	}
-	if gopath == "" {
-		if home, err := os.UserHomeDir(); err == nil {
-			gopath = filepath.Join(home, "go")
-		}
-	}
-	for _, dir := range filepath.SplitList(gopath) {
-		p := filepath.Join(dir, "bin", "versitygw")
-		if isFile(p) {
-			return p, nil
-		}
-	}
-	return build()
-})
+// $(go env GOPATH)/bin, else the copy built into CacheDir (building it the first time). A
+// versitygw already installed is used whatever its version.
+func Binary() (string, error) { return tool.Binary() }
 
 // CacheDir is where Binary builds versitygw when none is installed.
-func CacheDir() string {
-	base, err := os.UserCacheDir()
-	if err != nil {
-		base = os.TempDir()
-	}
-	return filepath.Join(base, "schooner", "tools", "versitygw-"+Version)
-}
-
-// build installs versitygw Version into CacheDir unless it is there already; a lock file
-// beside the directory keeps concurrent test binaries from building it twice.
-func build() (string, error) {
-	dir := CacheDir()
-	bin := filepath.Join(dir, "versitygw")
-	if isFile(bin) {
-		return bin, nil
-	}
-	fail := func(format string, args ...any) (string, error) {
-		return "", fmt.Errorf("versitygw is not on PATH nor in $(go env GOPATH)/bin, and building it into %s failed (%s): %s",
-			dir, fmt.Sprintf(format, args...), InstallHint)
-	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return fail("%v", err)
-	}
-	unlock, err := lockFile(dir + ".lock")
-	if err != nil {
-		return fail("locking %s.lock: %v", dir, err)
-	}
-	defer unlock()
-	if isFile(bin) { // another test binary built it while this one waited for the lock
-		return bin, nil
-	}
-	gobin, err := goCommand()
-	if err != nil {
-		return fail("%v", err)
-	}
-	// Install into a scratch directory and rename it into place, so an interrupted build
-	// never leaves a partial binary where the next run would take it.
-	partial := dir + ".partial"
-	if err := os.RemoveAll(partial); err != nil {
-		return fail("%v", err)
-	}
-	defer os.RemoveAll(partial)
-	fmt.Fprintf(os.Stderr, "s3test: building versitygw %s into %s (once per machine; PATH has none)\n", Version, dir)
-	cmd := exec.Command(gobin, "install", Package+"@"+Version)
-	cmd.Dir = os.TempDir() // outside any module: pkg@version builds with versitygw's own go.mod
-	cmd.Env = append(os.Environ(), "GOBIN="+partial, "GOWORK=off",
-		"GOOS="+runtime.GOOS, "GOARCH="+runtime.GOARCH, "GOFLAGS=")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		_, err = fail("go install %s@%s: %v", Package, Version, err)
-		return "", fmt.Errorf("%w\ngo install said:\n%s", err, bytes.TrimSpace(out))
-	}
-	if err := os.RemoveAll(dir); err != nil { // a directory without the binary in it
-		return fail("%v", err)
-	}
-	if err := os.Rename(partial, dir); err != nil {
-		return fail("%v", err)
-	}
-	if !isFile(bin) {
-		return fail("go install did not write %s", bin)
-	}
-	return bin, nil
-}
-
-// goCommand is the go command: the one on PATH, as `go test` is usually run, else $GOROOT/bin/go.
-func goCommand() (string, error) {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p, nil
-	}
-	if root := os.Getenv("GOROOT"); root != "" {
-		if p := filepath.Join(root, "bin", "go"); isFile(p) {
-			return p, nil
-		}
-	}
-	return "", errors.New("the go command is not on PATH and GOROOT is not set")
-}
-
-func isFile(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.Mode().IsRegular()
-}
+func CacheDir() string { return tool.CacheDir() }
 
 // Start runs a gateway for the test with a bucket named "ckpt" and stops it at cleanup. It
 // fails the test if versitygw can be neither found nor built, or does not come up.

@@ -1,6 +1,6 @@
 //go:build unix
 
-package s3test
+package gotool
 
 import (
 	"os"

@@ -1,7 +1,7 @@
 //go:build !unix
 
-package s3test
+package gotool
 
 // lockFile does not lock where flock is missing: concurrent test binaries may then build
-// versitygw side by side, and the last one's rename wins.
+// a tool side by side, and the last one's rename wins.
 func lockFile(string) (unlock func(), err error) { return func() {}, nil }
