@@ -107,6 +107,19 @@ func commitStep(env *testsuite.TestWorkflowEnvironment, w *jobWorld, step int64)
 	env.SignalWorkflow(training.SignalCheckpointCommitted, training.CheckpointCommitted{Epoch: 1, Rank: 0, Step: step})
 }
 
+// notify signals a preemption notice for each instance, as the relay does.
+func notify(env *testsuite.TestWorkflowEnvironment, ids ...string) {
+	for _, id := range ids {
+		env.SignalWorkflow(training.SignalPreemptionNotice, training.PreemptionNotice{InstanceID: id, Kind: cloud.Notice})
+	}
+}
+
+// preempt takes id back in the cloud and tells the job, as the relay does.
+func preempt(env *testsuite.TestWorkflowEnvironment, w *jobWorld, id string) {
+	w.State(id, cloud.StatePreempted)
+	env.SignalWorkflow(training.SignalPreemptionNotice, training.PreemptionNotice{InstanceID: id, Kind: cloud.Preempted})
+}
+
 func jobInput() training.JobInput {
 	return training.JobInput{
 		Spec: training.Spec{Name: "t", Model: training.Model{Name: "OPT-350"}, GlobalBatch: 8, Iterations: 100,
@@ -303,12 +316,11 @@ func TestTrainingJobSurvivesPreemption(t *testing.T) {
 	})
 	env.RegisterDelayedCallback(func() {
 		commitStep(env, w, 40)
-		env.SignalWorkflow(training.SignalPreemptionNotice, training.PreemptionNotice{InstanceID: "i-2", Kind: cloud.Notice})
+		notify(env, "i-2")
 	}, 20*time.Second)
 	env.RegisterDelayedCallback(func() {
-		w.State("i-2", cloud.StatePreempted)
 		preempted = true
-		env.SignalWorkflow(training.SignalPreemptionNotice, training.PreemptionNotice{InstanceID: "i-2", Kind: cloud.Preempted})
+		preempt(env, w, "i-2")
 	}, 22*time.Second)
 	st := runCompleted(t, env)
 	require.Equal(t, 1, st.Preemptions)
@@ -680,12 +692,10 @@ func TestTrainingJobReplanDropsInstancesUnderNotice(t *testing.T) {
 	})
 	env.RegisterDelayedCallback(func() {
 		commitStep(env, w, 40)
-		env.SignalWorkflow(training.SignalPreemptionNotice, training.PreemptionNotice{InstanceID: "i-1", Kind: cloud.Notice})
-		env.SignalWorkflow(training.SignalPreemptionNotice, training.PreemptionNotice{InstanceID: "i-2", Kind: cloud.Notice})
+		notify(env, "i-1", "i-2")
 	}, 20*time.Second)
 	env.RegisterDelayedCallback(func() {
-		w.State("i-2", cloud.StatePreempted)
-		env.SignalWorkflow(training.SignalPreemptionNotice, training.PreemptionNotice{InstanceID: "i-2", Kind: cloud.Preempted})
+		preempt(env, w, "i-2")
 	}, 22*time.Second)
 	st := runCompleted(t, env)
 	require.Equal(t, 2, st.Notices)
@@ -730,8 +740,7 @@ func TestTrainingJobWaitingForCapacityBuysOnDemandToKeepTheDeadline(t *testing.T
 	})
 	env.RegisterDelayedCallback(func() {
 		lost = true
-		w.State("i-2", cloud.StatePreempted)
-		env.SignalWorkflow(training.SignalPreemptionNotice, training.PreemptionNotice{InstanceID: "i-2", Kind: cloud.Preempted})
+		preempt(env, w, "i-2")
 	}, 2*time.Second)
 	in := jobInput()
 	in.Spec.Spot = training.SpotWithFallback

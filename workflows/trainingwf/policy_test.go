@@ -49,14 +49,11 @@ func TestTrainingJobUnderThePolicyCountsNoNoticedMachine(t *testing.T) {
 	in.Spec.Deadline = "240h"
 	env.RegisterDelayedCallback(func() {
 		commitStep(env, w, 40)
-		for _, id := range []string{"i-1", "i-2"} {
-			env.SignalWorkflow(training.SignalPreemptionNotice, training.PreemptionNotice{InstanceID: id, Kind: cloud.Notice})
-		}
+		notify(env, "i-1", "i-2")
 	}, 20*time.Second)
 	env.RegisterDelayedCallback(func() {
-		w.State("i-2", cloud.StatePreempted)
 		preempted = true
-		env.SignalWorkflow(training.SignalPreemptionNotice, training.PreemptionNotice{InstanceID: "i-2", Kind: cloud.Preempted})
+		preempt(env, w, "i-2")
 	}, 22*time.Second)
 	env.ExecuteWorkflow(TrainingJob, in)
 	st := jobResult(t, env)
