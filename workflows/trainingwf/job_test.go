@@ -715,6 +715,31 @@ func TestTrainingJobReplanDropsInstancesUnderNotice(t *testing.T) {
 	require.Empty(t, w.Leaked(), "and it is released")
 }
 
+// The replan's ranks are not put back on a machine under notice even when the new plan wants
+// its zone and shape: new machines are bought, and the noticed one is released.
+func TestTrainingJobReplanPlacesNoRankOnAMachineUnderNotice(t *testing.T) {
+	w := newJobWorld()
+	w.trainerRun = firstEpochRunsLong
+	env := newJobEnv(t, w, planIn("z-a"))
+	env.RegisterDelayedCallback(func() {
+		commitStep(env, w, 40)
+		notify(env, "i-1", "i-2")
+	}, 20*time.Second)
+	env.RegisterDelayedCallback(func() {
+		preempt(env, w, "i-2")
+	}, 22*time.Second)
+	st := runCompleted(t, env)
+	require.Equal(t, 1, st.Replans)
+	last := w.assignments[len(w.assignments)-1]
+	require.Equal(t, 2, last.Epoch)
+	for _, a := range w.assignments {
+		if a.Epoch == 2 {
+			assert.NotEqual(t, "i-1", a.InstanceID, "i-1 is under notice")
+		}
+	}
+	require.Empty(t, w.Leaked(), "i-1 is released")
+}
+
 // A job that loses its machines and finds no spot capacity buys on-demand capacity when waiting
 // would miss its deadline, instead of waiting (the deadline was only checked while training).
 func TestTrainingJobWaitingForCapacityBuysOnDemandToKeepTheDeadline(t *testing.T) {
