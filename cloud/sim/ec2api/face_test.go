@@ -1,6 +1,7 @@
 package ec2api
 
 import (
+	"encoding/json"
 	"encoding/xml"
 	"io"
 	"net/http"
@@ -324,5 +325,46 @@ func TestWildcard(t *testing.T) {
 		if got := wildcard(tc.p, tc.s); got != tc.want {
 			t.Errorf("wildcard(%q, %q) = %v", tc.p, tc.s, got)
 		}
+	}
+}
+
+// scaledFake is a backend whose clock runs 60 times faster than the wall clock, as the
+// simulated market's does under `schooner dev --time-scale 60`.
+type scaledFake struct{ *cloud.Fake }
+
+func (scaledFake) TimeScale() cloud.TimeScale { return 60 }
+
+// The metadata of a machine of a simulated market says in wall time when it will be taken:
+// a notice 2 simulated minutes ahead at 60x is due in 2 wall seconds, not in 2 minutes or
+// at some simulated date.
+func TestIMDSNoticeTimeIsWallTime(t *testing.T) {
+	fake := cloud.NewFake("aws", testOfferings()...)
+	simNow := time.Date(2023, 8, 27, 12, 0, 0, 0, time.UTC)
+	face := New(scaledFake{fake}, Options{Now: func() time.Time { return simNow }})
+	srv := httptest.NewServer(face)
+	t.Cleanup(srv.Close)
+	h := &harness{t: t, fake: fake, face: face, url: srv.URL}
+	h.post("us-east-1", runForm(map[string]string{"MaxCount": "1"}))
+	live, _ := fake.List(t.Context(), nil)
+	id := live[0].ID
+	base := srv.URL + IMDSPrefix + id + "/latest/"
+	_, tok := testhttp.Do(t, http.MethodPut, base+"api/token", map[string]string{"X-aws-ec2-metadata-token-ttl-seconds": "60"})
+	if err := fake.AnnounceNotice(id, simNow.Add(2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	status, body := testhttp.Do(t, http.MethodGet, base+"meta-data/spot/instance-action", map[string]string{"X-aws-ec2-metadata-token": tok})
+	if status != 200 {
+		t.Fatalf("instance-action: %d %s", status, body)
+	}
+	var action struct{ Action, Time string }
+	if err := json.Unmarshal([]byte(body), &action); err != nil {
+		t.Fatal(err)
+	}
+	at, err := time.Parse(time.RFC3339, action.Time)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if until := time.Until(at); until < -time.Second || until > 3*time.Second {
+		t.Errorf("the notice is due %s from now on the wall clock (%s), want about 2 s", until, action.Time)
 	}
 }

@@ -195,9 +195,21 @@ func (s *Server) instanceAction(w http.ResponseWriter, r *http.Request, id strin
 	body, _ := json.Marshal(struct {
 		Action string `json:"action"`
 		Time   string `json:"time"`
-	}{"terminate", in.Deadline.UTC().Format("2006-01-02T15:04:05Z")})
+	}{"terminate", s.wallTime(in.Deadline).UTC().Format("2006-01-02T15:04:05Z")})
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(body)
+}
+
+// wallTime is when t of the backend's clock comes on the wall clock. A machine's metadata
+// speaks real time (EC2 says in UTC when it will act), while a simulated market's clock runs
+// TimeScale times faster from where it stands now: at 60x a notice 2 simulated minutes ahead
+// is 2 wall seconds ahead, which is what a node agent on that machine has to save in.
+func (s *Server) wallTime(t time.Time) time.Time {
+	scale := cloud.TimeScaleOf(s.backend)
+	if scale == cloud.Real {
+		return t
+	}
+	return time.Now().Add(scale.Wall(t.Sub(s.now())))
 }
 
 func writeText(w http.ResponseWriter, s string) {
