@@ -41,3 +41,34 @@ func TestTrainingJobRelaysANoticeToItsOtherMachines(t *testing.T) {
 	defer mu.Unlock()
 	assert.Equal(t, []string{taskqueue.Node("i-2") + " i-1"}, relayed, "to the other machine, once")
 }
+
+// A zone's machines taken together are one loss: the "preempted" reports queued behind the
+// first are confirmed with it, so the job asks no trainer on a machine already gone to stop
+// (its agent never answers, and the stop waited out its bound, billing the machine) and
+// replans once.
+func TestTrainingJobTakesAZonesLossesTogether(t *testing.T) {
+	w := newJobWorld()
+	w.trainerRun = firstEpochRunsLong
+	env := newJobEnv(t, w, planIn("z-a"))
+	var mu sync.Mutex
+	var stopped []string // task queues asked to stop trainers
+	env.OnActivity(training.ActivityStopTrainers, mock.Anything, mock.Anything).Return(func(ctx context.Context, _ training.StopRequest) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = append(stopped, activity.GetInfo(ctx).TaskQueue)
+		return 1, nil
+	})
+	env.RegisterDelayedCallback(func() {
+		commitStep(env, w, 40)
+		w.State("i-1", cloud.StatePreempted)
+		w.State("i-2", cloud.StatePreempted)
+		env.SignalWorkflow(training.SignalPreemptionNotice, training.PreemptionNotice{InstanceID: "i-1", Kind: cloud.Preempted})
+		env.SignalWorkflow(training.SignalPreemptionNotice, training.PreemptionNotice{InstanceID: "i-2", Kind: cloud.Preempted})
+	}, 22*time.Second) // between two polls, which would describe both at once
+	st := runCompleted(t, env)
+	assert.Equal(t, 2, st.Preemptions)
+	assert.Equal(t, 1, st.Replans, "one loss, one replan")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.NotContains(t, stopped, taskqueue.Node("i-2"), "i-2 is gone: nobody to ask")
+}
