@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"text/tabwriter"
 	"time"
 
@@ -129,44 +128,11 @@ func runPlanSearch(cmd *cobra.Command, f *planSearchFlags) error {
 
 // pools reads the offerings file or asks the provider, and applies the filter and caps.
 func (f *planSearchFlags) pools(ctx context.Context, filter cloud.OfferingFilter) ([]planner.Pool, string, error) {
-	var pools []planner.Pool
-	var note string
-	if f.offeringsPath != "" {
-		data, err := os.ReadFile(f.offeringsPath)
-		if err != nil {
-			return nil, "", fmt.Errorf("reading offerings, %w", err)
-		}
-		ps, offers, err := decodeOfferings(data)
-		if err != nil {
-			return nil, "", fmt.Errorf("offerings file %s: %w", f.offeringsPath, err)
-		}
-		var matched []cloud.Offering
-		for _, o := range offers {
-			if filter.Match(o) {
-				matched = append(matched, o)
-			}
-		}
-		pools = append(pools, bridge.OfferPools(matched, f.pricing())...)
-		for _, p := range ps {
-			if filter.Match(cloud.Offering{Region: p.Region, Zone: p.Zone, InstanceType: p.InstanceType, GPUType: p.GPU}) {
-				pools = append(pools, p)
-			}
-		}
-		note = f.offeringsPath
-	} else {
-		ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		defer cancel()
-		p, src, err := f.cloud.provider(ctx, false)
-		if err != nil {
-			return nil, "", err
-		}
-		offers, err := p.Offerings(ctx, filter)
-		if err != nil {
-			return nil, "", fmt.Errorf("listing offerings, %w", err)
-		}
-		pools = bridge.OfferPools(offers, f.pricing())
-		note = src
+	offers, filePools, note, err := offeringSource{path: f.offeringsPath, cloud: &f.cloud}.read(ctx, filter)
+	if err != nil {
+		return nil, "", err
 	}
+	pools := append(bridge.OfferPools(offers, f.pricing()), filePools...)
 	out := bridge.CapPerPool(pools, f.maxGPUsPerPool)
 	if len(out) == 0 {
 		return nil, "", errors.New("no GPUs on offer after filtering: check --gpu, --region, --zone and the offerings")

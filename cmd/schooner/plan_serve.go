@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -187,37 +186,12 @@ func serveModelNames() []string {
 
 // offerings reads the file or asks the provider, keeping what the filter lets through.
 func (f *planServeFlags) offerings(ctx context.Context, filter cloud.OfferingFilter) ([]cloud.Offering, string, error) {
-	var offers []cloud.Offering
-	var note string
-	if f.offeringsPath != "" {
-		data, err := os.ReadFile(f.offeringsPath)
-		if err != nil {
-			return nil, "", fmt.Errorf("reading --offerings, %w", err)
-		}
-		pools, list, err := decodeOfferings(data)
-		if err != nil {
-			return nil, "", fmt.Errorf("--offerings %s: %w", f.offeringsPath, err)
-		}
-		for _, p := range pools {
-			list = append(list, poolOffering(p))
-		}
-		for _, o := range list {
-			if filter.Match(o) {
-				offers = append(offers, o)
-			}
-		}
-		note = f.offeringsPath
-	} else {
-		ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		defer cancel()
-		p, src, err := f.cloud.provider(ctx, false)
-		if err != nil {
-			return nil, "", err
-		}
-		if offers, err = p.Offerings(ctx, filter); err != nil {
-			return nil, "", fmt.Errorf("listing offerings, %w", err)
-		}
-		note = src
+	offers, pools, note, err := offeringSource{path: f.offeringsPath, cloud: &f.cloud}.read(ctx, filter)
+	if err != nil {
+		return nil, "", err
+	}
+	for _, p := range pools {
+		offers = append(offers, poolOffering(p))
 	}
 	if len(offers) == 0 {
 		return nil, "", errors.New("no offerings left after filtering: check --gpu, --region, --zone and the offerings")
