@@ -120,6 +120,21 @@ func preempt(env *testsuite.TestWorkflowEnvironment, w *jobWorld, id string) {
 	env.SignalWorkflow(training.SignalPreemptionNotice, training.PreemptionNotice{InstanceID: id, Kind: cloud.Preempted})
 }
 
+// noticeBothLoseOne scripts a zone going away: at 20 s step 40 is durable and both machines
+// get a notice; at 22 s i-2 is taken (then is called first, unless nil).
+func noticeBothLoseOne(env *testsuite.TestWorkflowEnvironment, w *jobWorld, then func()) {
+	env.RegisterDelayedCallback(func() {
+		commitStep(env, w, 40)
+		notify(env, "i-1", "i-2")
+	}, 20*time.Second)
+	env.RegisterDelayedCallback(func() {
+		if then != nil {
+			then()
+		}
+		preempt(env, w, "i-2")
+	}, 22*time.Second)
+}
+
 func jobInput() training.JobInput {
 	return training.JobInput{
 		Spec: training.Spec{Name: "t", Model: training.Model{Name: "OPT-350"}, GlobalBatch: 8, Iterations: 100,
@@ -690,13 +705,7 @@ func TestTrainingJobReplanDropsInstancesUnderNotice(t *testing.T) {
 	env := newJobEnv(t, w, func(req training.PlanJobRequest) (training.PlanJobResult, error) {
 		return twoStagePlan("z-b", cloud.Spot, 1), nil
 	})
-	env.RegisterDelayedCallback(func() {
-		commitStep(env, w, 40)
-		notify(env, "i-1", "i-2")
-	}, 20*time.Second)
-	env.RegisterDelayedCallback(func() {
-		preempt(env, w, "i-2")
-	}, 22*time.Second)
+	noticeBothLoseOne(env, w, nil)
 	st := runCompleted(t, env)
 	require.Equal(t, 2, st.Notices)
 	require.Equal(t, 1, st.Replans)
@@ -721,13 +730,7 @@ func TestTrainingJobReplanPlacesNoRankOnAMachineUnderNotice(t *testing.T) {
 	w := newJobWorld()
 	w.trainerRun = firstEpochRunsLong
 	env := newJobEnv(t, w, planIn("z-a"))
-	env.RegisterDelayedCallback(func() {
-		commitStep(env, w, 40)
-		notify(env, "i-1", "i-2")
-	}, 20*time.Second)
-	env.RegisterDelayedCallback(func() {
-		preempt(env, w, "i-2")
-	}, 22*time.Second)
+	noticeBothLoseOne(env, w, nil)
 	st := runCompleted(t, env)
 	require.Equal(t, 1, st.Replans)
 	last := w.assignments[len(w.assignments)-1]

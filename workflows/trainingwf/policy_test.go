@@ -2,7 +2,6 @@ package trainingwf
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -47,14 +46,7 @@ func TestTrainingJobUnderThePolicyCountsNoNoticedMachine(t *testing.T) {
 	in := jobInput()
 	in.Spec.Spot = training.SpotWithFallback
 	in.Spec.Deadline = "240h"
-	env.RegisterDelayedCallback(func() {
-		commitStep(env, w, 40)
-		notify(env, "i-1", "i-2")
-	}, 20*time.Second)
-	env.RegisterDelayedCallback(func() {
-		preempted = true
-		preempt(env, w, "i-2")
-	}, 22*time.Second)
+	noticeBothLoseOne(env, w, func() { preempted = true })
 	env.ExecuteWorkflow(TrainingJob, in)
 	st := jobResult(t, env)
 	require.Equal(t, training.PhaseCompleted, st.Phase, st.Error)
