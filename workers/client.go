@@ -39,7 +39,7 @@ type ClientConfig struct {
 	CodecKeyFile string
 	// WaitForServer is how long Dial keeps trying a server that does not answer yet (a
 	// worker started beside, or before, its cluster); 0 fails at the first refusal. Errors
-	// that waiting cannot mend (credentials, TLS, an unknown namespace) fail at once.
+	// that waiting cannot mend (credentials, TLS) fail at once.
 	WaitForServer time.Duration
 }
 
