@@ -214,8 +214,8 @@ func (j *job) confirm(ctx workflow.Context, ids []string) (outcome, bool, error)
 	return out, len(out.lost) > 0, nil
 }
 
-// withQueuedLosses adds to a confirmed loss the held instances whose "preempted" reports are
-// already queued, confirmed in one more describe. A provider takes a zone's machines within
+// withQueuedLosses adds to a confirmed loss the held instances whose loss reports are already
+// queued, confirmed in one more describe. A provider takes a zone's machines within
 // moments of each other; confirming only the first left the job asking the trainers on the
 // others to stop, on machines already gone whose agents never answer, until the stop's wait
 // ran out (twelve wall seconds, twelve simulated minutes at 60x), billing them all the while:
@@ -234,7 +234,7 @@ func (j *job) withQueuedLosses(ctx workflow.Context, out outcome) outcome {
 		if !notices.ReceiveAsync(&n) {
 			break
 		}
-		if n.Kind != cloud.Preempted {
+		if n.Kind == cloud.Notice {
 			_, _, _ = j.onNotice(ctx, n) // a notice only records and relays
 			continue
 		}
