@@ -129,3 +129,18 @@ func TestReportListsTheOnDemandPurchasesAndWhy(t *testing.T) {
 	require.NoError(t, WriteMarkdown(&b, Summarize(st, Facts{}), st, ""))
 	assert.NotContains(t, b.String(), "On-demand purchases", "nothing bought, no section")
 }
+
+// The provider's bill stands beside the job's own accounting, so a difference shows.
+func TestReportSetsTheJobsCostBesideTheProvidersBill(t *testing.T) {
+	st := sampleStatus()
+	st.CostUSD = 4.4
+	s := Summarize(st, Facts{Wall: time.Minute, TimeScale: 60, BilledUSD: 4})
+	assert.Equal(t, 4.0, s.BilledUSD)
+	var b bytes.Buffer
+	require.NoError(t, WriteMarkdown(&b, s, st, ""))
+	assert.Contains(t, b.String(), "| billed by the provider | $4.00 (the job's own accounting above: +10.0%) |")
+
+	b.Reset()
+	require.NoError(t, WriteMarkdown(&b, Summarize(st, Facts{}), st, ""))
+	assert.NotContains(t, b.String(), "billed by the provider", "no bill known, no row")
+}

@@ -24,8 +24,12 @@ type Summary struct {
 	Restores             int     `json:"restores"`
 	LostIterations       int64   `json:"lost_iterations"`
 	CostUSD              float64 `json:"cost_usd"`
-	OnDemandCostUSD      float64 `json:"on_demand_cost_usd"`
-	SavingsPct           float64 `json:"savings_pct"`
+	// BilledUSD is what the provider billed for the job's instances, counted by the provider
+	// (the simulated market) rather than by the job; CostUSD is the job's own accounting,
+	// which should agree. Zero when not known.
+	BilledUSD       float64 `json:"billed_usd,omitempty"`
+	OnDemandCostUSD float64 `json:"on_demand_cost_usd"`
+	SavingsPct      float64 `json:"savings_pct"`
 	// BestOnDemandCostUSD is what the job costs run start to end on its best on-demand plan
 	// over the same offerings (no preemption, nothing redone): what a user would otherwise
 	// pay. OnDemandCostUSD prices the spot run's own holdings (idle, recovery and redone
@@ -75,6 +79,8 @@ type Facts struct {
 	// Summary.BestOnDemandCostUSD); zero when not computed.
 	BestOnDemandUSD  float64
 	BestOnDemandPlan string
+	// BilledUSD is what the provider billed for the job's instances (0: not known).
+	BilledUSD float64
 }
 
 // Summarize builds the summary of a job from its final status.
@@ -83,7 +89,7 @@ func Summarize(st training.JobStatus, f Facts) Summary {
 		JobID: st.JobID, Status: st.Phase, Iterations: st.Iteration, IterationsTotal: st.Iterations,
 		Preemptions: st.Preemptions, Notices: st.Notices, InjectedPreemptions: f.InjectedPreemptions,
 		Replans: st.Replans, CheckpointsCommitted: st.CheckpointsCommitted, Restores: st.Restores,
-		LostIterations: st.LostIterations, CostUSD: round(st.CostUSD, 4), OnDemandCostUSD: round(st.OnDemandCostUSD, 4),
+		LostIterations: st.LostIterations, CostUSD: round(st.CostUSD, 4), BilledUSD: round(f.BilledUSD, 4), OnDemandCostUSD: round(st.OnDemandCostUSD, 4),
 		LeakedInstances: f.LeakedInstances, StateVerified: f.StateVerified, VerifyError: f.VerifyError,
 		WallSeconds: round(f.Wall.Seconds(), 2), TimeScale: f.TimeScale, Error: st.Error,
 	}

@@ -165,6 +165,7 @@ func runDemo(ctx context.Context, f *demoFlags, log zerolog.Logger, out io.Write
 	if err != nil {
 		return report.Summary{}, err
 	}
+	facts.BilledUSD = s.Market.CostUSD(id)
 	if verr := verifyFinalState(vctx, spec, st); verr != nil {
 		facts.VerifyError = verr.Error()
 	} else {
