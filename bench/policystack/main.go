@@ -45,6 +45,7 @@ type evalResult struct {
 type demoResult struct {
 	Status      string  `json:"status"`
 	CostUSD     float64 `json:"cost_usd"`
+	BilledUSD   float64 `json:"billed_usd"`
 	Preemptions int     `json:"preemptions"`
 	Replans     int     `json:"replans"`
 	Verified    bool    `json:"state_verified"`
@@ -58,11 +59,14 @@ type row struct {
 	SimPreempt   int           `json:"sim_preemptions"`
 	SimRestarts  int           `json:"sim_restarts"`
 	StackCostUSD float64       `json:"stack_cost_usd"`
-	StackPreempt int           `json:"stack_preemptions"`
-	StackReplans int           `json:"stack_replans"`
-	Verified     bool          `json:"stack_state_verified"`
-	DiffPct      float64       `json:"diff_pct"`
-	WallSeconds  float64       `json:"stack_wall_seconds"`
+	// StackBilledUSD is what the simulated market billed for the job (StackCostUSD is the
+	// job's own accounting, which counts boots and keeps the price of each acquisition).
+	StackBilledUSD float64 `json:"stack_billed_usd"`
+	StackPreempt   int     `json:"stack_preemptions"`
+	StackReplans   int     `json:"stack_replans"`
+	Verified       bool    `json:"stack_state_verified"`
+	DiffPct        float64 `json:"diff_pct"`
+	WallSeconds    float64 `json:"stack_wall_seconds"`
 }
 
 func main() { cli.Main("policystack", run) }
@@ -124,9 +128,10 @@ func compare(w io.Writer, starts int, scale float64, iterations int, deadline, o
 			return fmt.Errorf("start %s: %w", s, err)
 		}
 		r.StackCostUSD, r.StackPreempt, r.StackReplans, r.Verified, r.WallSeconds = d.CostUSD, d.Preemptions, d.Replans, d.Verified, d.WallSeconds
+		r.StackBilledUSD = d.BilledUSD
 		r.DiffPct = 100 * (d.CostUSD/r.SimCostUSD - 1)
 		rows = append(rows, r)
-		fmt.Fprintf(os.Stderr, "start %s: simulator $%.3f, stack $%.3f (%+.1f%%)\n", s, r.SimCostUSD, r.StackCostUSD, r.DiffPct)
+		fmt.Fprintf(os.Stderr, "start %s: simulator $%.3f, stack $%.3f (%+.1f%%), billed by the market $%.3f\n", s, r.SimCostUSD, r.StackCostUSD, r.DiffPct, r.StackBilledUSD)
 	}
 	b, err := json.MarshalIndent(map[string]any{"time_scale": scale, "iterations": iterations, "deadline": deadline,
 		"machine": fmt.Sprintf("%s, %s/%s, %d CPUs, %s", machine.CPUModel(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()), "rows": rows}, "", "  ")
@@ -175,12 +180,12 @@ func stackRun(bin, spec string, start time.Duration, scale float64, dataDir, fil
 }
 
 func printTable(w io.Writer, rows []row) {
-	fmt.Fprintln(w, "| start | simulator | full stack | difference | simulator preemptions / restarts | stack preemptions / replans |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| start | simulator | full stack (the job's accounting) | difference | billed by the market | difference | simulator preemptions / restarts | stack preemptions / replans |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 	var diffs []float64
 	for _, r := range rows {
-		fmt.Fprintf(w, "| %s | $%.3f | $%.3f | %+.1f%% | %d / %d | %d / %d |\n", r.Start, r.SimCostUSD, r.StackCostUSD, r.DiffPct,
-			r.SimPreempt, r.SimRestarts, r.StackPreempt, r.StackReplans)
+		fmt.Fprintf(w, "| %s | $%.3f | $%.3f | %+.1f%% | $%.3f | %+.1f%% | %d / %d | %d / %d |\n", r.Start, r.SimCostUSD, r.StackCostUSD, r.DiffPct,
+			r.StackBilledUSD, 100*(r.StackBilledUSD/r.SimCostUSD-1), r.SimPreempt, r.SimRestarts, r.StackPreempt, r.StackReplans)
 		diffs = append(diffs, math.Abs(r.DiffPct))
 	}
 	slices.Sort(diffs)
