@@ -200,6 +200,7 @@ func (j *job) confirm(ctx workflow.Context, ids []string) (outcome, bool, error)
 	if err != nil {
 		return outcome{}, false, err
 	}
+	j.noteStates(ctx, got)
 	out := outcome{kind: outLost, preempted: map[string]bool{}}
 	for _, in := range got {
 		held, ok := j.heldInstance(in.ID)
