@@ -75,7 +75,7 @@ GPUs come from a JSON file (--offerings: a list of planner pools or of cloud off
 	fs.IntVar(&f.top, "top", planner.DefaultTopK, "how many plans to show, the best included")
 	fs.BoolVar(&f.asJSON, "json", false, "print the planner.Result as JSON")
 	fs.IntVar(&f.maxGPUsPerPool, "max-gpus-per-pool", 0, "use at most this many GPUs of any one offering (0: all)")
-	fs.IntVar(&f.assumeInstances, "assume-instances", 4, "instances assumed obtainable of an offering whose capacity is unknown")
+	fs.IntVar(&f.assumeInstances, "assume-instances", bridge.DefaultAssumeInstances, "instances assumed obtainable of an offering whose capacity is unknown")
 	fs.BoolVar(&f.onDemand, "on-demand", false, "price cloud offerings on demand instead of spot")
 	fs.StringSliceVar(&f.gpus, "gpu", nil, "only these GPU types (e.g. A100-40,V100-16)")
 	fs.StringSliceVar(&f.regions, "region", nil, "only these regions")

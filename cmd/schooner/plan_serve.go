@@ -14,6 +14,7 @@ import (
 	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/gpu"
 	"github.com/schooner-ml/schooner/planner"
+	"github.com/schooner-ml/schooner/planner/bridge"
 	"github.com/schooner-ml/schooner/planner/serve"
 	"github.com/schooner-ml/schooner/serving"
 )
@@ -83,7 +84,7 @@ Spot capacity is used only with --spot, and may be reclaimed. Offerings come fro
 	fs.BoolVar(&f.spot, "spot", false, "allow spot capacity (cheaper, may be reclaimed); on-demand otherwise")
 	fs.BoolVar(&f.onDemandOnly, "on-demand-only", false, "buy on-demand capacity only (the default)")
 	fs.IntVar(&f.maxGPUs, "max-gpus", serve.DefaultMaxGPUs, "buy at most this many GPUs in all")
-	fs.IntVar(&f.assumeInstances, "assume-instances", serve.DefaultAssumeInstances, "instances assumed obtainable per offering where the provider gives no capacity (and on demand)")
+	fs.IntVar(&f.assumeInstances, "assume-instances", bridge.DefaultAssumeInstances, "instances assumed obtainable per offering where the provider gives no capacity (and on demand)")
 	fs.IntVar(&f.top, "top", serve.DefaultTop, "how many configurations to show, the best included")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the simulation's arrivals")
 	fs.BoolVar(&f.asJSON, "json", false, "print the result as JSON")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/planner"
+	"github.com/schooner-ml/schooner/planner/bridge"
 )
 
 // Request is what to plan for.
@@ -26,8 +27,8 @@ type Request struct {
 	// AllowSpot lets pools run on spot capacity; otherwise everything is on demand.
 	AllowSpot bool
 	// AssumeInstances is how many instances of an offering are assumed obtainable where the
-	// provider gives no spot capacity hint, and of every on-demand offering (0:
-	// DefaultAssumeInstances).
+	// provider gives no spot capacity hint, and of every on-demand offering (0: the training
+	// planner's bridge.DefaultAssumeInstances, so both plan on the same offerings alike).
 	AssumeInstances int
 	// MaxGPUs caps the GPUs bought in all (0: DefaultMaxGPUs).
 	MaxGPUs int
@@ -52,12 +53,11 @@ type Targets struct {
 // evaluates (TTFT 0.25–2.5 s, TPOT 0.1–0.15 s): the loose end of TTFT, the tight end of TPOT,
 // which is about as fast as people read.
 const (
-	DefaultTTFT            = 2 * time.Second
-	DefaultTPOT            = 100 * time.Millisecond
-	DefaultMaxGPUs         = 64
-	DefaultTop             = 3
-	DefaultAssumeInstances = 4 // as planner/bridge assumes for training
-	DefaultSimRequests     = 3000
+	DefaultTTFT        = 2 * time.Second
+	DefaultTPOT        = 100 * time.Millisecond
+	DefaultMaxGPUs     = 64
+	DefaultTop         = 3
+	DefaultSimRequests = 3000
 )
 
 // withDefaults fills the zero fields.
@@ -75,7 +75,7 @@ func (r Request) withDefaults() Request {
 		r.Top = DefaultTop
 	}
 	if r.AssumeInstances <= 0 {
-		r.AssumeInstances = DefaultAssumeInstances
+		r.AssumeInstances = bridge.DefaultAssumeInstances
 	}
 	if r.Network == nil {
 		r.Network = planner.DefaultNetwork()
