@@ -131,8 +131,10 @@ func (j *job) run(ctx workflow.Context) error {
 	}
 }
 
-// onLost counts the preemption, stops the epoch, avoids the zone for a while and drops the
-// lost instances (releasing them, which is a no-op for preempted ones and frees stuck ones).
+// onLost takes in the other losses already reported (withQueuedLosses), counts the
+// preemptions, stops the epoch, avoids the zones for a while (unless the deadline policy
+// weighs them) and drops the lost instances (releasing them, which is a no-op for preempted
+// ones and frees stuck ones).
 func (j *job) onLost(ctx workflow.Context, out outcome) error {
 	if workflow.GetVersion(ctx, versionLostTogether, workflow.DefaultVersion, 1) == 1 {
 		out = j.withQueuedLosses(ctx, out)
@@ -335,6 +337,6 @@ func (j *job) drainSignals(ctx workflow.Context) {
 // SchoonerPhase, the UI) while it waits for capacity; runs recorded before stayed "planning".
 const versionWaitingPhase = "waiting-phase"
 
-// versionLostTogether: the "preempted" reports already queued when a loss is confirmed are
-// confirmed with it (withQueuedLosses); runs recorded before took them one by one.
+// versionLostTogether: the loss reports already queued when a loss is confirmed are confirmed
+// with it (withQueuedLosses); runs recorded before took them one by one.
 const versionLostTogether = "lost-together"
