@@ -83,6 +83,11 @@ type DeployOptions struct {
 	// AvoidZoneTTL (provider, default 10 min): how long a zone that preempted (or gave a
 	// notice) is avoided.
 	AvoidZoneTTL time.Duration `json:"avoid_zone_ttl,omitempty"`
+	// SpotReturnEvery (provider, default 10 min; negative: never): how often a stage that
+	// fell back to an on-demand machine (spot-with-fallback) looks for spot room to move back
+	// to. It moves as after a notice (a standby on spot, switched to when ready), so no
+	// request is interrupted and the deployment pays spot again once spot returns.
+	SpotReturnEvery time.Duration `json:"spot_return_every,omitempty"`
 	// RetryWait (wall, default 5 s): the wait before placing again when capacity is short.
 	RetryWait time.Duration `json:"retry_wait,omitempty"`
 	// DrainTimeout (wall, default 30 s): how long a stop waits for the stages to drain.
@@ -111,6 +116,9 @@ func (o DeployOptions) WithDefaults() DeployOptions {
 	def(&o.UnavailableTTL, 3*time.Minute)
 	def(&o.AvoidZoneTTL, 10*time.Minute)
 	def(&o.RetryWait, 5*time.Second)
+	if o.SpotReturnEvery == 0 {
+		o.SpotReturnEvery = 10 * time.Minute
+	}
 	def(&o.DrainTimeout, 30*time.Second)
 	defaults.Positive(&o.MaxStageRestarts, 3)
 	defaults.Positive(&o.MaxAcquireRounds, 3)
@@ -220,6 +228,8 @@ type Status struct {
 	Preemptions     int        `json:"preemptions"`
 	LostInstances   int        `json:"lost_instances,omitempty"`
 	Notices         int        `json:"notices"`
+	// SpotReturns counts stages moved from an on-demand fallback machine back to spot.
+	SpotReturns int `json:"spot_returns,omitempty"`
 	// CostUSD so far; OnDemandCostUSD the same holding at on-demand prices; USDPerHour now.
 	CostUSD         float64 `json:"cost_usd"`
 	OnDemandCostUSD float64 `json:"on_demand_cost_usd"`

@@ -30,6 +30,10 @@ type PlacementRequest struct {
 	// GPUTypes allowed (empty: any offered).
 	GPUTypes []string
 	Need     []Slot
+	// SpotOnly are slots of Need that may take spot capacity only, whatever Spot says (a
+	// stage moving off its on-demand fallback machine back to spot): with no spot room they
+	// are unplaced.
+	SpotOnly []Slot
 	// Held are the zones of the stages that keep their machines.
 	Held []ZoneUse
 	// Unavailable are offerings short of capacity; Avoided zones that preempted (whole-zone
@@ -133,8 +137,9 @@ func Place(req PlacementRequest) Placement {
 	for _, s := range need {
 		best := -1
 		var bestScore [4]float64
+		spotOnly := slices.Contains(req.SpotOnly, s)
 		for k, o := range opts {
-			if o.capacity == cloud.Spot && spotLeft[k] <= 0 {
+			if o.capacity == cloud.Spot && spotLeft[k] <= 0 || o.capacity != cloud.Spot && spotOnly {
 				continue
 			}
 			score := [4]float64{float64(o.tier), float64(replicaIn(s.Replica, o.offer.Zone)), o.offer.Price(o.capacity), float64(allIn(o.offer.Zone))}

@@ -94,6 +94,20 @@ func TestPlaceFallsBackToOnDemandOnlyWhenThePolicyAllows(t *testing.T) {
 	}
 }
 
+func TestPlaceKeepsASpotOnlySlotOffOnDemandUnderTheFallbackPolicy(t *testing.T) {
+	offers := []cloud.Offering{offer("z-a", "v1", 1, 3, 1), offer("z-b", "v1", 1, 2.5, 0)}
+	back := Slot{Replica: 0, Stage: 1}
+	// The first stage takes the one spot machine; the stage moving back to spot gets none.
+	p := Place(PlacementRequest{Offers: offers, Spot: fleet.SpotWithFallback, Need: slots(1, 2), SpotOnly: []Slot{back}})
+	assert.Equal(t, []Slot{back}, p.Unplaced)
+	require.Len(t, p.Stages, 1)
+	assert.Equal(t, cloud.Spot, p.Stages[0].Key.Capacity)
+	// Alone, it takes the spot machine.
+	p = Place(PlacementRequest{Offers: offers, Spot: fleet.SpotWithFallback, Need: []Slot{back}, SpotOnly: []Slot{back}})
+	require.Len(t, p.Stages, 1)
+	assert.Equal(t, cloud.Spot, p.Stages[0].Key.Capacity)
+}
+
 func TestPlaceAssumesCapacityWithoutAHintAndFiltersGPUTypes(t *testing.T) {
 	h := offer("z-h", "h1", 0.5, 9, 8)
 	h.GPUType = "H100-80"

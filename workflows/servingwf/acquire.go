@@ -14,7 +14,7 @@ import (
 )
 
 // need is a machine a slot lacks: its own (none assigned) or a standby (its machine got a
-// preemption notice).
+// preemption notice, or it moves back to spot).
 type need struct {
 	slot    *slot
 	standby bool
@@ -27,7 +27,7 @@ func (d *dep) needs() []need {
 		switch {
 		case s.inst.ID == "" && s.standby == nil:
 			out = append(out, need{slot: s})
-		case s.inst.ID != "" && !s.noticedAt.IsZero() && s.standby == nil:
+		case s.inst.ID != "" && (!s.noticedAt.IsZero() || s.toSpot) && s.standby == nil:
 			out = append(out, need{slot: s, standby: true})
 		}
 	}
@@ -64,6 +64,9 @@ func (d *dep) ensure(ctx workflow.Context) error {
 			Unavailable: d.unavailable, Avoided: d.avoided, Now: now}
 		for _, n := range needs {
 			req.Need = append(req.Need, serving.Slot{Replica: n.slot.replica, Stage: n.slot.stage})
+			if n.slot.toSpot {
+				req.SpotOnly = append(req.SpotOnly, serving.Slot{Replica: n.slot.replica, Stage: n.slot.stage})
+			}
 		}
 		for _, s := range d.slots {
 			if s.inst.ID != "" && s.noticedAt.IsZero() {
@@ -74,6 +77,7 @@ func (d *dep) ensure(ctx workflow.Context) error {
 			}
 		}
 		p := serving.Place(req)
+		d.noSpotToReturnTo(ctx, p.Unplaced)
 		if len(p.Stages) == 0 {
 			break
 		}
@@ -88,6 +92,11 @@ func (d *dep) ensure(ctx workflow.Context) error {
 			return err
 		}
 	}
+	var short []serving.Slot
+	for _, n := range d.needs() {
+		short = append(short, serving.Slot{Replica: n.slot.replica, Stage: n.slot.stage})
+	}
+	d.noSpotToReturnTo(ctx, short)
 	if n := len(d.needs()); n > 0 {
 		d.short = true
 		d.nextTry = workflow.Now(ctx).Add(d.opts.RetryWait)
@@ -97,6 +106,17 @@ func (d *dep) ensure(ctx workflow.Context) error {
 	}
 	d.short, d.status.Error = false, ""
 	return nil
+}
+
+// noSpotToReturnTo gives up the move back to spot of the slots among unplaced: no spot room
+// now (the next check is SpotReturnEvery later). They keep their on-demand machines.
+func (d *dep) noSpotToReturnTo(ctx workflow.Context, unplaced []serving.Slot) {
+	for _, u := range unplaced {
+		if s := d.slotAt(u.Replica, u.Stage); s != nil && s.toSpot && s.standby == nil {
+			s.toSpot = false
+			d.event(ctx, fmt.Sprintf("replica %d stage %d stays on demand: no spot room", s.replica, s.stage))
+		}
+	}
 }
 
 // offerings asks what the deployment may buy now (fresh capacity hints every round).

@@ -112,7 +112,7 @@ func (d *dep) canContinueAsNew(ctx workflow.Context) bool {
 		return false
 	}
 	for _, s := range d.slots {
-		if s.state != serving.StateReady || s.standby != nil || s.fo != nil || !s.noticedAt.IsZero() {
+		if s.state != serving.StateReady || s.standby != nil || s.fo != nil || !s.noticedAt.IsZero() || s.toSpot {
 			return false
 		}
 	}

@@ -46,6 +46,9 @@ type world struct {
 	assignments []serving.StageAssignment
 	// boot is how long a stage takes to report ready (negative: never).
 	boot func(a serving.StageAssignment) time.Duration
+	// offers is what the offerings activity answers (nil: one offering per zone z-a, z-b,
+	// z-c at spot prices 1, 1.2, 1.5).
+	offers func() []cloud.Offering
 }
 
 func newWorld() *world {
@@ -89,7 +92,15 @@ func newEnv(t *testing.T, w *world) *testsuite.TestWorkflowEnvironment {
 		servingact.RegisterNode(env, standIn{})
 	})
 	env.SetTestTimeout(30 * time.Second)
-	env.OnActivity(serving.ActivityOfferings, mock.Anything, mock.Anything).Return(w.Offers("v1", 1, 1.2, 1.5), nil)
+	env.OnActivity(serving.ActivityOfferings, mock.Anything, mock.Anything).Return(
+		func(context.Context, serving.OfferingsRequest) ([]cloud.Offering, error) {
+			w.Lock()
+			defer w.Unlock()
+			if w.offers != nil {
+				return w.offers(), nil
+			}
+			return w.Offers("v1", 1, 1.2, 1.5), nil
+		})
 	// A stage serves until it is cancelled (a day of test clock); the node side reports it
 	// ready after its boot time.
 	env.OnActivity(serving.ActivityRunStage, mock.Anything, mock.Anything).After(24 * time.Hour).Return(

@@ -38,6 +38,8 @@ type dep struct {
 	// short; nextTry is when to try again.
 	short   bool
 	nextTry time.Time
+	// nextSpotCheck is when stages on on-demand fallback machines next look for spot room.
+	nextSpotCheck time.Time
 	// version of the stages query's answer.
 	version int
 	served  bool
@@ -76,6 +78,9 @@ type slot struct {
 	// machine the stage migrates to ahead of it.
 	noticedAt time.Time
 	standby   *standby
+	// toSpot: the stage runs on an on-demand fallback machine and moves back to spot (a
+	// standby on spot, switched to as after a notice; not a failover).
+	toSpot bool
 	// fo is the failover in progress; downSince when the stage stopped being ready.
 	fo        *serving.Failover
 	downSince time.Time

@@ -150,6 +150,10 @@ func (d *dep) onReady(ctx workflow.Context, m serving.StageReady) error {
 	s.run.standby = false
 	s.state, s.workerAddr, s.holderAddr, s.restarts, s.served = serving.StateReady, m.WorkerAddr, m.HolderAddr, 0, true
 	s.noticedAt = time.Time{}
+	if s.toSpot {
+		s.toSpot = false
+		d.status.SpotReturns++
+	}
 	d.version++
 	d.completeFailover(s, now)
 	d.event(ctx, fmt.Sprintf("replica %d stage %d migrated from %s to %s", s.replica, s.stage, old.ID, s.inst.ID))
@@ -263,7 +267,7 @@ func (d *dep) onLost(ctx workflow.Context, s *slot, why loss) error {
 		d.version++
 	}
 	s.inst, s.state, s.workerAddr, s.holderAddr = cloud.Instance{}, serving.StateLost, "", ""
-	s.restarts, s.noticedAt, s.restore = 0, time.Time{}, true
+	s.restarts, s.noticedAt, s.restore, s.toSpot = 0, time.Time{}, true, false
 	d.event(ctx, fmt.Sprintf("replica %d stage %d lost %s (%s)", s.replica, s.stage, old.ID, []string{"preempted", "gone", "replaced", "noticed"}[why]))
 	if old.ID == "" {
 		return nil
@@ -298,6 +302,7 @@ func (d *dep) noticed(ctx workflow.Context, s *slot) error {
 		return nil
 	}
 	now := workflow.Now(ctx)
+	s.toSpot = false // the move becomes the notice's migration
 	d.status.Notices++
 	d.avoidZone(s.inst.Zone, now)
 	if s.state != serving.StateReady {
@@ -315,7 +320,7 @@ func (d *dep) noticed(ctx workflow.Context, s *slot) error {
 // dropStandby gives up the standby of s and releases its machine.
 func (d *dep) dropStandby(ctx workflow.Context, s *slot, why string) error {
 	sb := s.standby
-	s.standby = nil
+	s.standby, s.toSpot = nil, false
 	d.retire(sb.run)
 	d.event(ctx, fmt.Sprintf("standby %s of replica %d stage %d given up: %s", sb.inst.ID, s.replica, s.stage, why))
 	return d.release(ctx, []string{sb.inst.ID})
@@ -337,6 +342,7 @@ func (d *dep) onPoll(ctx workflow.Context) error {
 		return err
 	}
 	now := workflow.Now(ctx)
+	d.lookForSpot(ctx, now)
 	for _, s := range d.slots {
 		if r := s.run; r != nil && s.state == serving.StateStarting && now.Sub(r.startedAt) > d.opts.StageReadyTimeout {
 			d.retire(r)
