@@ -20,7 +20,7 @@ type OnDemandPlan struct {
 // per iteration (data parallelism is never perfectly efficient), so the cheapest is usually
 // the smallest that keeps the deadline.
 func BestOnDemand(job Job, m *Market, deadline time.Duration) OnDemandPlan {
-	job = job.withDefaults()
+	job = job.withDefaults(m)
 	var best, fastest OnDemandPlan
 	haveBest := false
 	zone := m.Zones[0]
@@ -29,7 +29,7 @@ func BestOnDemand(job Job, m *Market, deadline time.Duration) OnDemandPlan {
 			continue
 		}
 		d := job.duration(Placement{zone: g})
-		p := OnDemandPlan{GPUs: g, Duration: d, CostUSD: float64(g/m.GPUsPerInst) * m.OnDemandPrice * d.Hours(),
+		p := OnDemandPlan{GPUs: g, Duration: d, CostUSD: float64(g/m.GPUsPerInst) * m.OnDemandPrice * (d - job.Boot).Hours(),
 			Met: deadline <= 0 || d <= deadline}
 		if fastest.GPUs == 0 || d < fastest.Duration {
 			fastest = p
@@ -47,6 +47,6 @@ func BestOnDemand(job Job, m *Market, deadline time.Duration) OnDemandPlan {
 // SpotOnlyDuration is how long the job takes on its largest plan in one zone with nothing
 // lost: the unit the benchmark's deadlines are given in (1.2×, 1.5×, 2×).
 func SpotOnlyDuration(job Job, m *Market) time.Duration {
-	job = job.withDefaults()
+	job = job.withDefaults(m)
 	return job.duration(Placement{m.Zones[0]: job.MaxGPUs})
 }

@@ -62,7 +62,7 @@ func DecideRunning(r Running, offers []cloud.Offering, mem DeadlineMemory, model
 		return Decision{}, err
 	}
 	job := Job{Iterations: r.Iterations, MaxGPUs: r.MaxGPUs, Restart: r.Restart,
-		Throughput: &PlannerThroughput{Model: model, Network: net, GlobalBatch: globalBatch, Market: m}}.withDefaults()
+		Throughput: &PlannerThroughput{Model: model, Network: net, GlobalBatch: globalBatch, Market: m}}.withDefaults(m)
 	p := resumeDeadlineAware(mem)
 	v := &View{Elapsed: r.Elapsed, Deadline: r.Deadline, Done: r.Done, Checkpointed: r.Checkpointed, Job: job, Market: m,
 		Capacity: capacity, Spot: clean(r.Spot, m), OnDemand: clean(r.OnDemand, m), Preempted: r.Preempted,

@@ -61,7 +61,7 @@ func Eval(job Job, m *Market, g Grid) (*Result, error) {
 	if err := job.Validate(); err != nil {
 		return nil, err
 	}
-	job = job.withDefaults()
+	job = job.withDefaults(m)
 	g = g.withDefaults()
 	t0 := time.Now()
 	res := &Result{Trace: m.Source, SpotOnly: SpotOnlyDuration(job, m), Deadlines: g.Deadlines}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/schooner-ml/schooner/cloud/sim"
 )
 
 // Job is what the simulator trains: a number of iterations, checkpointed every
@@ -16,17 +18,35 @@ type Job struct {
 	// Restart is how long training stops whenever the held machines change: booting what
 	// was bought, restoring the last checkpoint, planning (default 4 min: the simulated
 	// market's 2-minute AWS boot plus the job's relaunch and restore).
-	Restart    time.Duration
-	Throughput IterTimer
+	Restart time.Duration
+	// Boot is the part of Restart that machines just bought spend booting: clouds bill from
+	// running (EC2, GCE and the simulated market alike), so it is not billed, and a change
+	// that buys nothing (survivors relaunched) stops training for Restart less Boot. 0: the
+	// boot of the market's cloud (sim.DefaultParams: AWS 2 min, GCP 1 min); negative: none.
+	Boot time.Duration
+	// IgnoresNotice is for a trainer that does not checkpoint on a preemption notice: a
+	// preemption then loses the progress since the last periodic checkpoint. schooner's jobs
+	// save on the notice (EC2 gives 2 minutes, GCE 30 s), so by default a preemption loses
+	// nothing.
+	IgnoresNotice bool
+	Throughput    IterTimer
 }
 
 // DefaultRestart is Job.Restart's default.
 const DefaultRestart = 4 * time.Minute
 
-func (j Job) withDefaults() Job {
+// withDefaults fills the zero fields; the boot's default is the cloud of m.
+func (j Job) withDefaults(m *Market) Job {
 	if j.Restart <= 0 {
 		j.Restart = DefaultRestart
 	}
+	switch {
+	case j.Boot < 0:
+		j.Boot = 0
+	case j.Boot == 0 && m != nil:
+		j.Boot = sim.DefaultParams(m.provider()).BootTime
+	}
+	j.Boot = min(j.Boot, j.Restart)
 	if j.CheckpointEvery <= 0 {
 		j.CheckpointEvery = j.Iterations
 	}

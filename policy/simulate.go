@@ -49,14 +49,15 @@ type Options struct {
 
 // Simulate runs job from start (an offset into the market's traces) under a fresh policy of
 // mk. It steps at the trace's tick: capacity is read, held spot GPUs above it are preempted
-// (progress back to the last checkpoint), the policy decides, the market fills what it can,
-// and the step's time is billed per second and trained at the planner's pace, less the
-// restart pause whenever the held machines changed.
+// (the job saved on the notice, unless it ignores notices: then progress goes back to the
+// last checkpoint), the policy decides, the market fills what it can, and the step's time is
+// billed per second (machines just bought from the end of their boot) and trained at the
+// planner's pace, less the restart pause whenever the held machines changed.
 func Simulate(job Job, m *Market, mk Maker, start time.Duration, o Options) (Run, error) {
 	if err := job.Validate(); err != nil {
 		return Run{}, err
 	}
-	job = job.withDefaults()
+	job = job.withDefaults(m)
 	if o.OnDemandGPUs <= 0 {
 		o.OnDemandGPUs = BestOnDemand(job, m, o.Deadline).GPUs
 	}
@@ -90,7 +91,10 @@ type state struct {
 	spot, od   Placement
 	done, ckpt float64
 	pauseUntil time.Duration
-	run        Run
+	// booting are the instances the last change bought, per zone, unbilled until bootUntil.
+	bootingSpot, bootingOD map[string]int
+	bootUntil              time.Duration
+	run                    Run
 }
 
 // step simulates [t, t+gap) and reports whether the job finished in it.
@@ -107,6 +111,9 @@ func (s *state) step(t, start time.Duration, o Options) bool {
 			s.run.Preemptions++
 			lost = true
 		}
+	}
+	if lost && !s.job.IgnoresNotice {
+		s.ckpt = s.done // saved on the preemption notice
 	}
 	if lost {
 		s.run.Lost += s.done - s.ckpt
@@ -126,7 +133,13 @@ func (s *state) step(t, start time.Duration, o Options) bool {
 			s.ckpt = s.done // a chosen change checkpoints first: nothing is redone
 		}
 		if spot.GPUs()+od.GPUs() > 0 {
-			s.pauseUntil = t + s.job.Restart
+			s.bootingSpot, s.bootingOD = s.bought(s.spot, spot), s.bought(s.od, od)
+			s.bootUntil = t + s.job.Boot
+			pause := s.job.Restart
+			if len(s.bootingSpot)+len(s.bootingOD) == 0 {
+				pause -= s.job.Boot // nothing to boot: the survivors relaunch and restore
+			}
+			s.pauseUntil = t + pause
 			s.run.Restarts++
 		}
 	}
@@ -153,7 +166,7 @@ func (s *state) advance(t time.Duration) bool {
 		}
 		s.ckpt = math.Max(s.ckpt, math.Floor(s.done/float64(s.job.CheckpointEvery))*float64(s.job.CheckpointEvery))
 	}
-	s.bill(end - t)
+	s.bill(t, end-t)
 	if finished {
 		s.run.Finished = true
 		s.run.Duration = end
@@ -162,19 +175,42 @@ func (s *state) advance(t time.Duration) bool {
 	return finished
 }
 
-// bill charges d of everything held: per instance, spot at its zone's price.
-func (s *state) bill(d time.Duration) {
-	h := d.Hours()
-	per := float64(s.m.GPUsPerInst)
-	for z, g := range s.spot {
-		s.run.CostUSD += math.Ceil(float64(g)/per) * s.m.SpotPrice[z] * h
-		s.run.GPUHours += float64(g) * h
+// bought is how many instances per zone from holds that were not in held.
+func (s *state) bought(held, holds Placement) map[string]int {
+	out := map[string]int{}
+	for z, g := range holds {
+		if n := s.instances(g) - s.instances(held[z]); n > 0 {
+			out[z] = n
+		}
 	}
-	for _, g := range s.od {
-		c := math.Ceil(float64(g)/per) * s.m.OnDemandPrice * h
+	return out
+}
+
+func (s *state) instances(gpus int) int {
+	return int(math.Ceil(float64(gpus) / float64(s.m.GPUsPerInst)))
+}
+
+// bill charges [t, t+d) of everything held, per instance, spot at its zone's price; the
+// instances still booting are charged from bootUntil.
+func (s *state) bill(t, d time.Duration) {
+	h := d.Hours()
+	boot := (min(s.bootUntil, t+d) - t).Hours()
+	charge := func(z string, g int, price float64, booting map[string]int) float64 {
+		n := s.instances(g)
+		b := min(booting[z], n)
+		if boot <= 0 {
+			b = 0
+		}
+		s.run.GPUHours += float64(g) * h
+		return float64(n)*price*h - float64(b)*price*boot
+	}
+	for z, g := range s.spot {
+		s.run.CostUSD += charge(z, g, s.m.SpotPrice[z], s.bootingSpot)
+	}
+	for z, g := range s.od {
+		c := charge(z, g, s.m.OnDemandPrice, s.bootingOD)
 		s.run.CostUSD += c
 		s.run.OnDemandUSD += c
-		s.run.GPUHours += float64(g) * h
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/schooner-ml/schooner/cloud/sim"
 )
 
 func TestFillKeepsHeldGPUsThenTakesFreeCapacityInOrder(t *testing.T) {
@@ -44,10 +46,12 @@ func TestAllOnDemandCostsWhatTheBaselineSays(t *testing.T) {
 	assert.Equal(t, 3, run.Purchases[0].GPUs)
 }
 
-func TestAPreemptionRedoesTheIterationsSinceTheLastCheckpoint(t *testing.T) {
+func TestAPreemptionRedoesTheIterationsSinceTheLastCheckpointWhenNoticesAreIgnored(t *testing.T) {
 	// 4 spot GPUs for 2 hours, then none for 3, then 4 again.
 	m := steps(t, map[string][]int{"us-east-2b": {4, 4, 0, 0, 0, 4}})
-	run, err := Simulate(job(), m, AllSpot(), 0, Options{})
+	j := job()
+	j.IgnoresNotice = true
+	run, err := Simulate(j, m, AllSpot(), 0, Options{})
 	require.NoError(t, err)
 	assert.True(t, run.Finished)
 	assert.Equal(t, 1, run.Preemptions)
@@ -58,6 +62,37 @@ func TestAPreemptionRedoesTheIterationsSinceTheLastCheckpoint(t *testing.T) {
 	// Restart, 264 iterations, 3 h without capacity, restart, 456+12 iterations.
 	want := 2*time.Hour + 3*time.Hour + 10*time.Minute + time.Duration(468*25)*time.Second
 	assert.Equal(t, want, run.Duration)
+}
+
+func TestAJobThatSavesOnTheNoticeLosesNothingToAPreemption(t *testing.T) {
+	m := steps(t, map[string][]int{"us-east-2b": {4, 4, 0, 0, 0, 4}})
+	run, err := Simulate(job(), m, AllSpot(), 0, Options{})
+	require.NoError(t, err)
+	assert.Equal(t, 1, run.Preemptions)
+	assert.Zero(t, run.Lost)
+	// Restart, 264 iterations, 3 h without capacity, restart, the other 456.
+	assert.Equal(t, 2*time.Hour+3*time.Hour+10*time.Minute+time.Duration(456*25)*time.Second, run.Duration)
+}
+
+func TestMachinesAreBilledFromTheEndOfTheirBootAndSurvivorsRelaunchWithoutOne(t *testing.T) {
+	// 4 spot GPUs for 2 hours, then 2: the survivors go on alone.
+	m := steps(t, map[string][]int{"us-east-2b": {4, 4, 2}})
+	run, err := Simulate(job(), m, AllSpot(), 0, Options{})
+	require.NoError(t, err)
+	require.True(t, run.Finished)
+	boot := sim.DefaultParams("aws").BootTime
+	require.Equal(t, 2*time.Minute, boot)
+	// 264 iterations on 4 GPUs after a 10-minute start; the survivors relaunch in 10 minutes
+	// less the boot (nothing to boot) and train the other 456 at 50 s each.
+	relaunch := 10*time.Minute - boot
+	assert.Equal(t, 2*time.Hour+relaunch+time.Duration(456*50)*time.Second, run.Duration)
+	assert.Equal(t, 2, run.Restarts)
+	// The four machines are billed from the end of their boot, the two survivors to the end.
+	price := m.SpotPrice["us-east-2b"]
+	want := price * (2*(2*time.Hour-boot).Hours() + 2*(run.Duration-boot).Hours())
+	assert.InDelta(t, want, run.CostUSD, 1e-9)
+	// Ignoring the boot would bill 4 machine-minutes more.
+	assert.Greater(t, price*(2*(2*time.Hour).Hours()+2*run.Duration.Hours())-want, 0.06*price)
 }
 
 func TestTheDeadlinePolicyBuysOnDemandOnlyWhenSpotCannotKeepTheDeadline(t *testing.T) {

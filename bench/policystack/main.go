@@ -94,9 +94,9 @@ func compare(w io.Writer, starts int, scale float64, iterations int, deadline, o
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	bin := filepath.Join(tmp, "schooner")
-	if err := command("go", "build", "-o", bin, "./cmd/schooner").Run(); err != nil {
-		return fmt.Errorf("building the CLI: %w", err)
+	bin, err := cli.BuildSchooner(tmp)
+	if err != nil {
+		return err
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
@@ -107,7 +107,7 @@ func compare(w io.Writer, starts int, scale float64, iterations int, deadline, o
 		return fmt.Errorf("policy eval: %w", err)
 	}
 	var ev evalResult
-	if err := readJSON(evalFile, &ev); err != nil {
+	if err := cli.ReadJSON(evalFile, &ev); err != nil {
 		return err
 	}
 	spec, err := demoSpec(tmp, iterations, deadline)
@@ -170,7 +170,7 @@ func stackRun(bin, spec string, start time.Duration, scale float64, dataDir, fil
 		return demoResult{}, fmt.Errorf("schooner demo: %w (its summary: %s)", err, file)
 	}
 	var d demoResult
-	if err := readJSON(file, &d); err != nil {
+	if err := cli.ReadJSON(file, &d); err != nil {
 		return d, err
 	}
 	if d.Status != "completed" || !d.Verified {
@@ -196,17 +196,6 @@ func command(name string, args ...string) *exec.Cmd {
 	c := exec.Command(name, args...)
 	c.Stdout, c.Stderr = os.Stderr, os.Stderr
 	return c
-}
-
-func readJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
 }
 
 // stripKeys drops the top-level YAML lines of the given keys (the bench sets them itself).

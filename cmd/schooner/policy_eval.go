@@ -28,6 +28,7 @@ type policyEvalFlags struct {
 	starts      int
 	deadlines   []string
 	restart     time.Duration
+	noNotice    bool
 	policies    []string
 	profiles    string
 	asJSON      bool
@@ -52,9 +53,12 @@ The trace directory holds one file per zone, <zone>_<gpu>_<count>.json, as in
 github.com/skypilot-org/spot-traces; files of GPUs the catalog has no instance type for (K80)
 are left out and named. Without --trace the traces bundled with schooner are used.
 
-What the simulator leaves out: capacity changes only at the trace's ticks; preemption notices
-are not used for an emergency checkpoint; spot prices are the catalog's typical ones, fixed; a
-change of machines pauses training for --restart whatever changed.
+How it models a run: a change of machines pauses training for --restart when it buys a
+machine (its boot, the cloud's 2 minutes on AWS, unbilled, then the relaunch and restore) and
+for --restart less the boot when only survivors relaunch; a preemption loses nothing, as the
+job checkpoints on the cloud's notice (--no-notice-save: back to the last periodic
+checkpoint). What it leaves out: capacity changes only at the trace's ticks; spot prices are
+the catalog's typical ones, fixed.
 
   schooner policy eval
   schooner policy eval --trace DIR --spec examples/demo.yaml --iterations 6000
@@ -69,11 +73,12 @@ change of machines pauses training for --restart whatever changed.
 	fs.IntVar(&f.globalBatch, "global-batch", 32, "samples per iteration")
 	fs.Int64Var(&f.iterations, "iterations", 6000, "iterations of the job")
 	fs.IntVar(&f.maxGPUs, "max-gpus", 8, "most GPUs the job holds at once")
-	fs.Int64Var(&f.every, "checkpoint-every", 25, "iterations between checkpoints (a preemption redoes the rest)")
+	fs.Int64Var(&f.every, "checkpoint-every", 25, "iterations between checkpoints (with --no-notice-save a preemption redoes the rest)")
 	fs.StringSliceVar(&f.zones, "zones", nil, "only these zones of the trace (default: all)")
 	fs.IntVar(&f.starts, "starts", 50, "start times, spread evenly over the trace")
 	fs.StringSliceVar(&f.deadlines, "deadlines", []string{"1.2x", "1.5x", "2x"}, "deadlines: multiples of the spot-only duration (1.5x) or durations (24h)")
 	fs.DurationVar(&f.restart, "restart", policy.DefaultRestart, "training time lost whenever the held machines change (boot, restore)")
+	fs.BoolVar(&f.noNotice, "no-notice-save", false, "the trainer does not checkpoint on a preemption notice: a preemption redoes the iterations since the last checkpoint")
 	fs.StringSliceVar(&f.policies, "policies", nil, "only these policies (default: all; see the table's names)")
 	fs.StringVar(&f.profiles, "profiles", "", "directory of model and network profiles (empty: the built-in ones)")
 	fs.BoolVar(&f.asJSON, "json", false, "print the result (summaries and every run) as JSON")
@@ -108,7 +113,8 @@ func runPolicyEval(cmd *cobra.Command, f *policyEvalFlags) error {
 	if err := tp.Check(f.maxGPUs); err != nil {
 		return err
 	}
-	job := policy.Job{Iterations: f.iterations, CheckpointEvery: f.every, MaxGPUs: f.maxGPUs, Restart: f.restart, Throughput: tp}
+	job := policy.Job{Iterations: f.iterations, CheckpointEvery: f.every, MaxGPUs: f.maxGPUs, Restart: f.restart,
+		IgnoresNotice: f.noNotice, Throughput: tp}
 	if err := job.Validate(); err != nil {
 		return err
 	}

@@ -3,10 +3,13 @@
 package cli
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
 )
 
 // Main runs run with the process's arguments and standard output; when it fails, it prints
@@ -24,4 +27,28 @@ func FlagSet(name string, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(out)
 	return fs
+}
+
+// BuildSchooner builds the schooner CLI into dir (run from the repository root), so a bench
+// runs exactly what users run; it returns the binary's path.
+func BuildSchooner(dir string) (string, error) {
+	bin := filepath.Join(dir, "schooner")
+	c := exec.Command("go", "build", "-o", bin, "./cmd/schooner")
+	c.Stdout, c.Stderr = os.Stderr, os.Stderr
+	if err := c.Run(); err != nil {
+		return "", fmt.Errorf("building the CLI: %w", err)
+	}
+	return bin, nil
+}
+
+// ReadJSON decodes the JSON file at path into v, naming the file in errors.
+func ReadJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }
