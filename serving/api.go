@@ -88,6 +88,11 @@ type DeployOptions struct {
 	// to. It moves as after a notice (a standby on spot, switched to when ready), so no
 	// request is interrupted and the deployment pays spot again once spot returns.
 	SpotReturnEvery time.Duration `json:"spot_return_every,omitempty"`
+	// IgnoreNotices makes the deployment act on losses only: a preemption notice starts no
+	// migration, the stage is replaced after its machine is gone. It is the restart-only
+	// baseline that `schooner demo serve --policy restart-only` measures against; no user
+	// wants it otherwise.
+	IgnoreNotices bool `json:"ignore_notices,omitempty"`
 	// RetryWait (wall, default 5 s): the wait before placing again when capacity is short.
 	RetryWait time.Duration `json:"retry_wait,omitempty"`
 	// DrainTimeout (wall, default 30 s): how long a stop waits for the stages to drain.

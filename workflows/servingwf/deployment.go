@@ -156,7 +156,7 @@ func (d *dep) drainNotices(ctx workflow.Context) {
 			break
 		}
 		for _, s := range d.slots {
-			if s.inst.ID == n.InstanceID && s.noticedAt.IsZero() {
+			if s.inst.ID == n.InstanceID && s.noticedAt.IsZero() && !d.opts.IgnoreNotices {
 				s.noticedAt = now
 				d.status.Notices++
 			}

@@ -131,6 +131,18 @@ func newEnv(t *testing.T, w *world) *testsuite.TestWorkflowEnvironment {
 	return env
 }
 
+// noticeAt sends, at the given test-clock time, a preemption notice (2 minutes ahead) for the
+// machine replica 0's stage runs on; the returned function gives that assignment.
+func noticeAt(env *testsuite.TestWorkflowEnvironment, w *world, stage int, at time.Duration) func() serving.StageAssignment {
+	var noticed serving.StageAssignment
+	env.RegisterDelayedCallback(func() {
+		noticed = w.current(0, stage)
+		env.SignalWorkflow(serving.SignalPreemptionNotice, serving.PreemptionNotice{InstanceID: noticed.InstanceID, Kind: cloud.Notice,
+			Deadline: env.Now().Add(2 * time.Minute)})
+	}, at)
+	return func() serving.StageAssignment { return noticed }
+}
+
 // stopAt stops the deployment at the given test-clock time and keeps the update's result.
 func stopAt(t *testing.T, env *testsuite.TestWorkflowEnvironment, at time.Duration, result *serving.Status) {
 	env.RegisterDelayedCallback(func() {
@@ -242,12 +254,7 @@ func TestStageLostWithoutNoticeIsReplacedAndTheFailoverRecorded(t *testing.T) {
 
 func TestNoticeMigratesTheStageBeforeTheMachineIsReleased(t *testing.T) {
 	w, env := newWorldEnv(t)
-	var noticed serving.StageAssignment
-	env.RegisterDelayedCallback(func() {
-		noticed = w.current(0, 1)
-		env.SignalWorkflow(serving.SignalPreemptionNotice, serving.PreemptionNotice{InstanceID: noticed.InstanceID, Kind: cloud.Notice,
-			Deadline: env.Now().Add(2 * time.Minute)})
-	}, time.Minute)
+	noticed := noticeAt(env, w, 1, time.Minute)
 	mid := queryAt[serving.Status](t, env, serving.QueryStatus, 2*time.Minute)
 	st := runUntilStopped(t, env, deployInput(), 3*time.Minute, nil)
 
@@ -258,7 +265,7 @@ func TestNoticeMigratesTheStageBeforeTheMachineIsReleased(t *testing.T) {
 	fo := st.FailoverRecords[0]
 	assert.True(t, fo.Notice)
 	assert.Equal(t, 1, fo.Stage)
-	assert.Equal(t, noticed.InstanceID, fo.From)
+	assert.Equal(t, noticed().InstanceID, fo.From)
 	assert.Zero(t, fo.DowntimeSeconds, "the replacement was ready before the machine went")
 
 	repl := w.current(0, 1)
@@ -266,11 +273,11 @@ func TestNoticeMigratesTheStageBeforeTheMachineIsReleased(t *testing.T) {
 	assert.True(t, repl.Restore)
 	log := w.logged()
 	readyAt := slices.Index(log, "ready "+repl.InstanceID)
-	releasedAt := slices.Index(log, "released "+noticed.InstanceID)
+	releasedAt := slices.Index(log, "released "+noticed().InstanceID)
 	require.GreaterOrEqual(t, readyAt, 0)
 	require.GreaterOrEqual(t, releasedAt, 0)
 	assert.Less(t, readyAt, releasedAt, "the replacement is ready before the noticed machine is released: %v", log)
-	assert.NotEqual(t, w.Instances[noticed.InstanceID].Zone, w.Instances[repl.InstanceID].Zone)
+	assert.NotEqual(t, w.Instances[noticed().InstanceID].Zone, w.Instances[repl.InstanceID].Zone)
 	assert.Empty(t, w.Leaked())
 }
 

@@ -119,3 +119,24 @@ func TestNoSpotReturnWhenTurnedOff(t *testing.T) {
 	assert.Equal(t, cloud.OnDemand, w.capacityOf(0, 0))
 	assert.Empty(t, w.Leaked())
 }
+
+// The restart-only baseline (IgnoreNotices) migrates nothing on a notice: the stage goes on
+// on its machine until the machine is gone, then is replaced.
+func TestIgnoringNoticesReplacesTheStageOnlyAfterTheLoss(t *testing.T) {
+	w, env := newWorldEnv(t)
+	noticed := noticeAt(env, w, 1, time.Minute)
+	after := queryAt[serving.Status](t, env, serving.QueryStatus, 90*time.Second)
+	env.RegisterDelayedCallback(func() { w.State(noticed().InstanceID, cloud.StatePreempted) }, 2*time.Minute)
+	in := deployInput()
+	in.Options.IgnoreNotices = true
+	st := runUntilStopped(t, env, in, 3*time.Minute, nil)
+
+	assert.Zero(t, after.Notices, "the notice was ignored")
+	assert.Equal(t, noticed().InstanceID, after.Stages[1].InstanceID, "no migration before the loss")
+	assert.Equal(t, 1, st.Preemptions)
+	require.Len(t, st.FailoverRecords, 1)
+	assert.False(t, st.FailoverRecords[0].Notice)
+	assert.Greater(t, st.FailoverRecords[0].DowntimeSeconds, 0.0, "the stage was down until its replacement was ready")
+	assert.NotEqual(t, noticed().InstanceID, w.current(0, 1).InstanceID)
+	assert.Empty(t, w.Leaked())
+}

@@ -296,9 +296,10 @@ func (d *dep) onNotice(ctx workflow.Context, n serving.PreemptionNotice) error {
 	return nil
 }
 
-// noticed marks the machine of s as about to be reclaimed.
+// noticed marks the machine of s as about to be reclaimed (unless the deployment ignores
+// notices: then only the loss is acted on).
 func (d *dep) noticed(ctx workflow.Context, s *slot) error {
-	if !s.noticedAt.IsZero() {
+	if !s.noticedAt.IsZero() || d.opts.IgnoreNotices {
 		return nil
 	}
 	now := workflow.Now(ctx)
