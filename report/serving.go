@@ -77,13 +77,15 @@ func (f ServeFault) Window(slack time.Duration, loadEnd time.Time) (time.Time, t
 
 // ServeFacts is everything the demo observed.
 type ServeFacts struct {
-	Deployment string  `json:"deployment"`
-	Model      string  `json:"model"`
-	Stages     int     `json:"stages"`
-	Rate       float64 `json:"rate"`
-	Duration   time.Duration
-	TimeScale  float64
-	Wall       time.Duration
+	Deployment string `json:"deployment"`
+	Model      string `json:"model"`
+	Stages     int    `json:"stages"`
+	// Policy is how the deployment used spot (demo serve --policy).
+	Policy    string  `json:"policy,omitempty"`
+	Rate      float64 `json:"rate"`
+	Duration  time.Duration
+	TimeScale float64
+	Wall      time.Duration
 	// LoadStart is when the load began; Requests are the load run's, in schedule order.
 	LoadStart time.Time
 	Requests  []ServeRequest
@@ -139,6 +141,7 @@ type ServeSummary struct {
 	Deployment  string  `json:"deployment"`
 	Model       string  `json:"model"`
 	Stages      int     `json:"stages"`
+	Policy      string  `json:"policy,omitempty"`
 	Rate        float64 `json:"rate_per_s"`
 	DurationS   float64 `json:"duration_s"`
 	WallSeconds float64 `json:"wall_s"`
@@ -170,6 +173,7 @@ type ServeSummary struct {
 	Failovers       int     `json:"failovers"`
 	Preemptions     int     `json:"preemptions"`
 	Notices         int     `json:"notices"`
+	SpotReturns     int     `json:"spot_returns,omitempty"`
 	CostUSD         float64 `json:"cost_usd"`
 	OnDemandCostUSD float64 `json:"on_demand_cost_usd"`
 	SavingsPct      float64 `json:"savings_pct"`
@@ -220,11 +224,11 @@ func loadEnd(f ServeFacts) time.Time {
 func SummarizeServing(f ServeFacts) ServeSummary {
 	slack := f.Slack
 	defaults.Positive(&slack, FaultSlack)
-	s := ServeSummary{Deployment: f.Deployment, Model: f.Model, Stages: f.Stages, Rate: f.Rate,
+	s := ServeSummary{Deployment: f.Deployment, Model: f.Model, Stages: f.Stages, Policy: f.Policy, Rate: f.Rate,
 		DurationS: f.Duration.Seconds(), WallSeconds: round(f.Wall.Seconds(), 1), TimeScale: f.TimeScale,
 		Requests: len(f.Requests), PlannedFaults: f.PlannedFaults, ReferenceErrors: f.ReferenceErrors,
 		Pauses: f.Counters.Pauses, Resumes: f.Counters.Resumes, Reprefills: f.Counters.Reprefills, GapTokens: f.Counters.GapTokens,
-		Failovers: f.Final.Failovers, Preemptions: f.Final.Preemptions, Notices: f.Final.Notices,
+		Failovers: f.Final.Failovers, Preemptions: f.Final.Preemptions, Notices: f.Final.Notices, SpotReturns: f.Final.SpotReturns,
 		CostUSD: round(f.Final.CostUSD, 4), OnDemandCostUSD: round(f.Final.OnDemandCostUSD, 4),
 		FinalPhase: f.Final.Phase, LeakedInstances: f.LeakedInstances}
 	if f.Final.OnDemandCostUSD > 0 {

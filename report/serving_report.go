@@ -32,8 +32,10 @@ func WriteServingMarkdown(w io.Writer, s ServeSummary, timelineFile string) erro
 	row("inter-token gap, requests no fault hit", "p50 %.1f ms, p99 %.1f ms, max %.0f ms", s.UnhitGap.P50, s.UnhitGap.P99, s.UnhitGap.Max)
 	row("requests that hit a fault", "%d", s.RequestsHit)
 	row("router", "%d pauses, %d resumes, %d re-prefills, %d gap tokens", s.Pauses, s.Resumes, s.Reprefills, s.GapTokens)
-	row("deployment", "%d failovers, %d preemptions, %d notices; ended %s", s.Failovers, s.Preemptions, s.Notices, s.FinalPhase)
-	row("cost (simulated hours)", "$%.4f on spot vs $%.4f on on-demand (%.1f%% saved)", s.CostUSD, s.OnDemandCostUSD, s.SavingsPct)
+	row("deployment", "%d failovers, %d preemptions, %d notices, %d stages back on spot after an on-demand fallback; ended %s",
+		s.Failovers, s.Preemptions, s.Notices, s.SpotReturns, s.FinalPhase)
+	row("cost (simulated hours)", "$%.4f (policy %s) vs $%.4f for the same machines on demand (%.1f%% saved)",
+		s.CostUSD, nonEmpty(s.Policy, "spot-aware"), s.OnDemandCostUSD, s.SavingsPct)
 	row("instances left running", "%d", s.LeakedInstances)
 	if timelineFile != "" {
 		fmt.Fprintf(&b, "\n![timeline](%s)\n", timelineFile)
@@ -52,7 +54,8 @@ func WriteServingMarkdown(w io.Writer, s ServeSummary, timelineFile string) erro
 	}
 	b.WriteString("\nA fault's window runs from its injection to the replacement's stage-ready plus " + FaultSlack.String() +
 		"; a request hit it when its lifetime overlaps the window, and the longest pause is the longest wait between two chunks (or for the first) of any request that overlaps it. " +
-		"With a notice the deployment brings the replacement up before the deadline and switches to it, so the stage is never down.\n")
+		"With a notice the deployment buys the replacement at once and switches to it when it is ready: the stage is down only when the replacement's boot and start take longer than the notice. " +
+		"Preemptions the market's traces made are counted in the deployment row, not here.\n")
 	if len(s.DifferingIDs) > 0 || len(s.FailedIDs) > 0 {
 		fmt.Fprintf(&b, "\n## Problems\n\n- differing: %v\n- failed: %v\n", s.DifferingIDs, s.FailedIDs)
 	}

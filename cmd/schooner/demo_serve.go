@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/schooner-ml/schooner/cloud/sim"
 	"github.com/schooner-ml/schooner/devserver/stack"
 	"github.com/schooner-ml/schooner/fleet"
+	"github.com/schooner-ml/schooner/policy"
 	"github.com/schooner-ml/schooner/report"
 	"github.com/schooner-ml/schooner/serving"
 	"github.com/schooner-ml/schooner/serving/router"
@@ -35,6 +37,7 @@ type demoServeFlags struct {
 	notice         time.Duration
 	pollInterval   time.Duration
 	listen         string
+	policy         string
 }
 
 // withDemoServe adds `schooner demo serve` under the training demo's command.
@@ -122,6 +125,8 @@ deployment did not stop or a machine leaked.`,
 	fs.DurationVar(&f.bootTime, "boot-time", 10*time.Second, "simulated boot time of a machine")
 	fs.DurationVar(&f.notice, "notice", 2*time.Minute, "simulated time between a preemption notice and the preemption")
 	fs.DurationVar(&f.pollInterval, "poll-interval", time.Second, "how often (wall) the deployment describes its machines to catch a loss without notice")
+	fs.StringVar(&f.policy, "policy", policySpotAware, "how the deployment uses spot: "+policySpotAware+" (the spec's spot policy, notices migrate stages, stages on on-demand fallback return to spot), "+
+		policyRestartOnly+" (spot only, notices ignored, no KV replication: a lost stage is restarted, the baseline), "+policyOnDemand+" (on-demand machines only)")
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:0", "where the router serves the OpenAI API during the demo (curl it if you like)")
 	return cmd
 }
@@ -144,6 +149,9 @@ func (f *demoServeFlags) check() error {
 	}
 	if err := f.load.check(); err != nil {
 		return err
+	}
+	if !slices.Contains(policy.ServePolicies, f.policy) {
+		return fmt.Errorf("invalid --policy %q: one of %s", f.policy, strings.Join(policy.ServePolicies, ", "))
 	}
 	if f.refConcurrency < 1 {
 		return fmt.Errorf("invalid --ref-concurrency %d: must be at least 1", f.refConcurrency)
@@ -201,7 +209,9 @@ func runDemoServe(ctx context.Context, f *demoServeFlags, log zerolog.Logger, ou
 		o.TimeScale, f.bootTime, f.notice, f.bootTime.Seconds()/o.TimeScale, f.notice.Seconds()/o.TimeScale)
 
 	d := &serveDemo{stack: s, sc: servingclient.New(s.Client), spec: spec, out: zerolog.SyncWriter(out), log: log}
-	d.id, err = d.sc.Deploy(ctx, spec, servingclient.DeployOptions{Options: serving.DeployOptions{PollInterval: f.pollInterval}})
+	opts := serving.DeployOptions{PollInterval: f.pollInterval}
+	applyServePolicy(f.policy, &spec, &opts)
+	d.id, err = d.sc.Deploy(ctx, spec, servingclient.DeployOptions{Options: opts})
 	if err != nil {
 		return report.ServeSummary{}, err
 	}
@@ -219,7 +229,8 @@ func runDemoServe(ctx context.Context, f *demoServeFlags, log zerolog.Logger, ou
 	}
 	defer func() { _ = stopDeployment() }() // on early returns too
 	fmt.Fprintf(out, "  inference workers: %s -m %s from %s\n", python, stage.WorkerModule, pyPath)
-	fmt.Fprintf(out, "  deployment %s: %s in %d stages (%s)\n", d.id, spec.ModelID(), spec.Stages, nonEmptyStr(f.specPath, "the spec of examples/serve-tiny.yaml"))
+	fmt.Fprintf(out, "  deployment %s: %s in %d stages (%s), policy %s: spot %s, KV replication %s\n", d.id, spec.ModelID(), spec.Stages,
+		nonEmptyStr(f.specPath, "the spec of examples/serve-tiny.yaml"), f.policy, spec.Spot, spec.KVReplication)
 
 	srvURL, closeRouter, err := d.startRouter(ctx, f.listen)
 	if err != nil {
@@ -254,7 +265,7 @@ func runDemoServe(ctx context.Context, f *demoServeFlags, log zerolog.Logger, ou
 	if err := stopDeployment(); err != nil {
 		return report.ServeSummary{}, err
 	}
-	facts := report.ServeFacts{Deployment: d.id, Model: spec.ModelID(), Stages: spec.Stages, Rate: f.load.Rate,
+	facts := report.ServeFacts{Deployment: d.id, Model: spec.ModelID(), Stages: spec.Stages, Policy: f.policy, Rate: f.load.Rate,
 		Duration: f.load.Duration, TimeScale: o.TimeScale, LoadStart: run.start, Requests: run.requests,
 		Faults: run.faults, PlannedFaults: run.planned, ReferenceErrors: refErrs, Final: final, Counters: counters}
 	lctx, lcancel := context.WithTimeout(context.Background(), time.Minute)
@@ -372,7 +383,10 @@ func printServeSummary(out io.Writer, s report.ServeSummary, files report.Files)
 			i+1, f.AtSeconds, f.Stage, report.NoticeWord(f.Notice), f.From, nonEmptyStr(f.To, "?"), fo, f.RequestsHit, f.MaxPauseMs)
 	}
 	fmt.Fprintf(out, "  router         %d pauses, %d resumes, %d re-prefills, %d gap tokens\n", s.Pauses, s.Resumes, s.Reprefills, s.GapTokens)
-	fmt.Fprintf(out, "  cost           $%.4f on spot vs $%.4f on on-demand (%.1f%% saved, simulated hours)\n", s.CostUSD, s.OnDemandCostUSD, s.SavingsPct)
+	fmt.Fprintf(out, "  market         %d preemptions, %d notices, %d failovers, %d stages back on spot after an on-demand fallback\n",
+		s.Preemptions, s.Notices, s.Failovers, s.SpotReturns)
+	fmt.Fprintf(out, "  cost           $%.4f (policy %s) vs $%.4f for the same machines on demand (%.1f%% saved, simulated hours)\n",
+		s.CostUSD, nonEmptyStr(s.Policy, policySpotAware), s.OnDemandCostUSD, s.SavingsPct)
 	fmt.Fprintf(out, "  stopped        %s, %d instances left running\n", s.FinalPhase, s.LeakedInstances)
 	fmt.Fprintf(out, "  report         %s\n                 %s\n", files.Markdown, files.Timeline)
 }

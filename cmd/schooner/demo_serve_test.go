@@ -8,6 +8,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/schooner-ml/schooner/fleet"
+	"github.com/schooner-ml/schooner/serving"
 )
 
 func TestDemoServeSchedule(t *testing.T) {
@@ -42,4 +45,26 @@ func TestDefaultServeFaults(t *testing.T) {
 	require.Len(t, f, 2)
 	assert.Equal(t, faultPlan{At: 0.25, Stage: 1}, f[0], "the last stage dies without notice first")
 	assert.Equal(t, faultPlan{At: 0.60, Stage: 0, Notice: true}, f[1])
+}
+
+func TestServePoliciesShapeTheDeployment(t *testing.T) {
+	base := serving.Spec{Spot: fleet.SpotWithFallback, KVReplication: serving.ReplicationOn}
+	spec, o := base, serving.DeployOptions{}
+	applyServePolicy(policySpotAware, &spec, &o)
+	assert.Equal(t, base, spec, "spot-aware leaves the spec as it is")
+	assert.Equal(t, serving.DeployOptions{}, o)
+
+	applyServePolicy(policyRestartOnly, &spec, &o)
+	assert.Equal(t, fleet.SpotOnly, spec.Spot)
+	assert.Equal(t, serving.ReplicationOff, spec.KVReplication)
+	assert.True(t, o.IgnoreNotices)
+	assert.Negative(t, o.SpotReturnEvery)
+
+	spec = base
+	applyServePolicy(policyOnDemand, &spec, &o)
+	assert.Equal(t, fleet.OnDemandOnly, spec.Spot)
+
+	f := &demoServeFlags{policy: "cheap", refConcurrency: 1, load: loadOptions{Rate: 1, Duration: time.Second, MinTokens: 1, MaxTokens: 1}}
+	f.stack.TimeScale = 20
+	assert.ErrorContains(t, f.check(), `invalid --policy "cheap"`)
 }
