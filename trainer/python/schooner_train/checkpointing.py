@@ -108,15 +108,16 @@ class AsyncSaveCheckpoints:
     """torch.distributed.checkpoint.async_save, as its documentation shows it: the state dict
     from get_state_dict, the previous save's future awaited before the next one starts, each
     step in its own directory (files fsynced by the file-system writer); the older directory
-    is removed once its successor is complete. One process (world of one) only: the baseline
-    of the checkpoint table."""
+    is removed once its successor is complete. With no optimizer (--ckpt-state model) it saves
+    the weights alone, as the other methods then do, so the table compares equal states. One
+    process (world of one) only: the baseline of the checkpoint table."""
 
     name = "async_save"
 
     def __init__(self, directory: str, model, optimizer):
         try:
             import torch.distributed.checkpoint as dcp
-            from torch.distributed.checkpoint.state_dict import get_state_dict
+            from torch.distributed.checkpoint.state_dict import get_model_state_dict, get_state_dict
         except ImportError as e:
             raise SystemExit(f"--async-save-dir needs torch.distributed.checkpoint with get_state_dict (torch >= 2.2): {e}")
         if not hasattr(dcp, "async_save"):
@@ -126,7 +127,7 @@ class AsyncSaveCheckpoints:
         # async_save's collectives need a CPU backend even for one process.
         store = dist.HashStore()
         dist.init_process_group("cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo", store=store, rank=0, world_size=1)
-        self.dcp, self.get_state_dict = dcp, get_state_dict
+        self.dcp, self.get_state_dict, self.get_model_state_dict = dcp, get_state_dict, get_model_state_dict
         self.dir, self.model, self.optimizer = directory, model, optimizer
         self.future: Optional[Any] = None
         self.pending, self.done_dir = -1, None
@@ -151,9 +152,12 @@ class AsyncSaveCheckpoints:
     def save(self, state, step: int, urgent: bool, final: bool) -> float:
         t0 = time.perf_counter()
         self._settle()
-        model_sd, optim_sd = self.get_state_dict(self.model, self.optimizer)
-        self.future = self.dcp.async_save({"model": model_sd, "optimizer": optim_sd, "iteration": step},
-                                          checkpoint_id=os.path.join(self.dir, f"step-{step}"))
+        if self.optimizer is None:
+            sd = {"model": self.get_model_state_dict(self.model), "iteration": step}
+        else:
+            model_sd, optim_sd = self.get_state_dict(self.model, self.optimizer)
+            sd = {"model": model_sd, "optimizer": optim_sd, "iteration": step}
+        self.future = self.dcp.async_save(sd, checkpoint_id=os.path.join(self.dir, f"step-{step}"))
         self.pending = step
         if final:
             self._settle()

@@ -150,7 +150,7 @@ def main(argv=None) -> int:
     elif every > 0 and saver and a.torch_save_dir:
         method = TorchSaveCheckpoints(a.torch_save_dir, lay.stage)
     elif every > 0 and saver and a.async_save_dir:
-        method = AsyncSaveCheckpoints(a.async_save_dir, stage, opt)
+        method = AsyncSaveCheckpoints(a.async_save_dir, stage, opt if a.ckpt_state == "full" else None)
     start, last_ckpt = 0, -1
     if restore >= 0:
         if ckpt is None:
