@@ -32,20 +32,29 @@ type servingEnv struct {
 	router *router.Pool
 }
 
-// startServing deploys and waits until every stage is ready. Boot takes 10 simulated seconds
-// and a notice 2 minutes, at 20×: a replacement is up within the notice.
+// startServing deploys the tiny model in two stages and waits until every stage is ready.
+// Boot takes 10 simulated seconds and a notice 2 minutes, at 20×: a replacement is up within
+// the notice.
 func startServing(t *testing.T, ctx context.Context) *servingEnv {
+	t.Helper()
+	spec := serving.Spec{Name: "tiny", Model: serving.Model{Name: "tiny", Seed: 7}, Stages: 2,
+		Resources: fleet.Resources{Clouds: []string{"aws"}, GPUTypes: []string{"V100-16"}}, MaxContext: 512}
+	return startServingOn(t, ctx, "", spec, serving.DeployOptions{})
+}
+
+// startServingOn is startServing on the traces of traceDir (empty: the bundled ones), with
+// spec and options of its own.
+func startServingOn(t *testing.T, ctx context.Context, traceDir string, spec serving.Spec, o serving.DeployOptions) *servingEnv {
 	t.Helper()
 	pythonWithTorch(t)
 	fast := sim.ProviderParams{BootTime: 10 * time.Second, NoticePeriod: 2 * time.Minute}
 	s := startStack(t, stack.Options{DataDir: t.TempDir(), Headless: true, Logger: testLogger(t), Seed: 3, TimeScale: 20,
-		Params: map[string]sim.ProviderParams{"aws": fast, "gcp": fast}})
+		Params: map[string]sim.ProviderParams{"aws": fast, "gcp": fast}, TraceDir: traceDir})
 	e := &servingEnv{Stack: s, t: t, sc: servingclient.New(s.Client)}
-	spec := serving.Spec{Name: "tiny", Model: serving.Model{Name: "tiny", Seed: 7}, Stages: 2,
-		Resources: fleet.Resources{Clouds: []string{"aws"}, GPUTypes: []string{"V100-16"}}, MaxContext: 512}.WithDefaults()
+	spec = spec.WithDefaults()
 	require.NoError(t, spec.Validate())
 	var err error
-	e.id, err = e.sc.Deploy(ctx, spec, servingclient.DeployOptions{ID: "serve-tiny-test01"})
+	e.id, err = e.sc.Deploy(ctx, spec, servingclient.DeployOptions{ID: "serve-tiny-test01", Options: o})
 	require.NoError(t, err)
 
 	rlog := testLogger(t)

@@ -32,6 +32,9 @@ var originalIDs = map[string]string{
 	"training_job_deadline.json": "train-deadline-test01",
 	"fleet.json":                 "train-complete-test01-fleet-1-0-0",
 	"serving_deployment.json":    "serve-tiny-test01",
+	// A spot-with-fallback deployment that starts on on-demand and returns to spot
+	// (integration/serving_spot_test.go; version return-to-spot).
+	"serving_deployment_spot_return.json": "serve-tiny-test01",
 }
 
 // TestReplayCommittedHistories replays every history under testdata/replay against the
