@@ -36,7 +36,7 @@ func TestServingFallsBackToOnDemandAndReturnsToSpot(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	spec := serving.Spec{Name: "tiny", Model: serving.Model{Name: "tiny", Seed: 7}, Stages: 2, Spot: fleet.SpotWithFallback,
-		Resources: fleet.Resources{Clouds: []string{"aws"}, Zones: []string{"us-east-2b", "us-west-2a"}, InstanceTypes: []string{"p3.2xlarge"}},
+		Resources:  fleet.Resources{Clouds: []string{"aws"}, Zones: []string{"us-east-2b", "us-west-2a"}, InstanceTypes: []string{"p3.2xlarge"}},
 		MaxContext: 512}
 	// 12 simulated minutes without spot (36 s at 20×); a look for spot every 2 simulated minutes.
 	e := startServingOn(t, ctx, droughtTraces(t, 12), spec, serving.DeployOptions{SpotReturnEvery: 2 * time.Minute})
