@@ -128,7 +128,10 @@ type Instance struct {
 	JobID        string            `json:"job_id,omitempty"`
 	Tags         map[string]string `json:"tags,omitempty"`
 	LaunchedAt   time.Time         `json:"launched_at"`
-	// PricePerHour is what this instance costs, USD per hour, at launch.
+	// PricePerHour is what this instance costs, USD per hour: at launch from a create, and
+	// from a describe the price in effect now where the provider can tell (a spot price
+	// moves, and clouds bill the one in effect: the simulated market's current price, the
+	// AWS adapter's last spot price seen).
 	PricePerHour float64 `json:"price_per_hour"`
 	// Interruption is set once the provider announced or carried out a preemption.
 	Interruption *Interruption `json:"interruption,omitempty"`

@@ -7,7 +7,7 @@ import "github.com/schooner-ml/schooner/cloud"
 // of ProviderParams.MinBilled once it ran; pending time is free. A spot instance pays the
 // offering's current spot price second by second, so price drift reaches running instances
 // (AWS charges the spot price in effect, not the one at launch); on-demand pays the list
-// price. Instance.PricePerHour keeps the price at launch, as its doc says.
+// price. Create answers with the price at launch; Describe with the price in effect.
 
 // priceOf is what inst costs per hour right now.
 func priceOf(inst *instance) float64 {

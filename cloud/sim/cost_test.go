@@ -101,4 +101,11 @@ func TestRunningSpotInstancesPayTheDriftingPrice(t *testing.T) {
 	assert.Greater(t, cost, lo*24)
 	assert.Less(t, cost, hi*24)
 	assert.NotEqual(t, got[0].PricePerHour*24, cost, "billed at the current price, not the launch price")
+
+	// A describe says the price in effect, which is what the instance pays now.
+	now, _ := m.SpotPrice(zone, typ)
+	described, err := m.Describe(ctx, []string{got[0].ID})
+	require.NoError(t, err)
+	require.Len(t, described, 1)
+	assert.Equal(t, now, described[0].PricePerHour)
 }

@@ -37,7 +37,7 @@ func (inst *instance) snapshot() cloud.Instance {
 }
 
 // Describe returns the named instances, gone ones included (a preempted instance still says
-// so); unknown ids are left out.
+// so), a live one at the price in effect now (what it is billed); unknown ids are left out.
 func (m *Market) Describe(ctx context.Context, ids []string) ([]cloud.Instance, error) {
 	if err := m.lockFor(ctx); err != nil {
 		return nil, err
@@ -46,7 +46,11 @@ func (m *Market) Describe(ctx context.Context, ids []string) ([]cloud.Instance, 
 	out := []cloud.Instance{}
 	for _, id := range ids {
 		if inst, ok := m.instances[id]; ok {
-			out = append(out, inst.snapshot())
+			in := inst.snapshot()
+			if !in.State.Gone() {
+				in.PricePerHour = priceOf(inst)
+			}
+			out = append(out, in)
 		}
 	}
 	return out, nil

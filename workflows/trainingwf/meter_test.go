@@ -5,6 +5,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/schooner-ml/schooner/cloud"
 	"github.com/schooner-ml/schooner/workflows/internal/jobwf"
@@ -23,4 +26,28 @@ func TestTheMeterSkipsMachinesStillBooting(t *testing.T) {
 		j.accrue(start.Add(time.Minute)) // one simulated hour at 60x
 		assert.InDelta(t, tc.want, j.status.CostUSD, 1e-9, "following states: %v", tc.fromBoot)
 	}
+}
+
+// A describe's price (the one in effect: spot prices move) is what the meter counts from
+// then on; what was held before is counted at the price it had.
+func TestTheMeterFollowsTheDescribedPrice(t *testing.T) {
+	env := (&testsuite.WorkflowTestSuite{}).NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context) (float64, error) {
+		j := &job{held: []cloud.Instance{{ID: "a", State: cloud.StateRunning, PricePerHour: 1}}, scale: 60,
+			odPrice: map[string]float64{}, meter: jobwf.Meter{Last: workflow.Now(ctx)}}
+		if err := workflow.Sleep(ctx, time.Minute); err != nil { // one simulated hour at $1
+			return 0, err
+		}
+		j.noteStates(ctx, []cloud.Instance{{ID: "a", State: cloud.StateRunning, PricePerHour: 3}})
+		if err := workflow.Sleep(ctx, time.Minute); err != nil { // one at $3
+			return 0, err
+		}
+		j.accrue(workflow.Now(ctx))
+		return j.status.CostUSD, nil
+	}, workflow.RegisterOptions{Name: "meter"})
+	env.ExecuteWorkflow("meter")
+	require.NoError(t, env.GetWorkflowError())
+	var cost float64
+	require.NoError(t, env.GetWorkflowResult(&cost))
+	assert.InDelta(t, 4, cost, 1e-9)
 }

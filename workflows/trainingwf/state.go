@@ -141,18 +141,30 @@ func (j *job) accrue(now time.Time) {
 // skips machines still booting; runs recorded before counted them from the acquisition.
 const versionMeterFromBoot = "meter-from-boot"
 
-// noteStates takes the states a describe gave for the held machines (a machine's state is
-// otherwise the one it had when it was acquired).
+// versionMeterCurrentPrice: the meter also takes the price a describe gives (the one in
+// effect: spot prices move, and the provider bills the current one); runs recorded before
+// kept each machine's price at its acquisition.
+const versionMeterCurrentPrice = "meter-current-price"
+
+// noteStates takes the states, and the prices, a describe gave for the held machines (a
+// machine's state and price are otherwise the ones it had when it was acquired).
 func (j *job) noteStates(ctx workflow.Context, got []cloud.Instance) {
 	if workflow.GetVersion(ctx, versionMeterFromBoot, workflow.DefaultVersion, 1) != 1 {
 		return
 	}
-	j.accrue(workflow.Now(ctx)) // what was held until now, at the states it had
+	j.accrue(workflow.Now(ctx)) // what was held until now, at the states and prices it had
 	j.meterFromBoot = true
+	prices := workflow.GetVersion(ctx, versionMeterCurrentPrice, workflow.DefaultVersion, 1) == 1
 	for _, in := range got {
 		for i := range j.held {
-			if j.held[i].ID == in.ID && in.State != "" {
+			if j.held[i].ID != in.ID {
+				continue
+			}
+			if in.State != "" {
 				j.held[i].State = in.State
+			}
+			if prices && in.PricePerHour > 0 {
+				j.held[i].PricePerHour = in.PricePerHour
 			}
 		}
 	}
