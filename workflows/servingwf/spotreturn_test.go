@@ -140,3 +140,22 @@ func TestIgnoringNoticesReplacesTheStageOnlyAfterTheLoss(t *testing.T) {
 	assert.NotEqual(t, noticed().InstanceID, w.current(0, 1).InstanceID)
 	assert.Empty(t, w.Leaked())
 }
+
+// The deployment's meter takes the price a describe gives (spot prices move; the provider
+// bills the one in effect): the status's hourly rate follows it.
+func TestTheMeterFollowsTheDescribedPrice(t *testing.T) {
+	w, env := newWorldEnv(t)
+	env.RegisterDelayedCallback(func() {
+		w.Lock()
+		defer w.Unlock()
+		for _, in := range w.Instances {
+			in.PricePerHour = 2.5
+		}
+	}, time.Minute)
+	before := queryAt[serving.Status](t, env, serving.QueryStatus, 50*time.Second)
+	after := queryAt[serving.Status](t, env, serving.QueryStatus, 90*time.Second)
+	runUntilStopped(t, env, deployInput(), 2*time.Minute, nil)
+
+	assert.InDelta(t, 1+1.2, before.USDPerHour, 1e-9, "the prices at purchase (zones z-a and z-b)")
+	assert.InDelta(t, 5, after.USDPerHour, 1e-9, "the prices the last describe gave")
+}
