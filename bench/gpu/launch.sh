@@ -4,7 +4,10 @@
 # torchrun, whose launcher in Debian's torch 1.13 does not run under Python 3.11.
 launch() {
   local n=$1; shift
-  local port=$((20000 + RANDOM % 20000)) pids=() rc=0
+  # A port the kernel says is free now (a random one collided with the test suite's own
+  # listeners: "Address already in use" at the rendezvous).
+  local port pids=() rc=0
+  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
   for ((r = 0; r < n; r++)); do
     RANK=$r LOCAL_RANK=$r WORLD_SIZE=$n LOCAL_WORLD_SIZE=$n MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$@" &
     pids+=($!)
