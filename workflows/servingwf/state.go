@@ -195,25 +195,14 @@ func (d *dep) accrue(now time.Time) {
 	d.meter.Accrue(now, d.scale, d.held, d.odPrice, &d.status.CostUSD, &d.status.OnDemandCostUSD)
 }
 
-// versionMeterCurrentPrice: the meter takes the price a describe gives for a held machine
-// (the one in effect: spot prices move, and the provider bills the current one); runs
-// recorded before kept each machine's price at its acquisition.
-const versionMeterCurrentPrice = "meter-current-price"
-
 // notePrices takes the prices a describe gave for the held machines; what was held until now
 // is counted at the prices it had.
 func (d *dep) notePrices(ctx workflow.Context, got []cloud.Instance) {
-	if workflow.GetVersion(ctx, versionMeterCurrentPrice, workflow.DefaultVersion, 1) != 1 {
+	if workflow.GetVersion(ctx, jobwf.VersionMeterCurrentPrice, workflow.DefaultVersion, 1) != 1 {
 		return
 	}
 	d.accrue(workflow.Now(ctx))
-	for _, in := range got {
-		for i := range d.held {
-			if d.held[i].ID == in.ID && in.PricePerHour > 0 && !in.State.Gone() {
-				d.held[i].PricePerHour = in.PricePerHour
-			}
-		}
-	}
+	jobwf.TakeDescribedPrices(d.held, got)
 }
 
 // refresh recomputes the derived fields of the status.

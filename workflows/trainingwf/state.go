@@ -141,11 +141,6 @@ func (j *job) accrue(now time.Time) {
 // skips machines still booting; runs recorded before counted them from the acquisition.
 const versionMeterFromBoot = "meter-from-boot"
 
-// versionMeterCurrentPrice: the meter also takes the price a describe gives (the one in
-// effect: spot prices move, and the provider bills the current one); runs recorded before
-// kept each machine's price at its acquisition.
-const versionMeterCurrentPrice = "meter-current-price"
-
 // noteStates takes the states, and the prices, a describe gave for the held machines (a
 // machine's state and price are otherwise the ones it had when it was acquired).
 func (j *job) noteStates(ctx workflow.Context, got []cloud.Instance) {
@@ -154,19 +149,15 @@ func (j *job) noteStates(ctx workflow.Context, got []cloud.Instance) {
 	}
 	j.accrue(workflow.Now(ctx)) // what was held until now, at the states and prices it had
 	j.meterFromBoot = true
-	prices := workflow.GetVersion(ctx, versionMeterCurrentPrice, workflow.DefaultVersion, 1) == 1
 	for _, in := range got {
 		for i := range j.held {
-			if j.held[i].ID != in.ID {
-				continue
-			}
-			if in.State != "" {
+			if j.held[i].ID == in.ID && in.State != "" {
 				j.held[i].State = in.State
 			}
-			if prices && in.PricePerHour > 0 {
-				j.held[i].PricePerHour = in.PricePerHour
-			}
 		}
+	}
+	if workflow.GetVersion(ctx, jobwf.VersionMeterCurrentPrice, workflow.DefaultVersion, 1) == 1 {
+		jobwf.TakeDescribedPrices(j.held, got)
 	}
 }
 

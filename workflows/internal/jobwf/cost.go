@@ -32,3 +32,25 @@ func (m *Meter) Accrue(now time.Time, scale cloud.TimeScale, held []cloud.Instan
 		*onDemand += od * hours
 	}
 }
+
+// VersionMeterCurrentPrice gates a meter that takes the price a describe gives for a held
+// machine (the one in effect: spot prices move, and the provider bills the current one);
+// runs recorded before kept each machine's price at its acquisition. TrainingJob and
+// ServingDeployment use the same change id.
+const VersionMeterCurrentPrice = "meter-current-price"
+
+// TakeDescribedPrices sets each held machine's price to the one a describe gave for it, where
+// the provider gave one and the machine is still live (a gone machine keeps the last price it
+// was billed at). Accrue what was held until now first: the new prices count from now on.
+func TakeDescribedPrices(held, got []cloud.Instance) {
+	for _, in := range got {
+		if in.PricePerHour <= 0 || in.State.Gone() {
+			continue
+		}
+		for i := range held {
+			if held[i].ID == in.ID {
+				held[i].PricePerHour = in.PricePerHour
+			}
+		}
+	}
+}
