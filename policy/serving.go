@@ -176,8 +176,8 @@ func (s *serveSim) preempt(i int, t time.Duration) {
 // place buys stage i a machine decided at t (bought at `at`), if the policy finds one.
 func (s *serveSim) place(i int, t, at time.Duration) {
 	st := serveStage{has: true, from: at + s.o.Boot, ready: at + s.o.Boot + s.o.StartUp}
-	switch z, ok := s.spotZone(t, i); {
-	case s.policy != ServeOnDemand && ok:
+	switch z, ok := s.spotZone(t, i); { // never ok for the on-demand policy
+	case ok:
 		st.zone, st.spot = z, true
 	case s.policy != ServeRestartOnly:
 		st.zone = s.fewest(i, s.m.Zones)

@@ -26,6 +26,7 @@ import (
 	"github.com/schooner-ml/schooner/bench/internal/cli"
 	"github.com/schooner-ml/schooner/bench/internal/machine"
 	"github.com/schooner-ml/schooner/policy"
+	"github.com/schooner-ml/schooner/report"
 )
 
 // spec is examples/serve-tiny.yaml's deployment kept to the zones and the shape the bundled
@@ -46,39 +47,6 @@ latency: {ttft_ms: 500, tpot_ms: 50}
 queue: 128
 `
 
-// policies are the serving policies, the baseline last.
-var policies = []string{"spot-aware", "restart-only", "on-demand"}
-
-// summary is the part of `demo serve --json` this reads.
-type summary struct {
-	Policy    string  `json:"policy"`
-	Requests  int     `json:"requests"`
-	Succeeded int     `json:"succeeded"`
-	Failed    int     `json:"failed"`
-	Matched   int     `json:"matched"`
-	Differing int     `json:"differing"`
-	RefErrors int     `json:"reference_errors"`
-	WallS     float64 `json:"wall_s"`
-	Latency   struct {
-		P50 float64 `json:"p50_ms"`
-		P99 float64 `json:"p99_ms"`
-		Max float64 `json:"max_ms"`
-	} `json:"latency"`
-	TTFT struct {
-		P50 float64 `json:"p50_ms"`
-		P99 float64 `json:"p99_ms"`
-		Max float64 `json:"max_ms"`
-	} `json:"ttft"`
-	Failovers       int     `json:"failovers"`
-	Preemptions     int     `json:"preemptions"`
-	Notices         int     `json:"notices"`
-	SpotReturns     int     `json:"spot_returns"`
-	Reprefills      uint64  `json:"reprefills"`
-	CostUSD         float64 `json:"cost_usd"`
-	OnDemandCostUSD float64 `json:"on_demand_cost_usd"`
-	LeakedInstances int     `json:"leaked_instances"`
-}
-
 func main() { cli.Main("servingspot", run) }
 
 func run(args []string, w io.Writer) error {
@@ -91,7 +59,7 @@ func run(args []string, w io.Writer) error {
 	starts := fs.Int("starts", 50, "start times of the trace-replay simulator's runs, spread over the bundled traces")
 	window := fs.Duration("window", 24*time.Hour, "length of each simulated deployment")
 	stretch := fs.Duration("stretch", 0, "length of the simulator's run on the stack's stretch of the traces (0: the spot-aware stack run's, wall time × time scale)")
-	only := fs.String("policies", strings.Join(policies, ","), "the policies to run, comma-separated (on-demand is the cost baseline)")
+	only := fs.String("policies", strings.Join(policy.ServePolicies, ","), "the policies to run, comma-separated (on-demand is the cost baseline)")
 	out := fs.String("out", filepath.Join("bench", "servingspot", "data", time.Now().Format("2006-01-02")), "directory for the raw JSON")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -114,7 +82,7 @@ func run(args []string, w io.Writer) error {
 		}
 		printTable(w, runs)
 		if *stretch <= 0 && len(runs) > 0 {
-			*stretch = time.Duration(runs[0].WallS * *scale * float64(time.Second)).Round(time.Minute)
+			*stretch = time.Duration(runs[0].WallSeconds * *scale * float64(time.Second)).Round(time.Minute)
 		}
 	}
 	sims, err := simulate(*starts, *window)
@@ -136,7 +104,7 @@ func run(args []string, w io.Writer) error {
 }
 
 // runStack builds the CLI and runs `schooner demo serve` under each policy.
-func runStack(policies []string, start time.Duration, scale float64, duration time.Duration, rate float64, out string) ([]summary, error) {
+func runStack(policies []string, start time.Duration, scale float64, duration time.Duration, rate float64, out string) ([]report.ServeSummary, error) {
 	tmp, err := os.MkdirTemp("", "servingspot")
 	if err != nil {
 		return nil, err
@@ -150,7 +118,7 @@ func runStack(policies []string, start time.Duration, scale float64, duration ti
 	if err := os.WriteFile(specFile, []byte(spec), 0o644); err != nil {
 		return nil, err
 	}
-	var runs []summary
+	var runs []report.ServeSummary
 	for _, p := range policies {
 		fmt.Fprintf(os.Stderr, "servingspot: %s from %s of the traces at %gx, %s of load\n", p, start, scale, duration)
 		s, err := serve(bin, specFile, p, start, scale, duration, rate, filepath.Join(tmp, p), filepath.Join(out, p+".json"))
@@ -172,10 +140,10 @@ func writeJSON(path string, v any) error {
 
 // serve runs `schooner demo serve` under one policy and keeps its JSON summary in file. A
 // run whose requests failed is a result, not an error: the table shows it.
-func serve(bin, specFile, policy string, start time.Duration, scale float64, duration time.Duration, rate float64, dataDir, file string) (summary, error) {
+func serve(bin, specFile, policy string, start time.Duration, scale float64, duration time.Duration, rate float64, dataDir, file string) (report.ServeSummary, error) {
 	f, err := os.Create(file)
 	if err != nil {
-		return summary{}, err
+		return report.ServeSummary{}, err
 	}
 	defer f.Close()
 	cmd := exec.Command(bin, "demo", "serve", "--spec", specFile, "--no-faults", "--json", "--headless", "--policy", policy,
@@ -184,7 +152,7 @@ func serve(bin, specFile, policy string, start time.Duration, scale float64, dur
 		"--data-dir", dataDir, "--out", filepath.Join(filepath.Dir(file), policy+"-report"))
 	cmd.Stdout, cmd.Stderr = f, os.Stderr
 	runErr := cmd.Run()
-	var s summary
+	var s report.ServeSummary
 	if err := cli.ReadJSON(file, &s); err != nil {
 		return s, fmt.Errorf("schooner demo serve: %v; its summary: %w", runErr, err)
 	}
@@ -193,7 +161,7 @@ func serve(bin, specFile, policy string, start time.Duration, scale float64, dur
 }
 
 // printTable is the comparison as Markdown: each policy's cost against the on-demand run.
-func printTable(w io.Writer, runs []summary) {
+func printTable(w io.Writer, runs []report.ServeSummary) {
 	base := 0.0
 	for _, r := range runs {
 		if r.Policy == "on-demand" {

@@ -3,11 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
 	"github.com/schooner-ml/schooner/cloud/sim"
 	"github.com/schooner-ml/schooner/policy"
+	"github.com/schooner-ml/schooner/report"
 )
 
 // simSummary is one policy over the simulator's starts.
@@ -63,10 +63,8 @@ func simulate(starts int, window time.Duration) ([]simSummary, error) {
 			sum.Preemptions += r.Preemptions
 			sum.Returns += r.Returns
 		}
-		slices.Sort(ratios)
-		slices.Sort(avail)
-		sum.MedianRatio, sum.P90Ratio = nearest(ratios, 0.5), nearest(ratios, 0.9)
-		sum.MedianAvailable, sum.P10Available = nearest(avail, 0.5), nearest(avail, 0.1)
+		sum.MedianRatio, sum.P90Ratio = report.Percentile(ratios, 50), report.Percentile(ratios, 90)
+		sum.MedianAvailable, sum.P10Available = report.Percentile(avail, 50), report.Percentile(avail, 10)
 		out = append(out, sum)
 	}
 	return out, nil
@@ -87,12 +85,6 @@ func sameWindow(start, length time.Duration) ([]policy.ServingRun, error) {
 		out = append(out, r)
 	}
 	return out, nil
-}
-
-// nearest is the nearest-rank q-quantile of sorted values.
-func nearest(sorted []float64, q float64) float64 {
-	i := int(float64(len(sorted))*q+0.999999) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
 }
 
 func printSims(w io.Writer, sums []simSummary) {
