@@ -8,13 +8,16 @@ const DefaultChunkTokens = 100
 func (s snapshot) tokens() int { return s.promptTokens + len(s.steps) }
 
 // chunkRanges is the token ranges of the chunks of at most n tokens a get sends, in order.
-func (s snapshot) chunkRanges(n int) [][2]int {
+func (s snapshot) chunkRanges(n int) [][2]int { return s.rangesFrom(0, n) }
+
+// rangesFrom is the token ranges of at most n tokens from token start to the end, in order.
+func (s snapshot) rangesFrom(start, n int) [][2]int {
 	if s.acked < 0 {
 		return nil
 	}
 	total := s.tokens()
-	out := make([][2]int, 0, (total+n-1)/n)
-	for a := 0; a < total; a += n {
+	out := make([][2]int, 0, max(0, (total-start+n-1)/n))
+	for a := start; a < total; a += n {
 		out = append(out, [2]int{a, min(a+n, total)})
 	}
 	return out

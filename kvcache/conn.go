@@ -22,6 +22,10 @@ type conn struct {
 	werr       error
 	// lent is the reader's memory this connection writes "into" gets to (see lend.go).
 	lent []byte
+	// arenaShared: the reader was given the arena's descriptor; unpin ends the pin of the
+	// replica the last arena answer points into (at the next get or lend, or the end).
+	arenaShared bool
+	unpin       func()
 }
 
 func (h *Holder) serveConn(c net.Conn) {
@@ -47,6 +51,7 @@ func (h *Holder) serveConn(c net.Conn) {
 	cn.read(r, q)
 	q.Close()
 	<-done
+	cn.unpinLast()
 	cn.unlend()
 	h.opts.Logger.Debug().Str("deployment", cn.deployment).Int("stage", cn.stage).Msg("kv-cache connection closed")
 }
@@ -210,12 +215,14 @@ func (cn *conn) handle(it Item) {
 			cn.write(ackMsg{Op: opAck, Request: e.Request, Step: step}, nil)
 		}
 	case lendMsg:
+		cn.unpinLast()
 		if err := cn.lend(m); err != nil {
 			cn.refusal(err, "", nil)
 			return
 		}
-		cn.write(lentMsg{Op: opLent, Path: m.Path, Size: m.Size}, nil)
+		cn.answerLend(m)
 	case requestMsg:
+		cn.unpinLast()
 		switch m.Op {
 		case opDrop:
 			b, found := h.store.drop(cn.key(m.Request))
@@ -230,7 +237,7 @@ func (cn *conn) handle(it Item) {
 			cn.write(droppedMsg{Op: opDropped, Deployment: cn.deployment, Requests: n, Bytes: b}, nil)
 		case opGet:
 			h.m.gets.Add(1)
-			if uc, ok := cn.c.(*net.UnixConn); ok && (m.Shm || m.Into) && cn.getShm(uc, m.Request, m.Into, m.Stream) {
+			if uc, ok := cn.c.(*net.UnixConn); ok && (m.Shm || m.Into) && cn.getShm(uc, m) {
 				return
 			}
 			cn.get(m.Request)
@@ -243,7 +250,8 @@ func (cn *conn) handle(it Item) {
 // get streams a consistent snapshot of the replica: chunks in token order, then end with the
 // step the chunks stand at.
 func (cn *conn) get(request string) {
-	s := cn.h.store.snapshot(cn.key(request))
+	s, done := cn.h.store.snapshot(cn.key(request))
+	defer done()
 	layers := s.hi - s.lo
 	_ = s.chunks(cn.h.opts.ChunkTokens, func(tokens [2]int, data []byte) error {
 		cn.h.m.sent.Add(int64(len(data)))

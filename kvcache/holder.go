@@ -156,6 +156,7 @@ func (h *Holder) Close() error {
 	}
 	h.mu.Unlock()
 	h.wg.Wait()
+	h.store.closeArena()
 	return errors.Join(errs...)
 }
 

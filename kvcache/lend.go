@@ -1,12 +1,15 @@
 package kvcache
 
 import (
+	"bytes"
 	"fmt"
 	"net"
 	"path/filepath"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/schooner-ml/schooner/internal/frame"
 )
 
 // A reader lends the holder memory to restore into: a file it made under LendDir, named with
@@ -95,4 +98,43 @@ func peerUID(uc *net.UnixConn) (uint32, error) {
 		return 0, cerr
 	}
 	return cred.Uid, nil
+}
+
+// answerLend answers a lend that was taken: lent, and with the arena's read-only descriptor
+// riding on the frame when the reader asked for the arena and there is (or now is) one.
+func (cn *conn) answerLend(m lendMsg) {
+	msg := lentMsg{Op: opLent, Path: m.Path, Size: m.Size}
+	uc, _ := cn.c.(*net.UnixConn)
+	if !m.Arena || uc == nil {
+		cn.write(msg, nil)
+		return
+	}
+	fd := -1
+	a, err := cn.h.store.ensureArena()
+	if err == nil {
+		fd, err = a.readOnlyFD()
+	}
+	if err != nil {
+		cn.h.opts.Logger.Warn().Err(err).Msg("kv-cache lend: no arena for the reader; restores copy the prompt")
+		msg.ArenaError = err.Error()
+		cn.write(msg, nil)
+		return
+	}
+	defer unix.Close(fd)
+	msg.ArenaSize = a.size()
+	var hdr bytes.Buffer
+	if err := frame.Write(&hdr, msg, nil); err != nil {
+		cn.write(lentMsg{Op: opLent, Path: m.Path, Size: m.Size, ArenaError: err.Error()}, nil)
+		return
+	}
+	cn.sendFD(uc, hdr.Bytes(), fd)
+	cn.arenaShared = cn.werr == nil
+}
+
+// unpinLast ends the pin of the replica the connection's last arena answer pointed into.
+func (cn *conn) unpinLast() {
+	if cn.unpin != nil {
+		cn.unpin()
+		cn.unpin = nil
+	}
 }

@@ -105,6 +105,9 @@ type requestMsg struct {
 	// Stream, with Into, sends the shm frame before the copy and then filled frames as the
 	// chunks land, so the reader moves each to its GPU while the holder copies the next.
 	Stream bool `json:"stream,omitempty"`
+	// Arena, with Into and Stream, lets the answer point at the prompt's pieces where they lie
+	// in the arena (the reader mapped it at lend) and copy only the decode steps.
+	Arena bool `json:"arena,omitempty"`
 }
 
 // filledMsg says chunks [0, Upto) of a streamed into-get are in the lent memory; the last one
@@ -122,12 +125,18 @@ type lendMsg struct {
 	Op   string `json:"op"`
 	Path string `json:"path"`
 	Size int64  `json:"size"`
+	// Arena asks for the holder's arena too (arena.go): its descriptor comes with lent.
+	Arena bool `json:"arena,omitempty"`
 }
 
 type lentMsg struct {
 	Op   string `json:"op"`
 	Path string `json:"path"`
 	Size int64  `json:"size"`
+	// ArenaSize is the bytes of the arena whose read-only descriptor rides on this frame (0:
+	// none, and ArenaError says why when one was asked for).
+	ArenaSize  int64  `json:"arena_size,omitempty"`
+	ArenaError string `json:"arena_error,omitempty"`
 }
 
 type droppedMsg struct {

@@ -29,6 +29,9 @@ type shmMsg struct {
 	Request   string     `json:"request"`
 	Chunks    []shmChunk `json:"chunks"`
 	AckedStep int        `json:"acked_step"`
+	// Arena is the prompt's pieces where they lie in the arena, one layer each, by layer then
+	// token (offsets into the arena); Chunks then holds the decode steps only.
+	Arena []shmChunk `json:"arena,omitempty"`
 	// Into says the chunks lie in the memory the reader lent, not in a file passed with the frame.
 	Into bool `json:"into,omitempty"`
 	// Stream says filled frames follow: a chunk is there once a filled frame covers it.
@@ -49,17 +52,17 @@ const maxShmHeader = 60 << 10
 // the frame goes first and filled frames follow the copy); otherwise it passes a memory file
 // holding every chunk's payload, back to back. False when it could not (the caller answers by
 // chunks).
-func (cn *conn) getShm(uc *net.UnixConn, request string, into, stream bool) bool {
-	s := cn.h.store.snapshot(cn.key(request))
-	ranges := s.chunkRanges(max(cn.h.opts.ChunkTokens, (s.tokens()+maxShmChunks-1)/maxShmChunks))
-	msg := shmMsg{Op: opShm, Request: request, Chunks: make([]shmChunk, len(ranges)), AckedStep: s.acked}
-	var total int64
-	for i, r := range ranges {
-		n := int64(s.chunkBytes(r[0], r[1]))
-		msg.Chunks[i] = shmChunk{Layers: [2]int{s.lo, s.hi}, Tokens: r, DType: s.layout.DType,
-			Shape: []int{s.hi - s.lo, 2, s.layout.KVHeads, r[1] - r[0], s.layout.HeadDim}, Offset: total, Length: n}
-		total += n
+func (cn *conn) getShm(uc *net.UnixConn, m requestMsg) bool {
+	request, into, stream := m.Request, m.Into, m.Stream
+	s, done := cn.h.store.snapshot(cn.key(request))
+	if m.Arena && into && stream && cn.arenaShared && s.inArena && cn.getArena(request, s) {
+		cn.unpin = done // the answer points into the replica's arena pieces until the next get
+		return true
 	}
+	defer done()
+	ranges := s.chunkRanges(max(cn.h.opts.ChunkTokens, (s.tokens()+maxShmChunks-1)/maxShmChunks))
+	msg := shmMsg{Op: opShm, Request: request, AckedStep: s.acked}
+	total := s.lentChunks(&msg, ranges)
 	msg.Into = into && total <= int64(len(cn.lent))
 	msg.Stream = msg.Into && stream
 	var hdr bytes.Buffer
@@ -84,14 +87,63 @@ func (cn *conn) getShm(uc *net.UnixConn, request string, into, stream bool) bool
 		}
 		defer unix.Close(fd)
 	}
-	// Frames answered before this one are still in the buffer: they go first.
+	cn.h.m.sent.Add(total)
+	cn.sendFD(uc, hdr.Bytes(), fd)
+	return true
+}
+
+// lentChunks lists the chunks of ranges in msg, back to back from offset 0 of the lent memory
+// (or a memory file), and returns their bytes.
+func (s snapshot) lentChunks(msg *shmMsg, ranges [][2]int) int64 {
+	msg.Chunks = make([]shmChunk, len(ranges))
+	var total int64
+	for i, r := range ranges {
+		n := int64(s.chunkBytes(r[0], r[1]))
+		msg.Chunks[i] = shmChunk{Layers: [2]int{s.lo, s.hi}, Tokens: r, DType: s.layout.DType,
+			Shape: []int{s.hi - s.lo, 2, s.layout.KVHeads, r[1] - r[0], s.layout.HeadDim}, Offset: total, Length: n}
+		total += n
+	}
+	return total
+}
+
+// getArena answers a streamed get into lent memory by pointing at the prompt's pieces in the
+// arena and copying only the decode steps into the lent memory (filled frames follow as
+// usual). False, with nothing sent, when the steps do not fit the lent memory or the answer's
+// header would pass its limit (the caller answers by copying).
+func (cn *conn) getArena(request string, s snapshot) bool {
+	msg := shmMsg{Op: opShm, Request: request, AckedStep: s.acked, Into: true, Stream: true}
+	for l := s.lo; l < s.hi; l++ {
+		for _, p := range s.prompt[l] {
+			msg.Arena = append(msg.Arena, shmChunk{Layers: [2]int{l, l + 1}, Tokens: [2]int{p.t0, p.t1}, DType: s.layout.DType,
+				Shape: []int{1, 2, s.layout.KVHeads, p.t1 - p.t0, s.layout.HeadDim}, Offset: p.off, Length: int64(len(p.data))})
+		}
+	}
+	steps := len(s.steps)
+	ranges := s.rangesFrom(s.promptTokens, max(cn.h.opts.ChunkTokens, (steps+maxShmChunks-1)/maxShmChunks))
+	total := s.lentChunks(&msg, ranges)
+	var hdr bytes.Buffer
+	if total > int64(len(cn.lent)) || frame.Write(&hdr, msg, nil) != nil || hdr.Len() > maxShmHeader {
+		return false
+	}
+	cn.write(msg, nil)
+	cn.flush()
+	var arenaBytes int64
+	for _, c := range msg.Arena {
+		arenaBytes += c.Length
+	}
+	cn.h.m.sent.Add(total + arenaBytes)
+	cn.fillStreamed(request, s, ranges, msg.Chunks)
+	return true
+}
+
+// sendFD writes one frame (hdr, no payload) with fd riding on its first bytes (none when fd
+// is negative), after the frames buffered before it.
+func (cn *conn) sendFD(uc *net.UnixConn, b []byte, fd int) {
 	cn.flush()
 	if cn.werr != nil {
-		return true
+		return
 	}
-	cn.h.m.sent.Add(total)
 	_ = cn.c.SetWriteDeadline(time.Now().Add(cn.h.opts.WriteTimeout))
-	b := hdr.Bytes()
 	var oob []byte
 	if fd >= 0 {
 		oob = unix.UnixRights(fd)
@@ -104,7 +156,6 @@ func (cn *conn) getShm(uc *net.UnixConn, request string, into, stream bool) bool
 		cn.werr = err
 		_ = cn.c.Close()
 	}
-	return true
 }
 
 // shmFile makes a memory file of total bytes holding the chunks of ranges at their offsets and

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // key names one replica: the holder keeps each stage's copy of each request apart.
@@ -13,10 +14,13 @@ type key struct {
 	request    string
 }
 
-// piece is a run of tokens of one layer: [2, kv_heads, t1-t0, head_dim], K then V.
+// piece is a run of tokens of one layer: [2, kv_heads, t1-t0, head_dim], K then V. A prompt
+// piece the holder keeps in its arena says where (inArena, off); data is then a view of it.
 type piece struct {
-	t0, t1 int
-	data   []byte
+	t0, t1  int
+	data    []byte
+	inArena bool
+	off     int64
 }
 
 // stepRec is one decode step of one request: [layers, 2, kv_heads, head_dim] of one token.
@@ -37,6 +41,10 @@ type replica struct {
 	promptTokens int
 	steps        []stepRec // step acked-len(steps)+1 .. acked, at positions promptTokens..
 	bytes        int64
+	// pins counts the connections whose last answer points into this replica's arena pieces;
+	// a replica dropped while pinned gives its arena ranges back at the last unpin.
+	pins    int
+	dropped bool
 }
 
 func (r *replica) nextToken() int { return r.promptTokens + len(r.steps) }
@@ -56,6 +64,10 @@ type store struct {
 	budget   int64
 	used     int64
 	replicas map[key]*replica
+	// arena, once a reader has asked for one (arena.go): new prompt pieces go there. arenaMu
+	// serializes making it (seconds for a large budget), apart from mu so puts and gets go on.
+	arena   atomic.Pointer[arena]
+	arenaMu sync.Mutex
 }
 
 func newStore(budget int64) *store {
@@ -71,10 +83,21 @@ type putArgs struct {
 	layers [2]int
 	step   int
 	data   []byte
+	// inArena: data is a view of the arena at off (toArena), given back if the put is refused.
+	inArena bool
+	off     int64
 }
 
 // put stores one layer's run of tokens and returns the request's acked step afterwards.
-func (s *store) put(k key, p putArgs) (int, *HolderError) {
+func (s *store) put(k key, p putArgs) (acked int, herr *HolderError) {
+	s.toArena(&p)
+	if p.inArena {
+		defer func() {
+			if herr != nil {
+				s.arena.Load().release(p.off, int64(len(p.data)))
+			}
+		}()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.replicas[k]
@@ -106,7 +129,7 @@ func (s *store) put(k key, p putArgs) (int, *HolderError) {
 		s.replicas[k] = r
 	}
 	if p.tokens[1] > p.tokens[0] {
-		r.prompt[p.layer] = append(r.prompt[p.layer], piece{t0: p.tokens[0], t1: p.tokens[1], data: p.data})
+		r.prompt[p.layer] = append(r.prompt[p.layer], piece{t0: p.tokens[0], t1: p.tokens[1], data: p.data, inArena: p.inArena, off: p.off})
 	}
 	r.bytes += n
 	s.used += n
@@ -207,6 +230,7 @@ func (s *store) drop(k key) (int64, bool) {
 	}
 	delete(s.replicas, k)
 	s.used -= r.bytes
+	s.forget(r)
 	return r.bytes, true
 }
 
@@ -220,6 +244,7 @@ func (s *store) dropDeployment(dep string) (int, int64) {
 		if k.deployment == dep {
 			delete(s.replicas, k)
 			s.used -= r.bytes
+			s.forget(r)
 			n++
 			b += r.bytes
 		}
@@ -257,17 +282,104 @@ type snapshot struct {
 	promptTokens int
 	prompt       map[int][]piece
 	steps        []stepRec
+	// inArena: every prompt piece lies in the arena (an answer may point at them).
+	inArena bool
 }
 
 // snapshot returns the replica as of now; acked is -1 (and nothing to send) for an unknown or
-// incomplete request.
-func (s *store) snapshot(k key) snapshot {
+// incomplete request. A replica with prompt pieces in the arena is pinned until done is
+// called: its ranges are not given back (and written anew) while the snapshot is read.
+func (s *store) snapshot(k key) (snap snapshot, done func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.replicas[k]
 	if r == nil || !r.complete {
-		return snapshot{acked: -1}
+		return snapshot{acked: -1}, func() {}
 	}
-	return snapshot{layout: r.layout, lo: r.lo, hi: r.hi, acked: r.acked, promptTokens: r.promptTokens,
-		prompt: r.prompt, steps: r.steps[:len(r.steps):len(r.steps)]}
+	some, all := false, true
+	for _, ps := range r.prompt {
+		for _, p := range ps {
+			some = some || p.inArena
+			all = all && p.inArena
+		}
+	}
+	snap = snapshot{layout: r.layout, lo: r.lo, hi: r.hi, acked: r.acked, promptTokens: r.promptTokens,
+		prompt: r.prompt, steps: r.steps[:len(r.steps):len(r.steps)], inArena: some && all}
+	if !some {
+		return snap, func() {}
+	}
+	r.pins++
+	var once sync.Once
+	return snap, func() { once.Do(func() { s.unpin(r) }) }
+}
+
+// toArena moves a put's payload into the arena when there is one with room (one copy, before
+// the store's lock is taken); otherwise it stays where the frame put it.
+func (s *store) toArena(p *putArgs) {
+	a := s.arena.Load()
+	n := int64(len(p.data))
+	if a == nil || n == 0 {
+		return
+	}
+	off, ok := a.alloc(n)
+	if !ok {
+		return
+	}
+	copy(a.mem[off:off+n], p.data)
+	p.data, p.inArena, p.off = a.mem[off:off+n:off+n], true, off
+}
+
+// forget gives a dropped replica's arena ranges back, or marks it to do so at its last unpin.
+// The store's lock is held.
+func (s *store) forget(r *replica) {
+	if r.pins > 0 {
+		r.dropped = true
+		return
+	}
+	a := s.arena.Load()
+	if a == nil {
+		return
+	}
+	for _, ps := range r.prompt {
+		for _, p := range ps {
+			if p.inArena {
+				a.release(p.off, int64(len(p.data)))
+			}
+		}
+	}
+	r.prompt = nil
+}
+
+// ensureArena makes the arena (the size of the budget) at the first call that needs it; a
+// failure is tried again at the next.
+func (s *store) ensureArena() (*arena, error) {
+	s.arenaMu.Lock()
+	defer s.arenaMu.Unlock()
+	if a := s.arena.Load(); a != nil {
+		return a, nil
+	}
+	a, err := newArena(s.budget)
+	if err != nil {
+		return nil, err
+	}
+	s.arena.Store(a)
+	return a, nil
+}
+
+// closeArena unmaps the arena (the holder is closing; readers keep their own mappings).
+func (s *store) closeArena() {
+	if a := s.arena.Swap(nil); a != nil {
+		a.close()
+	}
+}
+
+// unpin ends a pin of snapshot.
+func (s *store) unpin(r *replica) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r.pins--
+	if r.pins == 0 && r.dropped {
+		r.dropped = false
+		s.forget(r)
+	}
 }

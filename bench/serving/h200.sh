@@ -16,7 +16,9 @@ gunzip -c "$root/bin/schooner-agent.gz" > "$bin" && chmod +x "$bin"
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; free -g; python3 -c 'import torch; print(torch.__version__)'; } > "$out/machine.txt" 2>&1
 sock=/tmp/schooner-bench-kv.sock
 rm -f "$sock"
-"$bin" kvcache serve --socket "$sock" --budget 100GiB > "$out/holder.log" 2>&1 &
+# The workers map the holder's arena on the GPU, which commits the whole budget: HOLDER_BUDGET
+# sizes it (the largest case, 32k × 1 or 8k × 8, holds 8 GiB of replicas at once).
+"$bin" kvcache serve --socket "$sock" --budget "${HOLDER_BUDGET:-32GiB}" > "$out/holder.log" 2>&1 &
 holder=$!
 trap 'kill $holder 2>/dev/null' EXIT
 sleep 2
@@ -29,7 +31,7 @@ step() { # step NAME SECONDS ARGS...
 }
 # the Python serving tests on the GPU (the CUDA-graph test runs only here), with the Go holder
 if [ -z "${SKIP_PYTEST:-}" ]; then
-  SCHOONER_BIN="$bin" timeout 240 python3 -m pytest -q -rs tests/test_serve.py > "$out/pytest-gpu.log" 2>&1
+  SCHOONER_BIN="$bin" timeout 240 python3 -m pytest -q -rs tests/test_serve.py tests/test_restore_stream.py > "$out/pytest-gpu.log" 2>&1
   echo "== pytest-gpu exit $?" >> "$out/steps.log"
 fi
 [ -n "${SKIP_FETCH:-}" ] || {

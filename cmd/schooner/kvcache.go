@@ -49,6 +49,11 @@ unreplicated): the holder never evicts anything to make room, so every acknowled
 be restored. Size the budget as the replicas you expect: a decode step of 8 sequences of a
 32-layer model with 8 KV heads of 128 in bf16 is 1 MiB.
 
+When a stage worker on a GPU first asks for it, the holder makes its arena: shared memory the
+size of --budget, allocated whole, that it keeps prompts in and that workers map read-only and
+page-lock, so a restore copies nothing on the host (docs/serving-protocol.md, "Arena"). From
+then on the holder's memory is the whole budget: size it as memory you give the holder.
+
 Ctrl-C (SIGINT) or SIGTERM stops it; replicas live in memory and go with it.
 
   schooner kvcache serve --listen 127.0.0.1:7250 --socket /run/schooner/kv.sock --budget 8GiB

@@ -18,6 +18,7 @@ from .kvpool import KVPool, PoolFull
 from .model import StageModel, rope_tables
 from .decode_graphs import DecodeGraphs, decode_attention
 from .replicate import HolderWriter, LentReader, fetch_replica
+from .restore_stream import ChunkPlacer, PlacementError, RestoreSlots, StreamedScatter, pool_order
 from .sampling import choose
 
 
@@ -68,10 +69,23 @@ class StageEngine:
         if size <= 0:
             return None
         try:
-            return LentReader(self.holder, self.deployment, self.stage, size, self.device)
+            reader = LentReader(self.holder, self.deployment, self.stage, size, self.device, arena=self._want_arena())
         except Exception as e:  # noqa: BLE001 — restores still work, through a memory file each
             print(f"schooner_serve: lending {size} bytes to {self.holder}: {e}; restores map a file each", flush=True)
             return None
+        if getattr(self, "restore_slots", None) is None:
+            self.restore_slots = RestoreSlots(self.device)
+        return reader
+
+    def _want_arena(self) -> bool:
+        """Whether to ask the holder for its arena (restores without the holder's copy of the
+        prompt): SCHOONER_KV_ARENA=1 or 0, by default on a CUDA device only (the holder commits
+        its whole budget when it makes the arena; on a CPU the copy it saves is small beside
+        the compute)."""
+        want = os.environ.get("SCHOONER_KV_ARENA")
+        if want is not None:
+            return want == "1"
+        return self.device.type == "cuda"
 
     def close(self) -> None:
         """Stop replicating and give back the lent memory (the replicas stay with the holder)."""
@@ -156,101 +170,82 @@ class StageEngine:
         if not self.holder:
             return 0
         t = time.perf_counter()
-        try:
-            rep, streamed = self._fetch(request)
-        except Exception as e:  # noqa: BLE001 — a holder that cannot answer has nothing to restore
-            print(f"schooner_serve: restoring {request} from {self.holder}: {e}", flush=True)
-            return 0
+        streamed = None
+        if self.reader is not None:
+            try:
+                streamed = StreamedScatter(self.pool, request, self.first, self.end, need, self.restore_slots)
+                rep = self.reader.fetch(request, on_filled=streamed.landed)
+                if not rep.lent:
+                    streamed = None  # larger than the lent memory: it came in a memory file
+            except Exception as e:  # noqa: BLE001 — the memory-file path may still answer
+                print(f"schooner_serve: restoring {request} through lent memory: {e}; without it from now on", flush=True)
+                if streamed is not None:
+                    streamed.abandon()
+                streamed = None
+                self.reader.close()
+                self.reader = None
+        if self.reader is None:
+            try:
+                rep = fetch_replica(self.holder, self.deployment, self.stage, request)
+            except Exception as e:  # noqa: BLE001 — a holder that cannot answer has nothing to restore
+                print(f"schooner_serve: restoring {request} from {self.holder}: {e}", flush=True)
+                return 0
         t_fetch = time.perf_counter() - t
-        shm, nbytes = rep.shm, rep.nbytes
+        shm, nbytes, arena = rep.shm, rep.nbytes, bool(rep.arena_chunks)
         try:
-            chunks, t_h2d = rep.chunks, 0.0
-            if streamed is not None and rep.lent:
-                # The copies were issued as the chunks landed: wait for the last of them.
+            if streamed is not None:
+                # Placed as the chunks landed: wait only for the copies out of the lent memory.
                 t2 = time.perf_counter()
-                self._copy_stream().synchronize()
-                t_h2d = time.perf_counter() - t2
-                chunks = [(ls, ts, streamed[o:o + n].view(c.dtype).view(c.shape))
-                          for (ls, ts, c), (o, n) in zip(rep.chunks, rep.spans)]
-            elif rep.shm and self.device.type == "cuda" and rep.buffer is not None and rep.buffer.numel():
-                # One host→device copy of the whole mapped file, then the chunks are device views.
-                t2 = time.perf_counter()
-                dev = self._h2d(rep.buffer, pinned=rep.lent and self.reader is not None and self.reader.pinned)
-                t_h2d = time.perf_counter() - t2
-                chunks = [(ls, ts, dev[o:o + n].view(c.dtype).view(c.shape))
-                          for (ls, ts, c), (o, n) in zip(rep.chunks, rep.spans)]
-            t_scatter = time.perf_counter()
-            have = 0  # contiguous positions from 0 gathered so far
-            parts = []
-            for (l0, l1), (t0, t1), data in chunks:
-                if l0 > self.first or l1 < self.end:
-                    raise RestoreFailed(f"{request}: replica holds layers {l0}:{l1}, this stage needs "
-                                        f"{self.first}:{self.end}")
-                if t0 > have:
-                    break
-                t1c = min(t1, need)
-                if t1c <= have:
-                    continue
-                part = data[self.first - l0:self.end - l0, :, :, have - t0: t1c - t0]  # [L, 2, kvh, T, hd]
-                parts.append(part.permute(0, 1, 3, 2, 4))  # [L, 2, T, kvh, hd], the pool's order
-                have = t1c
-            if parts:
-                # One gather of every chunk, then one scatter into the pages: per-chunk scatters
-                # cost a launch and a strided copy each (64 per request).
-                src = parts[0] if len(parts) == 1 else torch.cat(parts, dim=2)
-                slots = self.pool.slot_index(request, 0, have).to(self.device)
-                self.pool.kv[:, :, slots] = src.to(device=self.device, dtype=self.dtype)
-            self.pool.lengths[request] = have
-            if self.device.type == "cuda":
-                torch.cuda.synchronize(self.device)
-            t_scatter = time.perf_counter() - t_scatter
+                try:
+                    have = streamed.finish()
+                except PlacementError as e:
+                    raise RestoreFailed(str(e)) from e
+                t_h2d, t_scatter = time.perf_counter() - t2, 0.0
+            else:
+                have, t_h2d, t_scatter = self._place(request, rep, need)
         finally:
-            chunks = data = part = parts = src = None  # no view of the mapping outlives it
             rep.close()
+        self.pool.lengths[request] = have
         self.restore_stats.append({"request": request, "positions": have, "acked_step": rep.acked, "fetch_s": t_fetch,
-                                   "h2d_s": t_h2d, "scatter_s": t_scatter, "shm": shm, "lent": rep.lent, "bytes": nbytes,
+                                   "h2d_s": t_h2d, "scatter_s": t_scatter, "shm": shm, "lent": rep.lent,
+                                   "streamed": streamed is not None, "arena": arena, "bytes": nbytes,
                                    "total_s": time.perf_counter() - t})
         return have
 
-    def _fetch(self, request: str):
-        """The request's replica from the holder, and the device buffer it was streamed into
-        (None where it was not). Through the lent memory when there is one; if that fails (the
-        holder restarted, say), the reader is dropped and this and later restores fetch without
-        it."""
-        if self.reader is not None:
-            try:
-                if not self.reader.pinned:
-                    return self.reader.fetch(request), None
-                # Streamed: each chunk goes to the GPU as soon as the holder has put it in the
-                # lent memory, while the holder copies the next.
-                dev, side, host = self._restore_buffer(), self._copy_stream(), self.reader.buffer
-
-                def to_gpu(spans):
-                    o0, o1 = spans[0][0], spans[-1][0] + spans[-1][1]
-                    with torch.cuda.stream(side):
-                        dev[o0:o1].copy_(host[o0:o1], non_blocking=True)
-
-                return self.reader.fetch(request, on_filled=to_gpu), dev
-            except Exception as e:  # noqa: BLE001 — the memory-file path may still answer
-                print(f"schooner_serve: restoring {request} through lent memory: {e}; without it from now on", flush=True)
-                if self.device.type == "cuda":
-                    self._copy_stream().synchronize()  # no copy may still read the memory
-                self.reader.close()
-                self.reader = None
-        return fetch_replica(self.holder, self.deployment, self.stage, request), None
-
-    def _restore_buffer(self):
-        """Device memory the size of the lent memory, kept for restores (a standby allocates it
-        once, not at failure time)."""
-        buf = getattr(self, "_restore_dev", None)
-        if buf is None or buf.numel() < self.reader.size:
-            buf = self._restore_dev = torch.empty(self.reader.size, dtype=torch.uint8, device=self.device)
-        return buf
-
-    def _copy_stream(self):
-        if getattr(self, "_copies", None) is None:
-            self._copies = torch.cuda.Stream(device=self.device)
-        return self._copies
+    def _place(self, request: str, rep, need: int):
+        """A whole fetched replica into the request's pages: on a GPU one copy of a mapped file
+        to the device, then one gather of every chunk's part and one scatter (per-chunk scatters
+        cost a launch and a strided copy each). Returns (positions placed, h2d s, scatter s)."""
+        chunks, t_h2d = rep.chunks, 0.0
+        if rep.shm and self.device.type == "cuda" and rep.buffer is not None and rep.buffer.numel():
+            t2 = time.perf_counter()
+            dev = self._h2d(rep.buffer, pinned=rep.lent and self.reader is not None and self.reader.pinned)
+            t_h2d = time.perf_counter() - t2
+            chunks = [(ls, ts, dev[o:o + n].view(c.dtype).view(c.shape))
+                      for (ls, ts, c), (o, n) in zip(rep.chunks, rep.spans)]
+        t_scatter = time.perf_counter()
+        placer, nl = ChunkPlacer(self.first, self.end, need, request), self.end - self.first
+        runs = [(data, run) for ls, ts, data in chunks for run in placer.take(ls, ts)]
+        try:
+            placer.check()
+        except PlacementError as e:
+            raise RestoreFailed(str(e)) from e
+        if runs and all(n == nl for _, (_, _, n, _, _, _) in runs):
+            # Every run holds all the stage's layers (the holder's chunks): one gather, then
+            # one scatter into the pages.
+            parts = [pool_order(data[a:a + n, :, :, toff:toff + p1 - p0]) for data, (a, _, n, toff, p0, p1) in runs]
+            src = parts[0] if len(parts) == 1 else torch.cat(parts, dim=2)
+            idx = self.pool.slot_index(request, 0, placer.have).to(self.device)
+            self.pool.kv[:, :, idx] = src.to(device=self.device, dtype=self.dtype)
+        else:
+            idx = self.pool.slot_index(request, 0, need).to(self.device) if runs else None
+            for data, (a, s, n, toff, p0, p1) in runs:
+                part = pool_order(data[a:a + n, :, :, toff:toff + p1 - p0])
+                self.pool.kv[s:s + n, :, idx[p0:p1]] = part.to(device=self.device, dtype=self.dtype)
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        chunks = runs = parts = src = None  # no view of the mapping outlives it
+        return placer.have, t_h2d, time.perf_counter() - t_scatter
 
     def _h2d(self, host, pinned: bool = False):
         if getattr(self, "_staging", None) is None:

@@ -25,6 +25,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 
 import torch
 
@@ -261,6 +262,9 @@ class Replica:
     def __init__(self, chunks, acked, buffer=None, spans=None, mm=None, lent=False):
         self.chunks, self.acked, self.buffer, self.spans, self._mm = chunks, acked, buffer, spans, mm
         self.lent = lent  # the chunks lie in a LentReader's memory (valid until its next fetch)
+        # The prompt's pieces where they lie in the holder's arena (a LentReader's streamed fetch
+        # with an arena): placed before `chunks`, which then hold the decode steps only.
+        self.arena_chunks: list = []
 
     @property
     def shm(self) -> bool:
@@ -268,12 +272,13 @@ class Replica:
 
     @property
     def nbytes(self) -> int:
+        arena = sum(t.numel() * t.element_size() for _, _, t in self.arena_chunks)
         if self.buffer is not None:
-            return self.buffer.numel()
-        return sum(t.numel() * t.element_size() for _, _, t in self.chunks)
+            return self.buffer.numel() + arena
+        return sum(t.numel() * t.element_size() for _, _, t in self.chunks) + arena
 
     def close(self) -> None:
-        self.chunks, self.buffer = [], None
+        self.chunks, self.buffer, self.arena_chunks = [], None, []
         if self._mm is not None:
             try:
                 self._mm.close()
@@ -398,14 +403,24 @@ class LentReader:
     holder write the replica straight into it, so a restore is the holder's copy plus one DMA:
     no memory file to create and fault in, no page-locking at failure time. A replica larger
     than the memory comes back in a memory file of its own, as with fetch_replica. The file is
-    unlinked once the holder has mapped it: nothing is left behind if this process dies."""
+    unlinked once the holder has mapped it: nothing is left behind if this process dies.
 
-    def __init__(self, addr: str, deployment: str, stage: int, size: int, device=None):
+    With arena, the reader also asks for the holder's arena (the shared memory it keeps prompts
+    in), maps it read-only and, on a CUDA device, page-locks it read-only: a streamed fetch then
+    gets the prompt's pieces where they lie, with no copy by the holder, and only the decode
+    steps come through the lent memory. Where the holder has no arena or it cannot be
+    page-locked, fetches copy as before (said on stdout)."""
+
+    # cudaHostRegisterReadOnly: the device only reads the memory (the mapping is read-only).
+    _REGISTER_READ_ONLY = 8
+
+    def __init__(self, addr: str, deployment: str, stage: int, size: int, device=None, arena: bool = False):
         if not addr.startswith("unix:"):
             raise ValueError(f"lending memory needs the holder's unix socket, not {addr!r}")
         if size <= 0:
             raise ValueError(f"lent memory of {size} bytes")
         self.size, self.pinned, self._lock = size, False, threading.Lock()
+        self.arena, self.arena_size, self._arena_mm, self._arena_pinned = None, 0, None, False
         fd, path = tempfile.mkstemp(prefix=LEND_PREFIX, dir=LEND_DIR)
         self.path = path
         try:
@@ -418,13 +433,19 @@ class LentReader:
             if device is not None and torch.device(device).type == "cuda":
                 self.pinned = int(torch.cuda.cudart().cudaHostRegister(self.buffer.data_ptr(), size, 0)) == 0
             self.conn = frame.Conn.connect(addr)
+            fds: list[int] = []
             try:
                 self.conn.handshake("reader", deployment, stage)
-                self.conn.send({"op": "lend", "path": path, "size": size})
-                h, _ = self.conn.recv()
+                self.conn.send({"op": "lend", "path": path, "size": size, **({"arena": True} if arena else {})})
+                h, _ = _read_unix_frame(self.conn, fds) if arena else self.conn.recv()
+                if h.get("op") == "lent" and arena:
+                    self._map_arena(h, fds, device)
             except BaseException:
                 self.conn.close()
                 raise
+            finally:
+                for f in fds:
+                    os.close(f)
             if h.get("op") != "lent":
                 self.conn.close()
                 raise frame.FrameError(f"holder refused the lent memory: {h.get('message', h)}", h.get("code", "bad_request"))
@@ -436,18 +457,45 @@ class LentReader:
         finally:
             os.unlink(path)
 
+    def _map_arena(self, h: dict, fds: list, device) -> None:
+        """Map the arena whose descriptor came with lent, read-only; on a CUDA device page-lock
+        it too, or leave it (no arena) when that fails."""
+        size = int(h.get("arena_size", 0))
+        if not fds or size <= 0:
+            print(f"schooner_serve: the holder lent no arena ({h.get('arena_error', 'it has none')}); "
+                  "restores copy the prompt", flush=True)
+            return
+        mm = mmap.mmap(fds[0], size, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # read-only on purpose: nothing here writes the arena
+            buf = torch.frombuffer(mm, dtype=torch.uint8)
+        if device is not None and torch.device(device).type == "cuda":
+            rc = int(torch.cuda.cudart().cudaHostRegister(buf.data_ptr(), size, self._REGISTER_READ_ONLY))
+            if rc != 0:
+                del buf
+                mm.close()
+                print(f"schooner_serve: page-locking the holder's {size}-byte arena read-only failed (cuda error {rc}); "
+                      "restores copy the prompt", flush=True)
+                return
+            self._arena_pinned = True
+        self.arena, self.arena_size, self._arena_mm = buf, size, mm
+
     def fetch(self, request: str, on_filled=None) -> Replica:
         """The request's replica; when it lies in the lent memory (`lent`), its tensors are valid
-        until the next fetch. With on_filled, the holder streams: on_filled(spans) is called with
-        the byte spans (offset, length) of chunks as they land, in order, so the caller can move
-        each on (to its GPU) while the holder copies the next; all spans have come when fetch
-        returns."""
+        until the next fetch. With on_filled, the holder streams: on_filled(chunks) is called with
+        the chunks [(layers, tokens, tensor)] as they land, in order, so the caller can move each
+        on (to its GPU) while the holder copies the next; all have come when fetch returns. An
+        exception in on_filled leaves the connection mid-answer: the reader is closed. With an
+        arena (streamed fetches only), the prompt's pieces, one layer each, are the first chunks
+        handed to on_filled (views of the arena, valid until the next fetch), then the steps."""
         fds: list[int] = []
         with self._lock:
             try:
                 ask = {"op": "get", "request": request, "into": True}
                 if on_filled is not None:
                     ask["stream"] = True
+                    if self.arena is not None:
+                        ask["arena"] = True
                 self.conn.send(ask)
                 h, p = _read_unix_frame(self.conn, fds)
                 if h.get("op") == "error":
@@ -457,30 +505,54 @@ class LentReader:
                 if not h.get("into"):
                     return _shm_replica(h, fds)
                 chunks, spans = _chunk_views(h.get("chunks") or [], self.buffer, self.size)
+                pieces = []
+                if h.get("arena"):
+                    if self.arena is None or on_filled is None:
+                        raise frame.FrameError("holder answered with arena pieces that were not asked for")
+                    pieces, _ = _chunk_views(h["arena"], self.arena, self.arena_size)
                 if h.get("stream"):
-                    self._await_filled(request, spans, on_filled)
+                    try:
+                        if pieces:
+                            on_filled(pieces)
+                        self._await_filled(request, chunks, on_filled)
+                    except BaseException:
+                        self.conn.close()  # filled frames may still be on their way
+                        raise
                 total = max((o + n for o, n in spans), default=0)
-                return Replica(chunks, int(h.get("acked_step", -1)), self.buffer[:total], spans, lent=True)
+                rep = Replica(chunks, int(h.get("acked_step", -1)), self.buffer[:total], spans, lent=True)
+                rep.arena_chunks = pieces
+                return rep
             finally:
                 for fd in fds:
                     os.close(fd)
 
-    def _await_filled(self, request: str, spans, on_filled) -> None:
+    def _await_filled(self, request: str, chunks, on_filled) -> None:
         done = 0
         while True:
             h, p = _read_unix_frame(self.conn, [])
             if h.get("op") != "filled" or h.get("request") != request or p:
                 raise frame.FrameError(f"holder sent {h.get('op')!r} inside the streamed get of {request}")
             upto = int(h.get("upto", 0))
-            if not done <= upto <= len(spans):
-                raise frame.FrameError(f"filled up to chunk {upto} of {len(spans)} after {done}")
+            if not done <= upto <= len(chunks):
+                raise frame.FrameError(f"filled up to chunk {upto} of {len(chunks)} after {done}")
             if upto > done:
-                on_filled(spans[done:upto])
+                on_filled(chunks[done:upto])
                 done = upto
-            if done == len(spans):
+            if done == len(chunks):
                 return
 
     def _release_memory(self) -> None:
+        arena = getattr(self, "arena", None)
+        if arena is not None and self._arena_pinned:
+            torch.cuda.cudart().cudaHostUnregister(arena.data_ptr())
+        self.arena, self._arena_pinned = None, False
+        amm = getattr(self, "_arena_mm", None)
+        if amm is not None:
+            try:
+                amm.close()
+            except BufferError:  # a view outlives us: the mapping goes with the last of them
+                pass
+            self._arena_mm = None
         buf = getattr(self, "buffer", None)
         if buf is not None and self.pinned:
             torch.cuda.cudart().cudaHostUnregister(buf.data_ptr())

@@ -77,6 +77,7 @@ class Worker:
                                   deployment=a.deployment, stage=a.stage)
         self.first, self.last = self.engine.is_first, self.engine.is_last
         self._capture_graphs()
+        self._warm_prefill()
         if (a.stage == 0) != self.first or (a.stage == a.depth - 1) != self.last:
             raise SystemExit(f"stage {a.stage} of {a.depth} with layers {first}:{end} of {self.cfg.layers}: "
                              "the first stage must hold layer 0 and the last the final layer")
@@ -127,6 +128,39 @@ class Worker:
         except Exception as e:  # noqa: BLE001 — eager capture is an optimisation, not a must
             print(f"schooner_serve: capturing decode graphs: {e}; the rest on first use", file=sys.stderr, flush=True)
         print(f"schooner_serve: {g.captures} decode graphs captured in {time.perf_counter() - t:.1f} s",
+              file=sys.stderr, flush=True)
+
+    def _warm_prefill(self) -> None:
+        """On a GPU, one throwaway prefill of --warmup-tokens positions before listening (not
+        replicated): a fresh process's first prefill loads its kernels and grows the allocator's
+        pools, seconds that would otherwise fall on the first request a replacement or standby
+        recomputes (production engines warm up the same way)."""
+        n = self.a.warmup_tokens
+        if n is None:
+            n = 0 if self.engine.device.type != "cuda" else self.a.max_prefill_tokens
+        pool = self.engine.pool
+        n = min(n, pool.num_blocks * pool.block - 1, self.cfg.max_seq)
+        if n <= 0:
+            return
+        e, rid = self.engine, "schooner-warmup-" + uuid.uuid4().hex[:8]
+        writer, e.writer = e.writer, None
+        t = time.perf_counter()
+        try:
+            e.begin(rid, n, {"temperature": 0.0, "seed": 0, "max_tokens": 1, "stop": [], "reserve": n})
+            ent = [{"request": rid, "step": 0, "positions": [0, n]}]
+            x = [1] * n if e.is_first else torch.zeros(n, self.cfg.hidden, device=e.device, dtype=e.dtype)
+            y = e.forward("prefill", ent, x)
+            if e.is_last:
+                e.sample(ent, y)
+            if e.device.type == "cuda":
+                torch.cuda.synchronize(e.device)
+        except Exception as ex:  # noqa: BLE001 — a warm-up is an optimisation, not a must
+            print(f"schooner_serve: warm-up prefill of {n} positions: {ex}", file=sys.stderr, flush=True)
+        finally:
+            e.pool.release(rid)
+            e.params.pop(rid, None)
+            e.writer = writer
+        print(f"schooner_serve: warm-up prefill of {n} positions in {time.perf_counter() - t:.2f} s",
               file=sys.stderr, flush=True)
 
     def serve(self) -> None:
@@ -785,6 +819,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="on a GPU, capture decode graphs up to this many cached positions at start "
                         "(default the model's max_seq; 0: capture each on first use)")
     p.add_argument("--max-prefill-tokens", type=int, default=8192)
+    p.add_argument("--warmup-tokens", type=int, default=None,
+                   help="a throwaway prefill of this many positions before listening, so the first real "
+                        "one is not cold (default: on a GPU --max-prefill-tokens, on a CPU 0)")
     p.add_argument("--max-waiting", type=int, default=1024, help="queued requests before submits get overloaded")
     p.add_argument("--max-payload", type=int, default=frame.DEFAULT_MAX_PAYLOAD)
     p.add_argument("--connect-timeout", type=float, default=30.0)

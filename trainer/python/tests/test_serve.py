@@ -497,12 +497,13 @@ def test_shm_restore_matches_reprefill_and_chunks(tmp_path):
                 # chunk path's
                 got = []
                 r = e.reader.fetch("s1", on_filled=got.extend)
-                assert got == r.spans and r.lent and r.acked == K - 1
+                assert [(l, t) for l, t, _ in got] == [(l, t) for l, t, _ in r.chunks] and len(got) > 1
+                assert all(x is y for (_, _, x), (_, _, y) in zip(got, r.chunks)) and r.lent and r.acked == K - 1
                 assert all(torch.equal(x, y) for (_, _, x), (_, _, y) in zip(r.chunks, b.chunks))
                 r.close()
             for r in rids:
                 assert e.restore(r, plen + K - 1, plen + K + 4) == plen + K - 1
-            assert all(s["shm"] and s["lent"] == (lend is None) for s in e.restore_stats)
+            assert all(s["shm"] and s["lent"] == s["streamed"] == (lend is None) for s in e.restore_stats)
             if lend is None:
                 # the lent memory's connection gone (a holder restart): restores go on without it
                 e.reader.conn.close()
@@ -519,6 +520,95 @@ def test_shm_restore_matches_reprefill_and_chunks(tmp_path):
             f.begin(r, plen + K + 4)
         assert restored == prefill(f, [p + x for p, x in zip(ps, gen)], K)
         assert restored == decode(w, K, toks[-1])  # and the stage that never failed
+    finally:
+        h.close()
+
+
+def test_restore_from_the_holders_arena_equals_the_copied_restore(tmp_path, monkeypatch):
+    """With the arena asked for (SCHOONER_KV_ARENA=1; by default only on a GPU), the holder keeps
+    prompts in shared memory the reader maps read-only, and a streamed restore takes the prompt's
+    pieces from there and only the decode steps through the lent memory: the pages and the next
+    token are those of the restore that copies everything."""
+    h = make_holder("go", socket_path=str(tmp_path / "kv.sock"), budget="32MiB")
+    try:
+        monkeypatch.setenv("SCHOONER_KV_ARENA", "1")  # the writer's lend makes the arena
+        rids, plen, K = ["a0", "a1"], 140, 9
+        g = torch.Generator().manual_seed(5)
+        ps = [torch.randint(0, 200, (plen,), generator=g).tolist() for _ in rids]
+        w = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=64, holder=h.unix, deployment="arena")
+        assert w.reader is not None and w.reader.arena is not None and w.reader.arena_size == 32 << 20
+        for r in rids:
+            w.begin(r, plen + K + 4)
+        ents = [{"request": r, "step": 0, "positions": [0, plen]} for r in rids]
+        toks = [w.sample(ents, w.forward("prefill", ents, [t for x in ps for t in x]))]
+        for k in range(1, K):
+            ents = [{"request": r, "step": k, "positions": [plen + k - 1, plen + k]} for r in rids]
+            toks.append(w.sample(ents, w.forward("decode", ents, toks[-1])))
+        assert w.writer.flush(30)
+        w.writer.close()
+
+        pools, nexts = [], []
+        for arena in ("1", "0"):
+            monkeypatch.setenv("SCHOONER_KV_ARENA", arena)
+            e = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=64, holder=h.unix, deployment="arena")
+            assert (e.reader.arena is not None) == (arena == "1")
+            for r in rids:
+                assert e.restore(r, plen + K - 1, plen + K + 4) == plen + K - 1
+            assert all(st["streamed"] and st["arena"] == (arena == "1") for st in e.restore_stats)
+            pools.append([e.pool.kv[:, :, e.pool.slot_index(r, 0, plen + K - 1)].clone() for r in rids])
+            ents = [{"request": r, "step": K, "positions": [plen + K - 1, plen + K]} for r in rids]
+            nexts.append(e.sample(ents, e.forward("decode", ents, toks[-1])))
+            e.close()
+        assert all(torch.equal(x, y) for x, y in zip(*pools))
+        ents = [{"request": r, "step": K, "positions": [plen + K - 1, plen + K]} for r in rids]
+        assert nexts[0] == nexts[1] == w.sample(ents, w.forward("decode", ents, toks[-1]))
+        w.close()
+    finally:
+        h.close()
+
+
+def test_warm_up_prefill_leaves_nothing_behind(capsys):
+    """A worker's warm-up prefill (on by default on a GPU) runs each stage's layers once and gives
+    its KV blocks back; it replicates nothing."""
+    holder = FakeHolder()
+    try:
+        for layers in ("0:2", "2:4"):
+            w = worker_mod.Worker(worker_mod.parse_args(
+                ["--model", "tiny", "--seed", str(SEED), "--device", "cpu", "--layers", layers, "--stage",
+                 "0" if layers == "0:2" else "1", "--depth", "2", "--kv-blocks", "8", "--warmup-tokens", "500",
+                 "--holder", holder.addr, "--deployment", "warm"]))
+            err = capsys.readouterr().err
+            assert "warm-up prefill of 127 positions" in err and "warm-up prefill of 127 positions:" not in err
+            assert w.engine.pool.num_free == 8 and not w.engine.pool.tables and not w.engine.params
+            assert w.engine.writer is not None and w.engine.writer.flush(10) and w.engine.writer.frames == 0
+            w.engine.close()
+    finally:
+        holder.close()
+
+
+def test_streamed_restore_of_a_replica_that_does_not_fit_fails_and_reads_on(tmp_path):
+    """A replica whose layers do not cover the restoring stage fails its restore (RestoreFailed)
+    after its streamed answer was read whole: the lent memory's connection answers the next get."""
+    from schooner_serve.engine import RestoreFailed
+    h = make_holder("go", socket_path=str(tmp_path / "kv.sock"))
+    try:
+        w = StageEngine(TINY, SEED, 0, 2, kv_blocks=64, holder=h.unix, deployment="fit")
+        prompt = list(range(1, 120))
+        for r in ("x", "y"):
+            w.begin(r, len(prompt) + 4)
+            e = [{"request": r, "step": 0, "positions": [0, len(prompt)]}]
+            w.forward("prefill", e, prompt)
+        assert w.writer.flush(30)
+        w.writer.close()
+        e = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=64, holder=h.unix, deployment="fit")
+        assert e.reader is not None
+        with pytest.raises(RestoreFailed, match="layers 0:2"):
+            e.restore("x", len(prompt), len(prompt) + 4)
+        assert e.reader is not None
+        r = e.reader.fetch("y", on_filled=lambda chunks: None)
+        assert r.lent and r.acked == 0 and r.chunks[-1][1][1] == len(prompt)
+        r.close()
+        e.close()
     finally:
         h.close()
 
