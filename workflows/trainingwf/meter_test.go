@@ -51,3 +51,28 @@ func TestTheMeterFollowsTheDescribedPrice(t *testing.T) {
 	require.NoError(t, env.GetWorkflowResult(&cost))
 	assert.InDelta(t, 4, cost, 1e-9)
 }
+
+// A machine the provider says is gone costs nothing from that describe on, though the job still
+// holds it while it stops the epoch's other trainers; before, it was counted until dropped.
+func TestTheMeterStopsAtAConfirmedLoss(t *testing.T) {
+	env := (&testsuite.WorkflowTestSuite{}).NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context) (float64, error) {
+		j := &job{held: []cloud.Instance{{ID: "a", State: cloud.StateRunning, PricePerHour: 1},
+			{ID: "b", State: cloud.StateRunning, PricePerHour: 2}}, scale: 60,
+			odPrice: map[string]float64{}, meter: jobwf.Meter{Last: workflow.Now(ctx)}}
+		if err := workflow.Sleep(ctx, time.Minute); err != nil { // one simulated hour of both: $3
+			return 0, err
+		}
+		j.noteStates(ctx, []cloud.Instance{{ID: "a", State: cloud.StateRunning}, {ID: "b", State: cloud.StatePreempted}})
+		if err := workflow.Sleep(ctx, time.Minute); err != nil { // one of a alone: $1
+			return 0, err
+		}
+		j.accrue(workflow.Now(ctx))
+		return j.status.CostUSD, nil
+	}, workflow.RegisterOptions{Name: "meter"})
+	env.ExecuteWorkflow("meter")
+	require.NoError(t, env.GetWorkflowError())
+	var cost float64
+	require.NoError(t, env.GetWorkflowResult(&cost))
+	assert.InDelta(t, 4, cost, 1e-9)
+}
