@@ -126,11 +126,13 @@ class StreamedScatter:
     def __init__(self, pool, request: str, first: int, end: int, need: int, slots: RestoreSlots):
         self.pool, self.slots = pool, slots
         self.placer = ChunkPlacer(first, end, need, request)
-        # Every slot of positions [0, need), on the device, made on the stream that reads it.
+        # Every slot of positions [0, need), on the device, made on the stream that reads it
+        # and from page-locked memory, so the host does not wait for the previous request's
+        # scatters (a blocking copy on that stream would).
         idx = pool.slot_index(request, 0, need) if need > 0 else torch.empty(0, dtype=torch.long)
         if slots.cuda:
             with torch.cuda.stream(slots.scatters):
-                self.idx = idx.to(slots.device, non_blocking=False)
+                self.idx = idx.pin_memory().to(slots.device, non_blocking=True)
         else:
             self.idx = idx
 
