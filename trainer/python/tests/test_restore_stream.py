@@ -26,7 +26,7 @@ def replica(layers, tokens, cuts, seed=1, dtype=torch.float32, pin=False):
 
 
 def pool_with(request, tokens, layers=2, device="cpu", dtype=torch.float32):
-    p = KVPool(layers, 32, BLOCK, KVH, HD, dtype, device)
+    p = KVPool(layers, tokens // BLOCK + 8, BLOCK, KVH, HD, dtype, device)
     p.allocate(request, tokens + 1)
     return p
 
