@@ -28,7 +28,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 import torch
@@ -112,7 +111,7 @@ class Executor:
             lc, be = self._mps(lc_name, be_name, int(m["setting"]), req)
         else:
             lc_stream = be_stream = None
-            lock = threading.Lock() if kind == "sequential" else None
+            lock = measure.FairLock() if kind == "sequential" else None
             if kind in ("streams", "priority"):
                 _, hi = torch.cuda.Stream.priority_range() if hasattr(torch.cuda.Stream, "priority_range") else (0, -3)
                 lc_stream = torch.cuda.Stream(self.device, priority=hi if kind == "priority" else 0)

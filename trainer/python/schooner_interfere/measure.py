@@ -23,6 +23,33 @@ def _wait(device: torch.device, stream) -> None:
         (stream if stream is not None else torch.cuda.current_stream(device)).synchronize()
 
 
+class FairLock:
+    """A lock granted in the order it was asked for: the "sequential" mechanism's one GPU at a
+    time. With a plain threading.Lock the best-effort loop, which asks again the moment it lets
+    go, took it back before a waiting request's thread woke: requests starved behind unit after
+    unit, and the study's sequential step outran its time limit on the GPU. Here a request
+    waits for at most the unit in progress."""
+
+    def __init__(self):
+        self._cv = threading.Condition()
+        self._next = 0     # the ticket the next caller gets
+        self._serving = 0  # the ticket that holds the lock
+
+    def __enter__(self):
+        with self._cv:
+            ticket = self._next
+            self._next += 1
+            while ticket != self._serving:
+                self._cv.wait()
+        return self
+
+    def __exit__(self, *exc):
+        with self._cv:
+            self._serving += 1
+            self._cv.notify_all()
+        return False
+
+
 def percentile(sorted_ms, q: float) -> float:
     """Nearest-rank percentile of sorted values."""
     k = max(0, math.ceil(q / 100 * len(sorted_ms)) - 1)
