@@ -17,7 +17,9 @@
 #             state, 17 GB) trained CKPT_ITERATIONS (100) iterations with no checkpoint, then
 #             every CKPT_EVERY ("10 50") iterations by each of CKPT_METHODS: agent (overlapped
 #             with the next iteration), agent-blocking, torch (torch.save + fsync, same disk)
-#             and async (torch.distributed.checkpoint.async_save, same disk).
+#             and async (torch.distributed.checkpoint.async_save, same disk). The agent keeps
+#             CKPT_MAX_IN_FLIGHT + 1 slots on disk (default 2 + 1; 1 + 1 with CKPT_STATE=full,
+#             so two 17 GB slots fit a 64 GB disk).
 # nvml:       the node agent's NVML inventory against nvidia-smi.
 set -uo pipefail
 part=${1:-all}
@@ -73,6 +75,10 @@ run_checkpoint() {
   disk=${CKPT_DIR:-/var/tmp/schooner-ckpt-bench}
   rm -rf "$disk"; mkdir -p "$disk/agent" "$disk/torch" "$disk/async"
   methods=${CKPT_METHODS:-"agent agent-blocking torch async"}
+  # The agent's slots on disk are max-in-flight + 1 (the last committed one kept): three 17 GB
+  # checkpoints of the full state do not fit a 64 GB disk, two do.
+  inflight=${CKPT_MAX_IN_FLIGHT:-2}
+  [ "${CKPT_STATE:-model}" = full ] && inflight=${CKPT_MAX_IN_FLIGHT:-1}
   # the disk's own sequential write speed, the bound of any checkpoint method here
   dd if=/dev/zero of="$disk/raw" bs=16M count=256 oflag=direct conv=fsync 2>&1 | tail -1 | tee "$R/disk.txt"
   rm -f "$disk/raw"
@@ -84,7 +90,7 @@ run_checkpoint() {
       agent|agent-blocking)
         mode=overlap; [ $m = agent-blocking ] && mode=blocking
         bin/schooner-agent ckpt agent --mode local --dir "$disk/agent" --socket /tmp/schooner-ckpt.sock \
-          --max-in-flight 2 --staging-bytes $((12 << 30)) > "$R/agent-$m-$every.log" 2>&1 &
+          --max-in-flight "$inflight" --staging-bytes $((12 << 30)) > "$R/agent-$m-$every.log" 2>&1 &
         agent=$!
         for _ in $(seq 50); do [ -S /tmp/schooner-ckpt.sock ] && break; sleep 0.2; done
         SCHOONER_CKPT_SOCKET=/tmp/schooner-ckpt.sock SCHOONER_CHECKPOINT_EVERY=$every \
