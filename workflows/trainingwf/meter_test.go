@@ -28,11 +28,23 @@ func TestTheMeterSkipsMachinesStillBooting(t *testing.T) {
 	}
 }
 
+// meterRun runs body as a workflow (so it may sleep and take versions) and returns the cost
+// it accrued.
+func meterRun(t *testing.T, body func(ctx workflow.Context) (float64, error)) float64 {
+	t.Helper()
+	env := (&testsuite.WorkflowTestSuite{}).NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(body, workflow.RegisterOptions{Name: "meter"})
+	env.ExecuteWorkflow("meter")
+	require.NoError(t, env.GetWorkflowError())
+	var cost float64
+	require.NoError(t, env.GetWorkflowResult(&cost))
+	return cost
+}
+
 // A describe's price (the one in effect: spot prices move) is what the meter counts from
 // then on; what was held before is counted at the price it had.
 func TestTheMeterFollowsTheDescribedPrice(t *testing.T) {
-	env := (&testsuite.WorkflowTestSuite{}).NewTestWorkflowEnvironment()
-	env.RegisterWorkflowWithOptions(func(ctx workflow.Context) (float64, error) {
+	cost := meterRun(t, func(ctx workflow.Context) (float64, error) {
 		j := &job{held: []cloud.Instance{{ID: "a", State: cloud.StateRunning, PricePerHour: 1}}, scale: 60,
 			odPrice: map[string]float64{}, meter: jobwf.Meter{Last: workflow.Now(ctx)}}
 		if err := workflow.Sleep(ctx, time.Minute); err != nil { // one simulated hour at $1
@@ -44,19 +56,14 @@ func TestTheMeterFollowsTheDescribedPrice(t *testing.T) {
 		}
 		j.accrue(workflow.Now(ctx))
 		return j.status.CostUSD, nil
-	}, workflow.RegisterOptions{Name: "meter"})
-	env.ExecuteWorkflow("meter")
-	require.NoError(t, env.GetWorkflowError())
-	var cost float64
-	require.NoError(t, env.GetWorkflowResult(&cost))
+	})
 	assert.InDelta(t, 4, cost, 1e-9)
 }
 
 // A machine the provider says is gone costs nothing from that describe on, though the job still
 // holds it while it stops the epoch's other trainers; before, it was counted until dropped.
 func TestTheMeterStopsAtAConfirmedLoss(t *testing.T) {
-	env := (&testsuite.WorkflowTestSuite{}).NewTestWorkflowEnvironment()
-	env.RegisterWorkflowWithOptions(func(ctx workflow.Context) (float64, error) {
+	cost := meterRun(t, func(ctx workflow.Context) (float64, error) {
 		j := &job{held: []cloud.Instance{{ID: "a", State: cloud.StateRunning, PricePerHour: 1},
 			{ID: "b", State: cloud.StateRunning, PricePerHour: 2}}, scale: 60,
 			odPrice: map[string]float64{}, meter: jobwf.Meter{Last: workflow.Now(ctx)}}
@@ -69,10 +76,6 @@ func TestTheMeterStopsAtAConfirmedLoss(t *testing.T) {
 		}
 		j.accrue(workflow.Now(ctx))
 		return j.status.CostUSD, nil
-	}, workflow.RegisterOptions{Name: "meter"})
-	env.ExecuteWorkflow("meter")
-	require.NoError(t, env.GetWorkflowError())
-	var cost float64
-	require.NoError(t, env.GetWorkflowResult(&cost))
+	})
 	assert.InDelta(t, 4, cost, 1e-9)
 }

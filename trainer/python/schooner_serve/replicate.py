@@ -279,12 +279,8 @@ class Replica:
 
     def close(self) -> None:
         self.chunks, self.buffer, self.arena_chunks = [], None, []
-        if self._mm is not None:
-            try:
-                self._mm.close()
-            except BufferError:  # a view outlives us: the mapping goes with the last of them
-                pass
-            self._mm = None
+        _unmap(None, False, self._mm)
+        self._mm = None
 
 
 def _recv_exact(sock, n: int, fds: list) -> bytes:
@@ -391,6 +387,18 @@ def fetch(addr: str, deployment: str, stage: int, request: str, shm: bool | None
     that lives as long as they do."""
     r = fetch_replica(addr, deployment, stage, request, shm)
     return r.chunks, r.acked
+
+
+def _unmap(buf, pinned: bool, mm) -> None:
+    """Unregister a page-locked mapping and unmap it; a view that outlives this keeps the
+    mapping until the last view goes."""
+    if buf is not None and pinned:
+        torch.cuda.cudart().cudaHostUnregister(buf.data_ptr())
+    if mm is not None:
+        try:
+            mm.close()
+        except BufferError:
+            pass
 
 
 LEND_DIR, LEND_PREFIX = "/dev/shm", "schooner-kvrecv-"
@@ -542,28 +550,10 @@ class LentReader:
                 return
 
     def _release_memory(self) -> None:
-        arena = getattr(self, "arena", None)
-        if arena is not None and self._arena_pinned:
-            torch.cuda.cudart().cudaHostUnregister(arena.data_ptr())
-        self.arena, self._arena_pinned = None, False
-        amm = getattr(self, "_arena_mm", None)
-        if amm is not None:
-            try:
-                amm.close()
-            except BufferError:  # a view outlives us: the mapping goes with the last of them
-                pass
-            self._arena_mm = None
-        buf = getattr(self, "buffer", None)
-        if buf is not None and self.pinned:
-            torch.cuda.cudart().cudaHostUnregister(buf.data_ptr())
-        self.buffer, self.pinned = None, False
-        mm = getattr(self, "_mm", None)
-        if mm is not None:
-            try:
-                mm.close()
-            except BufferError:  # a view outlives us: the mapping goes with the last of them
-                pass
-            self._mm = None
+        _unmap(getattr(self, "arena", None), self._arena_pinned, getattr(self, "_arena_mm", None))
+        self.arena, self._arena_pinned, self._arena_mm = None, False, None
+        _unmap(getattr(self, "buffer", None), self.pinned, getattr(self, "_mm", None))
+        self.buffer, self.pinned, self._mm = None, False, None
 
     def close(self) -> None:
         self.conn.close()
