@@ -118,7 +118,8 @@ class RestoreSlots:
 
 class StreamedScatter:
     """One request's streamed restore: `landed(chunks)` takes [(layers, tokens, host tensor
-    [L, 2, kv_heads, T, head_dim])] as the holder lands them, in token order; `finish()` returns
+    [L, 2, kv_heads, T, head_dim])] as the holder lands them (each layer's in token order, see
+    ChunkPlacer); `finish()` returns
     the positions placed once the lent memory may be written again. The pages are written on
     the scatter stream; the current stream is made to wait for them, so the next forward sees
     them without the host waiting."""

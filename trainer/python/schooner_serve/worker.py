@@ -156,12 +156,13 @@ class Worker:
                 torch.cuda.synchronize(e.device)
         except Exception as ex:  # noqa: BLE001 — a warm-up is an optimisation, not a must
             print(f"schooner_serve: warm-up prefill of {n} positions: {ex}", file=sys.stderr, flush=True)
+        else:
+            print(f"schooner_serve: warm-up prefill of {n} positions in {time.perf_counter() - t:.2f} s",
+                  file=sys.stderr, flush=True)
         finally:
             e.pool.release(rid)
             e.params.pop(rid, None)
             e.writer = writer
-        print(f"schooner_serve: warm-up prefill of {n} positions in {time.perf_counter() - t:.2f} s",
-              file=sys.stderr, flush=True)
 
     def serve(self) -> None:
         host, port = frame.split_addr(self.a.listen)
