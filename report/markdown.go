@@ -28,7 +28,7 @@ func WriteMarkdown(w io.Writer, s Summary, st training.JobStatus, timelineFile s
 	row := func(k, format string, args ...any) { fmt.Fprintf(&b, "| %s | %s |\n", k, fmt.Sprintf(format, args...)) }
 	row("cost", "$%.2f", s.CostUSD)
 	if s.BilledUSD > 0 {
-		row("billed by the provider", "$%.2f (the job's own accounting above: %+.1f%%)", s.BilledUSD, 100*(s.CostUSD/s.BilledUSD-1))
+		row("billed by the provider", "$%.2f (the job's own accounting above: %+.1f%%)", s.BilledUSD, s.AccountingOverBillPct())
 	}
 	row("same plans on on-demand", "$%.2f (%.1f%% saved)", s.OnDemandCostUSD, s.SavingsPct)
 	if s.BestOnDemandCostUSD > 0 {

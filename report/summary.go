@@ -203,3 +203,12 @@ func round(x float64, digits int) float64 {
 	}
 	return float64(int64(x*p+0.5)) / p
 }
+
+// AccountingOverBillPct is how far the job's own cost accounting lies above (+) or below (−)
+// what the provider billed, in percent; 0 when nothing was billed.
+func (s Summary) AccountingOverBillPct() float64 {
+	if s.BilledUSD <= 0 {
+		return 0
+	}
+	return 100 * (s.CostUSD/s.BilledUSD - 1)
+}

@@ -95,7 +95,7 @@ func printDemoSummary(out io.Writer, s report.Summary, files report.Files) {
 		fmt.Fprintf(out, "                 vs $%.2f for the job on its best on-demand plan, start to end (%.1f%% saved)\n", s.BestOnDemandCostUSD, s.SavingsVsBestOnDemandPct)
 	}
 	if s.BilledUSD > 0 {
-		fmt.Fprintf(out, "                 billed by the simulated market: $%.2f (the job's own accounting %+.1f%%)\n", s.BilledUSD, 100*(s.CostUSD/s.BilledUSD-1))
+		fmt.Fprintf(out, "                 billed by the simulated market: $%.2f (the job's own accounting %+.1f%%)\n", s.BilledUSD, s.AccountingOverBillPct())
 	}
 	fmt.Fprintf(out, "  preemptions    %d survived: %d injected by the demo, %d by the market (%d announced by a notice)\n", s.Preemptions, s.InjectedPreemptions, max(0, s.Preemptions-s.InjectedPreemptions), s.Notices)
 	fmt.Fprintf(out, "  replans        %d, %d distinct plans\n", s.Replans, s.DistinctPlans)
