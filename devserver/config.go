@@ -64,7 +64,9 @@ func chooseStores(opts Options, pg *postgresDB, dbFile string, logger serverLogg
 
 // buildConfig is the configuration of a single-host cluster: every service in this
 // process, each on its own loopback port, one history shard, the given stores.
-func buildConfig(opts Options, httpPort int, st stores) (*config.Config, map[primitives.ServiceName]static.Hosts, error) {
+// taken holds the ports already picked (the user's, the HTTP API's): the services' ports are
+// picked apart from them and added.
+func buildConfig(opts Options, httpPort int, st stores, taken map[int]bool) (*config.Config, map[primitives.ServiceName]static.Hosts, error) {
 	frontend := net.JoinHostPort(opts.IP, strconv.Itoa(opts.Port))
 	var conf config.Config
 	conf.Global.Membership.MaxJoinDuration = 30 * time.Second
@@ -103,7 +105,7 @@ func buildConfig(opts Options, httpPort int, st stores) (*config.Config, map[pri
 			svc.RPC.GRPCPort = opts.Port
 			svc.RPC.HTTPPort = httpPort
 		} else {
-			port, err := FreePort(opts.IP)
+			port, err := FreePortExcept(opts.IP, taken)
 			if err != nil {
 				return nil, nil, err
 			}

@@ -182,7 +182,8 @@ const internalPortAttempts = 4
 
 // newTemporalServer builds and starts the server on freshly picked internal ports.
 func newTemporalServer(opts Options, newStores func() (stores, error), logger serverLogger) (temporal.Server, error) {
-	httpPort, err := FreePort(opts.IP)
+	taken := map[int]bool{opts.Port: true, opts.UIPort: true}
+	httpPort, err := FreePortExcept(opts.IP, taken)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +191,7 @@ func newTemporalServer(opts Options, newStores func() (stores, error), logger se
 	if err != nil {
 		return nil, err
 	}
-	cfg, hosts, err := buildConfig(opts, httpPort, st)
+	cfg, hosts, err := buildConfig(opts, httpPort, st, taken)
 	if err != nil {
 		return nil, err
 	}

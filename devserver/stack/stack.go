@@ -149,13 +149,14 @@ func start(ctx context.Context, o Options) (*Stack, error) {
 		o.SDKLogger = workers.NewTemporalLogger(o.Logger)
 	}
 	var err error
+	taken := map[int]bool{o.Port: true, o.UIPort: true} // picked free, bound later: never twice
 	if o.Port == 0 {
-		if o.Port, err = devserver.FreePort(o.IP); err != nil {
+		if o.Port, err = devserver.FreePortExcept(o.IP, taken); err != nil {
 			return nil, err
 		}
 	}
 	if o.UIPort == 0 && !o.Headless {
-		if o.UIPort, err = devserver.FreePort(o.IP); err != nil {
+		if o.UIPort, err = devserver.FreePortExcept(o.IP, taken); err != nil {
 			return nil, err
 		}
 	}
