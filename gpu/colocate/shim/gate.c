@@ -56,7 +56,16 @@ static CUcontext ctx;
 static int64_t capture_quiet_until;
 static int64_t captures_open; /* graph captures begun and not yet ended */
 
-void sch_capture_begin(void) { __atomic_fetch_add(&captures_open, 1, __ATOMIC_ACQ_REL); }
+/* Under mu: a poll holds it from its look at captures_open through its last query, so a poll
+ * that looked before the capture opened ends before the capture begins, and every later one
+ * sees it open. Counted without the lock, a query could fall between the look and the begin
+ * and invalidate the capture (seen once in CI, under load). */
+void sch_capture_begin(void)
+{
+	pthread_mutex_lock(&mu);
+	__atomic_fetch_add(&captures_open, 1, __ATOMIC_ACQ_REL);
+	pthread_mutex_unlock(&mu);
+}
 
 void sch_capture_end(void)
 {
