@@ -64,6 +64,11 @@ class Request:
                 "stop": self.stop, "reserve": self.reserve}
 
 
+# SCHOONER_SERVE_TRACE=1: every step's parts timed on stderr (with a device sync after each,
+# so the parts add up; off by default, as the syncs cost overlap).
+TRACE = os.environ.get("SCHOONER_SERVE_TRACE") == "1"
+
+
 class Worker:
     def __init__(self, a: argparse.Namespace):
         self.a = a
@@ -533,8 +538,10 @@ class Worker:
             self.emit([], [], failed)
             self.after_step([], [], failed)
             return
+        t = time.perf_counter()
         if entries:
             x = self.engine.forward(kind, entries, tokens)
+            t = self._trace("forward", t, kind=kind, rows=x.shape[0])
         else:  # only failures: an empty forward carries them to the last stage
             x = torch.empty(0, self.cfg.hidden, dtype=self.engine.dtype)
         if kind == "prefill":
@@ -548,6 +555,7 @@ class Worker:
             return
         self._send_step({"op": "forward", "kind": kind, "batch": entries, "failed": failed,
                          "dtype": frame.dtype_name(x.dtype), "shape": list(x.shape)}, entries, frame.tensor_bytes(x))
+        self._trace("send", t, kind=kind)
 
     def _send_step(self, h: dict, entries, payload=b"") -> None:
         """Sends a step down the route, numbered so that only its own `sampled` ends it."""
@@ -630,6 +638,9 @@ class Worker:
                   file=sys.stderr, flush=True)
             return
         batch = h.get("batch", [])
+        if TRACE:
+            print(f"schooner_serve: trace stage {self.a.stage} step {self.seq} back after "
+                  f"{1e3 * (time.monotonic() - self.inflight_since):.1f} ms", file=sys.stderr, flush=True)
         self.inflight, self.inflight_to = None, None
         self.after_step([{"request": b["request"], "step": b["step"], "run": b.get("run")} for b in batch],
                         [b["token"] for b in batch], h.get("failed", []), h.get("restored", []))
@@ -712,12 +723,27 @@ class Worker:
 
     # later stages ------------------------------------------------------------------------
 
+    def _trace(self, what: str, t0: float, **kw) -> float:
+        """With TRACE, one line on stderr: this stage, what, its time since t0; returns now."""
+        if not TRACE:
+            return t0
+        if self.engine.device.type == "cuda":
+            torch.cuda.synchronize(self.engine.device)
+        t = time.perf_counter()
+        extra = " ".join(f"{k}={v}" for k, v in kw.items())
+        print(f"schooner_serve: trace stage {self.a.stage} {what} {1e3 * (t - t0):.1f} ms {extra}",
+              file=sys.stderr, flush=True)
+        return t
+
     def on_forward(self, h, payload) -> None:
+        t = time.perf_counter()
         try:
             x = frame.tensor_from(payload, h["dtype"], h["shape"])
             entries, x, failed = self.prepare(h["batch"], x, h.get("failed"))
+            t = self._trace("prepare", t, kind=h.get("kind"), seq=h.get("seq"), payload=len(payload))
             if entries and h["kind"] != "restore":
                 x = self.engine.forward(h["kind"], entries, x)
+                t = self._trace("forward", t, kind=h["kind"], rows=x.shape[0])
         except (KeyError, ValueError, frame.FrameError) as e:
             print(f"schooner_serve: bad forward: {e}", file=sys.stderr, flush=True)
             return
@@ -738,9 +764,11 @@ class Worker:
                 self.send_next({"op": "forward", "kind": h["kind"], "batch": entries, "failed": failed,
                                 "dtype": frame.dtype_name(x.dtype), "shape": list(x.shape), **step},
                                frame.tensor_bytes(x) if entries else b"", route)
+                self._trace("send", t, kind=h["kind"])
                 return
             toks = self.engine.sample(entries, x) if entries else []
             self.emit(entries, toks, failed)
+            t = self._trace("sample+emit", t, kind=h["kind"])
             self.send_next({"op": "sampled", "batch": [{"request": e["request"], "step": e["step"], "run": e.get("run"),
                                                         "token": t} for e, t in zip(entries, toks)], "failed": failed,
                             **step}, route=route)

@@ -524,6 +524,19 @@ def test_shm_restore_matches_reprefill_and_chunks(tmp_path):
         h.close()
 
 
+def test_step_trace_says_each_part_of_a_step(capsys, monkeypatch):
+    """SCHOONER_SERVE_TRACE=1 (worker.TRACE) prints each timed part of a step on stderr; off, nothing."""
+    w = worker_mod.Worker(worker_mod.parse_args(["--model", "tiny", "--seed", str(SEED), "--device", "cpu"]))
+    capsys.readouterr()
+    t0 = time.perf_counter()
+    assert w._trace("forward", t0, kind="prefill") == t0
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(worker_mod, "TRACE", True)
+    assert w._trace("forward", t0, kind="prefill", rows=3) > t0
+    assert re.fullmatch(r"schooner_serve: trace stage 0 forward [0-9.]+ ms kind=prefill rows=3\n", capsys.readouterr().err)
+    w.engine.close()
+
+
 def test_restore_from_the_holders_arena_equals_the_copied_restore(tmp_path, monkeypatch):
     """With the arena asked for (SCHOONER_KV_ARENA=1; by default only on a GPU), the holder keeps
     prompts in shared memory the reader maps read-only, and a streamed restore takes the prompt's
