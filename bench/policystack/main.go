@@ -12,14 +12,12 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"time"
 
@@ -133,12 +131,8 @@ func compare(w io.Writer, starts int, scale float64, iterations int, deadline, o
 		rows = append(rows, r)
 		fmt.Fprintf(os.Stderr, "start %s: simulator $%.3f, stack $%.3f (%+.1f%%), billed by the market $%.3f\n", s, r.SimCostUSD, r.StackCostUSD, r.DiffPct, r.StackBilledUSD)
 	}
-	b, err := json.MarshalIndent(map[string]any{"time_scale": scale, "iterations": iterations, "deadline": deadline,
-		"machine": fmt.Sprintf("%s, %s/%s, %d CPUs, %s", machine.CPUModel(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()), "rows": rows}, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(out, "comparison.json"), append(b, '\n'), 0o644); err != nil {
+	if err := cli.WriteJSON(filepath.Join(out, "comparison.json"), map[string]any{"time_scale": scale, "iterations": iterations,
+		"deadline": deadline, "machine": machine.Line(), "rows": rows}); err != nil {
 		return err
 	}
 	printTable(w, rows)

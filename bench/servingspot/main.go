@@ -13,13 +13,11 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
@@ -70,13 +68,13 @@ func run(args []string, w io.Writer) error {
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
 	}
-	machineLine := fmt.Sprintf("%s, %s/%s, %d CPUs, %s", machine.CPUModel(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+	machineLine := machine.Line()
 	if *stack {
 		runs, err := runStack(strings.Split(*only, ","), *start, *scale, *duration, *rate, *out)
 		if err != nil {
 			return err
 		}
-		if err := writeJSON(filepath.Join(*out, "comparison.json"), map[string]any{"trace_start_ns": *start, "time_scale": *scale,
+		if err := cli.WriteJSON(filepath.Join(*out, "comparison.json"), map[string]any{"trace_start_ns": *start, "time_scale": *scale,
 			"load_duration_ns": *duration, "rate": *rate, "machine": machineLine, "runs": runs}); err != nil {
 			return err
 		}
@@ -99,7 +97,7 @@ func run(args []string, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "\nThe trace-replay simulator, %d starts spread over the bundled traces, %s each:\n\n", *starts, *window)
 	printSims(w, sims)
-	return writeJSON(filepath.Join(*out, "simulated.json"), map[string]any{"window_ns": *window, "starts": *starts, "machine": machineLine,
+	return cli.WriteJSON(filepath.Join(*out, "simulated.json"), map[string]any{"window_ns": *window, "starts": *starts, "machine": machineLine,
 		"summaries": sims, "stretch_start_ns": *start, "stretch_ns": *stretch, "stretch": same})
 }
 
@@ -130,14 +128,6 @@ func runStack(policies []string, start time.Duration, scale float64, duration ti
 	return runs, nil
 }
 
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
-}
-
 // serve runs `schooner demo serve` under one policy and keeps its JSON summary in file. A
 // run whose requests failed is a result, not an error: the table shows it.
 func serve(bin, specFile, policy string, start time.Duration, scale float64, duration time.Duration, rate float64, dataDir, file string) (report.ServeSummary, error) {
@@ -164,7 +154,7 @@ func serve(bin, specFile, policy string, start time.Duration, scale float64, dur
 func printTable(w io.Writer, runs []report.ServeSummary) {
 	base := 0.0
 	for _, r := range runs {
-		if r.Policy == "on-demand" {
+		if r.Policy == policy.ServeOnDemand {
 			base = r.CostUSD
 		}
 	}

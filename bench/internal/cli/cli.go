@@ -52,3 +52,12 @@ func ReadJSON(path string, v any) error {
 	}
 	return nil
 }
+
+// WriteJSON writes v to path as indented JSON with a final newline.
+func WriteJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}

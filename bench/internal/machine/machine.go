@@ -3,7 +3,9 @@
 package machine
 
 import (
+	"fmt"
 	"os"
+	"runtime"
 	"strings"
 )
 
@@ -21,4 +23,10 @@ func CPUModel() string {
 		}
 	}
 	return "unknown CPU"
+}
+
+// Line is the machine in one line, as the benches' JSON keeps it: CPU model, OS/arch, CPUs,
+// Go version.
+func Line() string {
+	return fmt.Sprintf("%s, %s/%s, %d CPUs, %s", CPUModel(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
 }
