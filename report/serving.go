@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/schooner-ml/schooner/internal/defaults"
+	"github.com/schooner-ml/schooner/policy"
 	"github.com/schooner-ml/schooner/serving"
 	"github.com/schooner-ml/schooner/serving/router"
 )
@@ -218,6 +219,15 @@ func loadEnd(f ServeFacts) time.Time {
 		}
 	}
 	return end
+}
+
+// PolicyName is the serving policy the run used: Policy, or spot-aware for summaries
+// written before demo serve had --policy (they all ran it).
+func (s ServeSummary) PolicyName() string {
+	if s.Policy == "" {
+		return policy.ServeSpotAware
+	}
+	return s.Policy
 }
 
 // SummarizeServing computes the summary from the facts.

@@ -35,7 +35,7 @@ func WriteServingMarkdown(w io.Writer, s ServeSummary, timelineFile string) erro
 	row("deployment", "%d failovers, %d preemptions, %d notices, %d stages back on spot after an on-demand fallback; ended %s",
 		s.Failovers, s.Preemptions, s.Notices, s.SpotReturns, s.FinalPhase)
 	row("cost (simulated hours)", "$%.4f (policy %s) vs $%.4f for the same machines on demand (%.1f%% saved)",
-		s.CostUSD, nonEmpty(s.Policy, "spot-aware"), s.OnDemandCostUSD, s.SavingsPct)
+		s.CostUSD, s.PolicyName(), s.OnDemandCostUSD, s.SavingsPct)
 	row("instances left running", "%d", s.LeakedInstances)
 	if timelineFile != "" {
 		fmt.Fprintf(&b, "\n![timeline](%s)\n", timelineFile)

@@ -386,7 +386,7 @@ func printServeSummary(out io.Writer, s report.ServeSummary, files report.Files)
 	fmt.Fprintf(out, "  market         %d preemptions, %d notices, %d failovers, %d stages back on spot after an on-demand fallback\n",
 		s.Preemptions, s.Notices, s.Failovers, s.SpotReturns)
 	fmt.Fprintf(out, "  cost           $%.4f (policy %s) vs $%.4f for the same machines on demand (%.1f%% saved, simulated hours)\n",
-		s.CostUSD, nonEmptyStr(s.Policy, policySpotAware), s.OnDemandCostUSD, s.SavingsPct)
+		s.CostUSD, s.PolicyName(), s.OnDemandCostUSD, s.SavingsPct)
 	fmt.Fprintf(out, "  stopped        %s, %d instances left running\n", s.FinalPhase, s.LeakedInstances)
 	fmt.Fprintf(out, "  report         %s\n                 %s\n", files.Markdown, files.Timeline)
 }
