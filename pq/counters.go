@@ -2,16 +2,17 @@ package pq
 
 import (
 	"math"
-	"math/rand/v2"
 	"sync/atomic"
 	"time"
 )
 
-// sampleEvery: one operation in 16 is measured. Counting every operation would put an atomic
+// sampleEvery: one operation in 32 is measured. Counting every operation would put an atomic
 // add on a line shared between cores into every call, the very contention the queue is
-// trying to avoid; a 1-in-16 sample still gives tens of thousands of samples per window
-// under load, and the rest of the operations write nothing shared at all.
-const sampleEvery = 16
+// trying to avoid; a 1-in-32 sample still gives thousands of samples per window under load,
+// and the rest of the operations write nothing shared at all. A sampled operation reads the
+// clock twice: at 1 in 16, the clock reads were 6% of a one-thread mix's profile, more than the
+// 5% the adaptive queue may lose to Direct.
+const sampleEvery = 32
 
 // stripes spreads the sampled counters over padded lines.
 const stripes = 16
@@ -28,7 +29,7 @@ type stripe struct {
 // atomic adds per call): the time-average number of callers inside operations is the
 // operation rate times the mean latency, which is the sampled latency sum scaled by the
 // sampling rate, divided by the window's length. Its weakness is variance from heavy tails: a
-// caller descheduled for milliseconds inside a sampled operation counts sixteen-fold. Under the
+// caller descheduled for milliseconds inside a sampled operation counts 32-fold. Under the
 // loads where the choice matters (many callers, sub-microsecond operations, windows of 100ms)
 // the samples number in the tens of thousands and the tail averages out.
 type counters struct {
@@ -49,12 +50,14 @@ type ticket struct {
 	t0 time.Time
 }
 
-func (c *counters) start() ticket {
-	r := rand.Uint64()
+// start samples the operation whose random word is r (the word that also picks its shards,
+// see multiQueue.picks): its lowest bits decide, bits 8 and up choose the stripe, neither of
+// which the shard choice's high bits correlate with in any way that matters to a load count.
+func (c *counters) start(r uint64) ticket {
 	if r%sampleEvery != 0 {
 		return ticket{}
 	}
-	return ticket{st: &c.s[(r>>32)%stripes], t0: time.Now()}
+	return ticket{st: &c.s[(r>>8)%stripes], t0: time.Now()}
 }
 
 func (c *counters) endInsert(t ticket, hint uint64) {

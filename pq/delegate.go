@@ -2,6 +2,7 @@ package pq
 
 import (
 	"cmp"
+	"math/rand/v2"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -159,7 +160,7 @@ func (d *delegation[K, V]) run(b []*slot[K, V]) {
 			continue
 		}
 		if sh == nil {
-			sh = m.lockAny()
+			sh = m.lockAny(rand.Uint64())
 		}
 		sh.push(m.entry(r.key, r.val))
 	}
@@ -187,7 +188,7 @@ func (d *delegation[K, V]) run(b []*slot[K, V]) {
 	}
 	for _, r := range b {
 		if r.op == opDeleteMin {
-			r.key, r.val, r.ok = m.deleteMin()
+			r.key, r.val, r.ok = m.deleteMin(rand.Uint64())
 		}
 	}
 }

@@ -56,8 +56,19 @@ func newMultiQueue[K cmp.Ordered, V any](n int) *multiQueue[K, V] {
 // runtime, so it costs a few nanoseconds and no shared cache line.
 func (m *multiQueue[K, V]) pick() int { return int(rand.Uint64N(uint64(len(m.shards)))) }
 
-func (m *multiQueue[K, V]) insert(k K, v V) {
-	s := m.lockAny()
+// picks are two shard indexes from one random word, one from each half by multiply-shift
+// (Lemire's reduction without the rejection step: with at most thousands of shards the bias is
+// below one in a million). Every operation starts from one word drawn by its caller, which
+// also decides with the word's lowest bits whether the operation is sampled (counters.go):
+// the generator was the largest single cost of an operation on a quiet queue.
+func (m *multiQueue[K, V]) picks(r uint64) (int, int) {
+	n := uint64(len(m.shards))
+	return int(((r >> 32) * n) >> 32), int((uint64(uint32(r)) * n) >> 32)
+}
+
+// insert adds an entry to a random shard; r is a random word (see picks).
+func (m *multiQueue[K, V]) insert(k K, v V, r uint64) {
+	s := m.lockAny(r)
 	s.push(m.entry(k, v))
 	s.publish()
 	s.mu.Unlock()
@@ -67,10 +78,19 @@ func (m *multiQueue[K, V]) entry(k K, v V) entry[K, V] {
 	return entry[K, V]{key: k, val: v, hint: m.hint(k)}
 }
 
-// lockAny locks a random shard, skipping busy ones: for an insert any shard is as good.
-func (m *multiQueue[K, V]) lockAny() *shard[K, V] {
+// lockAny locks a random shard, skipping busy ones: for an insert any shard is as good. The
+// first two tries take their shards from r, later ones draw afresh.
+func (m *multiQueue[K, V]) lockAny(r uint64) *shard[K, V] {
+	first, second := m.picks(r)
 	for try := 0; ; try++ {
-		s := &m.shards[m.pick()]
+		i := first
+		switch {
+		case try == 1:
+			i = second
+		case try > 1:
+			i = m.pick()
+		}
+		s := &m.shards[i]
 		if try < 2*len(m.shards) {
 			if s.mu.TryLock() {
 				return s
@@ -94,18 +114,21 @@ func (s *shard[K, V]) push(e entry[K, V]) {
 // to a sweep of every shard, so a sparse queue is not missed by bad luck, and it reports
 // empty only when the sweep saw every shard empty. In a sparse queue the sweep's pick (the
 // first non-empty shard from a random start) is no worse than two choices: few items, few
-// ranks to miss.
-func (m *multiQueue[K, V]) deleteMin() (K, V, bool) {
+// ranks to miss. r is a random word for the first pair (see picks); retries draw afresh.
+func (m *multiQueue[K, V]) deleteMin(r uint64) (K, V, bool) {
 	n := len(m.shards)
 	for try := 0; ; try++ {
-		i, j := m.pick(), m.pick()
+		if try > 0 {
+			r = rand.Uint64()
+		}
+		i, j := m.picks(r)
 		ti, tj := m.shards[i].top.Load(), m.shards[j].top.Load()
 		ni, nj := m.shards[i].n.Load(), m.shards[j].n.Load()
 		if nj > 0 && (ni == 0 || tj < ti) {
 			i, ni = j, nj
 		}
 		if ni == 0 {
-			return m.sweep() // both looked empty: the queue is sparse or empty
+			return m.sweep(i) // both looked empty: the queue is sparse or empty
 		}
 		s := &m.shards[i]
 		if try < 4*n {
@@ -126,11 +149,10 @@ func (m *multiQueue[K, V]) deleteMin() (K, V, bool) {
 	}
 }
 
-// sweep visits every shard from a random start, taking the lock of any that looks
+// sweep visits every shard from start (a random index), taking the lock of any that looks
 // non-empty, and pops the first item it finds.
-func (m *multiQueue[K, V]) sweep() (K, V, bool) {
+func (m *multiQueue[K, V]) sweep(start int) (K, V, bool) {
 	n := len(m.shards)
-	start := m.pick()
 	for d := 0; d < n; d++ {
 		s := &m.shards[(start+d)%n]
 		if s.n.Load() == 0 {

@@ -2,6 +2,7 @@ package pq
 
 import (
 	"cmp"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 )
@@ -45,15 +46,16 @@ func New[K cmp.Ordered, V any](o Options) *Queue[K, V] {
 
 // Insert adds v with priority k.
 func (q *Queue[K, V]) Insert(k K, v V) {
-	var t ticket // zero unless this operation is sampled for the controller
+	r := rand.Uint64() // the shard choice and the sampling decision both come from it
+	var t ticket       // zero unless this operation is sampled for the controller
 	if q.observe.Load() {
-		t = q.ctr.start()
+		t = q.ctr.start(r)
 	}
 	ran := Direct
 	if q.mode.Load() == int32(Delegate) && q.del.Load().insert(k, v) {
 		ran = Delegate
 	} else {
-		q.mq.insert(k, v)
+		q.mq.insert(k, v, r)
 	}
 	if t.st != nil {
 		q.ctr.endInsert(t, q.mq.hint(k))
@@ -64,9 +66,10 @@ func (q *Queue[K, V]) Insert(k K, v V) {
 // DeleteMin removes an item with a low key (see the package documentation for how low) and
 // returns it; ok is false when the queue was found empty.
 func (q *Queue[K, V]) DeleteMin() (k K, v V, ok bool) {
-	var t ticket // zero unless this operation is sampled for the controller
+	r := rand.Uint64() // the shard choice and the sampling decision both come from it
+	var t ticket       // zero unless this operation is sampled for the controller
 	if q.observe.Load() {
-		t = q.ctr.start()
+		t = q.ctr.start(r)
 	}
 	ran := Direct
 	served := false
@@ -76,7 +79,7 @@ func (q *Queue[K, V]) DeleteMin() (k K, v V, ok bool) {
 	if served {
 		ran = Delegate
 	} else {
-		k, v, ok = q.mq.deleteMin()
+		k, v, ok = q.mq.deleteMin(r)
 	}
 	if t.st != nil {
 		q.ctr.endDelete(t)

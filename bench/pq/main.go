@@ -24,7 +24,8 @@ import (
 )
 
 func main() {
-	dur := flag.Duration("duration", time.Second, "timed phase per cell and implementation")
+	dur := flag.Duration("duration", time.Second, "timed phase per cell, implementation and trial")
+	repeats := flag.Int("repeats", 3, "trials per cell and implementation, in rotating order; the table takes each one's median")
 	threads := flag.String("threads", "1,2,4,8,16", "goroutine counts")
 	inserts := flag.String("inserts", "0,25,50,75,100", "insert shares in percent")
 	sizes := flag.String("sizes", "1K,1M", "initial queue sizes (K, M suffixes)")
@@ -37,13 +38,13 @@ func main() {
 	name := flag.String("machine", "", "machine name for the output folder (default hostname-<N>cpu)")
 	out := flag.String("out", "", "output folder (default bench/pq/data/<machine>-<date>)")
 	flag.Parse()
-	if err := run(*dur, *threads, *inserts, *sizes, *ranges, *shards, *implList, *window, *pin, *switches, *name, *out); err != nil {
+	if err := run(*dur, *repeats, *threads, *inserts, *sizes, *ranges, *shards, *implList, *window, *pin, *switches, *name, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "pq bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dur time.Duration, threads, inserts, sizes, ranges, shardList, implList string, window time.Duration, pin bool,
+func run(dur time.Duration, repeats int, threads, inserts, sizes, ranges, shardList, implList string, window time.Duration, pin bool,
 	switches int, name, out string) error {
 	ts, err := parseInts(threads)
 	if err != nil {
@@ -70,8 +71,8 @@ func run(dur time.Duration, threads, inserts, sizes, ranges, shardList, implList
 			shs[i] = 2 * runtime.GOMAXPROCS(0) // what pq.Options defaults to; recorded as such
 		}
 	}
-	if min(slices.Min(ts), slices.Min(rs)) < 1 {
-		return fmt.Errorf("threads and key ranges must be at least 1")
+	if min(slices.Min(ts), slices.Min(rs), repeats) < 1 {
+		return fmt.Errorf("threads, key ranges and repeats must be at least 1")
 	}
 	names := strings.Split(implList, ",")
 	for _, n := range names {
@@ -91,7 +92,8 @@ func run(dur time.Duration, threads, inserts, sizes, ranges, shardList, implList
 	}
 	fmt.Printf("machine: %s, %s/%s, %d CPUs (GOMAXPROCS %d), %s, %s\n", name, runtime.GOOS, runtime.GOARCH,
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), machine.CPUModel(), runtime.Version())
-	fmt.Printf("cells: threads %v × inserts %v%% × sizes %v × key ranges %v × shards %v, %v each, impls %v\n\n", ts, is, ss, rs, shs, dur, names)
+	fmt.Printf("cells: threads %v × inserts %v%% × sizes %v × key ranges %v × shards %v, %d trials of %v each, impls %v\n\n",
+		ts, is, ss, rs, shs, repeats, dur, names)
 
 	var rows []dataset.Row
 	var cells []dataset.Cell
@@ -106,8 +108,8 @@ func run(dur time.Duration, threads, inserts, sizes, ranges, shardList, implList
 			}
 		}
 	}
-	for _, c := range cells {
-		for _, n := range names {
+	for ci, c := range cells {
+		for _, n := range trialOrder(names, repeats) {
 			t := newTarget(n, c.Shards, window, pin)
 			ops, secs := measure(t, c, dur)
 			rows = append(rows, dataset.Row{Machine: name, Impl: n, Threads: c.Threads, InsertPct: c.InsertPct, Size: c.Size,
@@ -116,8 +118,10 @@ func run(dur time.Duration, threads, inserts, sizes, ranges, shardList, implList
 			t.Close()
 			runtime.GC()
 		}
+		fmt.Fprintf(os.Stderr, "\rcell %d of %d", ci+1, len(cells))
 	}
-	table := markdown(rows, names)
+	fmt.Fprintln(os.Stderr)
+	table := markdown(dataset.Medians(rows), names)
 	fmt.Print(table)
 	acc := scoreTree(rows, dataset.DefaultRule)
 	fmt.Println()
@@ -157,4 +161,16 @@ func save(dir string, rows []dataset.Row, table, acc string, sw switchResult) er
 	}
 	fmt.Println("\nwrote", filepath.Join(dir, "raw.csv"), "and summary.md")
 	return nil
+}
+
+// trialOrder is the order a cell's trials run in: trial r runs the implementations starting
+// from the r-th, so none always goes first (after the previous cell's garbage) or last.
+func trialOrder(names []string, repeats int) []string {
+	out := make([]string, 0, repeats*len(names))
+	for r := range repeats {
+		for i := range names {
+			out = append(out, names[(r+i)%len(names)])
+		}
+	}
+	return out
 }

@@ -22,6 +22,14 @@ func TestParseInts(t *testing.T) {
 	}
 }
 
+func TestTrialOrderRotates(t *testing.T) {
+	got := trialOrder([]string{"a", "b", "c"}, 4)
+	want := []string{"a", "b", "c", "b", "c", "a", "c", "a", "b", "a", "b", "c"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("trialOrder = %v, want %v", got, want)
+	}
+}
+
 // TestEveryTargetRuns measures each implementation for a few milliseconds: the harness must
 // count operations, leave the queue consistent and print a table that names every column.
 func TestEveryTargetRuns(t *testing.T) {

@@ -9,7 +9,8 @@ import (
 	"github.com/schooner-ml/schooner/pq"
 )
 
-// markdown prints one line per cell: each implementation's Mops/s, the adaptive queue's final
+// markdown prints one line per cell (rows folded to one trial per implementation first, see
+// dataset.Medians): each implementation's Mops/s, the adaptive queue's final
 // mode, what the compiled-in tree says about the cell, and adaptive over the best forced mode.
 func markdown(rows []dataset.Row, names []string) string {
 	var b strings.Builder

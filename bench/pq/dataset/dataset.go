@@ -6,10 +6,12 @@
 package dataset
 
 import (
+	"cmp"
 	"encoding/csv"
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/schooner-ml/schooner/pq"
@@ -95,9 +97,11 @@ type Example struct {
 	Class    pq.Class
 }
 
-// Examples pairs the direct and delegate rows of each cell; cells missing either are
-// skipped. The order follows the rows, so results are reproducible.
+// Examples pairs the direct and delegate rows of each cell (the median trial of each, where a
+// cell was measured more than once); cells missing either are skipped. The order follows the
+// rows, so results are reproducible.
 func Examples(rows []Row, rule Rule) []Example {
+	rows = Medians(rows)
 	type pair struct{ direct, delegate float64 }
 	seen := map[Cell]*pair{}
 	var order []Cell
@@ -190,4 +194,32 @@ func Read(rd io.Reader) ([]Row, error) {
 		rows = append(rows, r)
 	}
 	return rows, nil
+}
+
+// Medians folds repeated trials into one row per cell and implementation: the trial with the
+// median Mops/s (the lower middle one of an even count), so that its final mode and end size
+// stay those of a trial that happened. A run with one trial each is returned as it is. One
+// second of one trial is at the mercy of whatever else the machine did in that second; the
+// median of trials taken in rotating order is not.
+func Medians(rows []Row) []Row {
+	type key struct {
+		cell Cell
+		impl string
+	}
+	groups := map[key][]Row{}
+	var order []key
+	for _, r := range rows {
+		k := key{r.Cell(), r.Impl}
+		if groups[k] == nil {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	out := make([]Row, 0, len(order))
+	for _, k := range order {
+		g := slices.Clone(groups[k])
+		slices.SortStableFunc(g, func(a, b Row) int { return cmp.Compare(a.Mops, b.Mops) })
+		out = append(out, g[(len(g)-1)/2])
+	}
+	return out
 }

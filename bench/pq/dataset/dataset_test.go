@@ -34,3 +34,31 @@ func TestRoundTripAndLabels(t *testing.T) {
 		t.Errorf("features: %+v", f)
 	}
 }
+
+func TestMediansKeepTheMiddleTrial(t *testing.T) {
+	cell := Row{Machine: "m", Threads: 4, InsertPct: 50, Size: 1024, KeyRange: 1 << 20, Shards: 8}
+	trial := func(impl string, mops float64, mode string) Row {
+		r := cell
+		r.Impl, r.Mops, r.FinalMode = impl, mops, mode
+		return r
+	}
+	rows := []Row{
+		trial("direct", 9, "direct"), trial("delegate", 1, "delegate"), trial("adaptive", 3, "delegate"),
+		trial("adaptive", 10, "direct"), trial("direct", 30, "direct"), trial("delegate", 2, "delegate"),
+		trial("direct", 11, "direct"), trial("adaptive", 8, "direct"),
+	}
+	got := Medians(rows)
+	if len(got) != 3 {
+		t.Fatalf("want one row per implementation, got %+v", got)
+	}
+	want := map[string]Row{"direct": rows[6], "delegate": rows[1], "adaptive": rows[7]}
+	for _, r := range got {
+		if r != want[r.Impl] {
+			t.Errorf("%s: got %+v, want %+v", r.Impl, r, want[r.Impl])
+		}
+	}
+	ex := Examples(rows, DefaultRule)
+	if len(ex) != 1 || ex[0].Direct != 11 || ex[0].Delegate != 1 || ex[0].Class != pq.PreferDirect {
+		t.Errorf("examples use the medians: %+v", ex)
+	}
+}
