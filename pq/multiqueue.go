@@ -21,12 +21,18 @@ type shard[K cmp.Ordered, V any] struct {
 	seq uint64        // insertions so far, under mu
 	top atomic.Uint64 // hint of the minimum; math.MaxUint64 when empty
 	n   atomic.Int64
-	_   [2*cacheLine - 8 - 24 - 8 - 8 - 8]byte
+	occ occupancy // the queue's, shared: this shard's bit is index
+	idx int
+	_   [2*cacheLine - 8 - 24 - 8 - 8 - 8 - 24 - 8]byte
 }
 
 // publish refreshes the lock-free mirrors; the caller holds mu.
 func (s *shard[K, V]) publish() {
+	was, now := s.n.Load() > 0, s.h.len() > 0 // n is written only under mu: was is exact
 	s.n.Store(int64(s.h.len()))
+	if was != now {
+		s.occ.mark(s.idx, now)
+	}
 	if s.h.len() == 0 {
 		s.top.Store(math.MaxUint64)
 	} else {
@@ -42,12 +48,14 @@ func (s *shard[K, V]) publish() {
 type multiQueue[K cmp.Ordered, V any] struct {
 	shards []shard[K, V]
 	hint   hintFunc[K]
+	occ    occupancy // which shards hold items, for the sweep of a sparse queue
 }
 
 func newMultiQueue[K cmp.Ordered, V any](n int) *multiQueue[K, V] {
-	m := &multiQueue[K, V]{shards: make([]shard[K, V], n), hint: newHint[K]()}
+	m := &multiQueue[K, V]{shards: make([]shard[K, V], n), hint: newHint[K](), occ: newOccupancy(n)}
 	for i := range m.shards {
 		m.shards[i].top.Store(math.MaxUint64)
+		m.shards[i].occ, m.shards[i].idx = m.occ, i
 	}
 	return m
 }
@@ -149,27 +157,24 @@ func (m *multiQueue[K, V]) deleteMin(r uint64) (K, V, bool) {
 	}
 }
 
-// sweep visits every shard from start (a random index), taking the lock of any that looks
-// non-empty, and pops the first item it finds.
-func (m *multiQueue[K, V]) sweep(start int) (K, V, bool) {
-	n := len(m.shards)
-	for d := 0; d < n; d++ {
-		s := &m.shards[(start+d)%n]
-		if s.n.Load() == 0 {
-			continue
-		}
+// sweep visits the shards the occupancy bits say hold items, from start (a random index) on,
+// taking each one's lock, and pops the first item it finds. It reports empty only when no bit
+// was set when its word was read, or every shard it locked was empty by then.
+func (m *multiQueue[K, V]) sweep(start int) (k K, v V, ok bool) {
+	m.occ.each(start, func(i int) bool {
+		s := &m.shards[i]
 		s.mu.Lock()
-		if s.h.len() > 0 {
-			e := s.h.pop()
-			s.publish()
+		if s.h.len() == 0 {
 			s.mu.Unlock()
-			return e.key, e.val, true
+			return false
 		}
+		e := s.h.pop()
+		s.publish()
 		s.mu.Unlock()
-	}
-	var k K
-	var v V
-	return k, v, false
+		k, v, ok = e.key, e.val, true
+		return true
+	})
+	return k, v, ok
 }
 
 // len sums the shards' lengths: exact when quiescent, a moment-to-moment estimate otherwise.

@@ -5,7 +5,9 @@
 # GPU. Starts the Go KV-cache holder on a unix socket, times fetching one replica by each path
 # (chunks, a memory file per fetch, memory lent beforehand), then the failover table (restore
 # against re-prefill and restart) at 2k and 8k context, batch 1 and 8, then 32k context, then
-# the two-process pipeline failover (bench_pipeline). ONLY_PIPELINE=1 runs only the last (PIPELINE_CONTEXTS, PIPELINE_BATCHES: its cases).
+# the two-process pipeline failover (bench_pipeline). STEPS picks some of them, in this order
+# (default "pytest fetch 2k8k 32k b32 pipeline"); ONLY_PIPELINE=1 means STEPS=pipeline and
+# ONLY_2K8K=1 stops after 2k8k (PIPELINE_CONTEXTS, PIPELINE_BATCHES: the pipeline's cases).
 # Each step has its own time limit, so what finished comes back even if a later step runs long.
 set -u
 out=${1:?usage: h200.sh OUTDIR}
@@ -23,6 +25,12 @@ holder=$!
 trap 'kill $holder 2>/dev/null' EXIT
 sleep 2
 cd "$root/trainer/python"
+steps=${STEPS:-"pytest fetch 2k8k 32k b32 pipeline"}
+[ -n "${ONLY_PIPELINE:-}" ] && steps=pipeline
+[ -n "${SKIP_PYTEST:-}" ] && steps=${steps//pytest/}
+[ -n "${SKIP_FETCH:-}" ] && steps=${steps//fetch/}
+[ -n "${ONLY_2K8K:-}" ] && steps=${steps%%2k8k*}2k8k
+wants() { [[ " $steps " == *" $1 "* ]]; }
 step() { # step NAME SECONDS ARGS...
   local name=$1 limit=$2; shift 2
   echo "== $name ($(date -u +%T))" >> "$out/steps.log"
@@ -30,11 +38,11 @@ step() { # step NAME SECONDS ARGS...
   echo "   exit $? ($(date -u +%T))" >> "$out/steps.log"
 }
 # the Python serving tests on the GPU (the CUDA-graph test runs only here), with the Go holder
-if [ -z "${SKIP_PYTEST:-}" ]; then
+if wants pytest; then
   SCHOONER_BIN="$bin" timeout 240 python3 -m pytest -q -rs tests/test_serve.py tests/test_restore_stream.py > "$out/pytest-gpu.log" 2>&1
   echo "== pytest-gpu exit $?" >> "$out/steps.log"
 fi
-[ -n "${SKIP_FETCH:-}" ] || {
+wants fetch && {
   step fetch-1g 90 --fetch-only --fetch-mib 1024 --repeats 3 --out "$out/fetch-1g.json"
   step fetch-4g 120 --fetch-only --fetch-mib 4096 --repeats 2 --out "$out/fetch-4g.json"
 }
@@ -45,12 +53,8 @@ pipeline() { # pipeline NAME SECONDS ARGS...
   timeout "$limit" python3 -m schooner_serve.bench_pipeline --holder "unix:$sock" --logs "$out/$name-logs" "$@" > "$out/$name.log" 2>&1
   echo "   exit $? ($(date -u +%T))" >> "$out/steps.log"
 }
-if [ -n "${ONLY_PIPELINE:-}" ]; then
-  pipeline pipeline-2k8k "${PIPELINE_LIMIT:-420}" --model 8b --contexts "${PIPELINE_CONTEXTS:-2048,8192}" --batches "${PIPELINE_BATCHES:-1,8}" --generated 32 --out "$out/pipeline-2k8k.json"
-  exit 0
-fi
-step failover-2k8k "${FAILOVER_LIMIT:-240}" --model 8b --contexts 2048,8192 --batches 1,8 --generated 32 --steps 16 --out "$out/failover-2k8k.json"
-[ -n "${ONLY_2K8K:-}" ] && exit 0
-step failover-32k "${LONG_LIMIT:-150}" --model 8b --contexts 32768 --batches 1 --generated 32 --steps 16 --out "$out/failover-32k.json"
-step failover-b32 "${WIDE_LIMIT:-150}" --model 8b --contexts 2048 --batches 32 --generated 32 --steps 16 --out "$out/failover-b32.json"
-pipeline pipeline-2k8k "${PIPELINE_LIMIT:-420}" --model 8b --contexts "${PIPELINE_CONTEXTS:-2048,8192}" --batches "${PIPELINE_BATCHES:-1,8}" --generated 32 --out "$out/pipeline-2k8k.json"
+wants 2k8k && step failover-2k8k "${FAILOVER_LIMIT:-240}" --model 8b --contexts 2048,8192 --batches 1,8 --generated 32 --steps 16 --out "$out/failover-2k8k.json"
+wants 32k && step failover-32k "${LONG_LIMIT:-150}" --model 8b --contexts 32768 --batches 1 --generated 32 --steps 16 --out "$out/failover-32k.json"
+wants b32 && step failover-b32 "${WIDE_LIMIT:-150}" --model 8b --contexts 2048 --batches 32 --generated 32 --steps 16 --out "$out/failover-b32.json"
+wants pipeline && pipeline pipeline-2k8k "${PIPELINE_LIMIT:-420}" --model 8b --contexts "${PIPELINE_CONTEXTS:-2048,8192}" --batches "${PIPELINE_BATCHES:-1,8}" --generated 32 --out "$out/pipeline-2k8k.json"
+exit 0
