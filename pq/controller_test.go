@@ -69,11 +69,13 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // TestWindowFeatures: the controller's features describe the load it sees. The classifier
-// always answers Neutral, so the queue stays direct and every window is well sampled.
+// always answers Neutral, so the queue stays direct and every window is well sampled (20 ms:
+// one operation in sampleEvery is seen, and under the race detector a window of a few
+// milliseconds holds only a handful of samples).
 func TestWindowFeatures(t *testing.T) {
 	var mu sync.Mutex
 	var got []Features
-	q := New[int, int](Options{Shards: 4, NoPin: true, Window: 5 * time.Millisecond,
+	q := New[int, int](Options{Shards: 4, NoPin: true, Window: 20 * time.Millisecond,
 		Classify: func(f Features) Class {
 			mu.Lock()
 			defer mu.Unlock()

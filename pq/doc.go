@@ -54,8 +54,8 @@
 //
 // # Choosing the mode
 //
-// In Adaptive mode (the default) one operation in 32 is sampled onto one of 16 padded counter
-// stripes: its kind, its latency and (for inserts) its key; the other 31 write nothing shared.
+// In Adaptive mode (the default) one operation in 128 is sampled onto one of 16 padded counter
+// stripes: its kind, its latency and (for inserts) its key; the other 127 write nothing shared.
 // A controller goroutine closes a window every Options.Window and computes Features: active
 // threads (by Little's law: sampled latency summed and scaled, over the window's length, which
 // is the time-average number of callers inside an operation), insert share, log2 size, log2
