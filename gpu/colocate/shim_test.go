@@ -204,3 +204,18 @@ func TestShimLeavesAGraphCaptureIntact(t *testing.T) {
 	require.Zero(t, snap.HPOutstanding)
 	require.Zero(t, snap.BEOutstanding)
 }
+
+// A launch through a host stub that the runtime does not know (a library with its own cudart)
+// makes the shim's lookup of its function fail; the program's own launch check
+// (cudaGetLastError after the launch, as PyTorch runs it) must still find no error. A training
+// step died of exactly this under the shim on an H100 ("invalid device function").
+func TestShimLeavesNoRuntimeErrorBehindItsLookups(t *testing.T) {
+	g := newFakeGPU(t)
+	for _, role := range []string{"hp", "be"} {
+		for _, kernel := range []string{"foreign_gemm_kernel", "sgemm_kernel"} {
+			s := g.start(t, role, "stub", kernel, 3, 1, 132)
+			st := s.wait(t) // fails if the program exited non-zero
+			require.Equal(t, 3.0, st["launches"].(map[string]any)["runtime"], "%s %s", role, kernel)
+		}
+	}
+}

@@ -79,5 +79,6 @@ typedef cudaError_t (*pfn_cudaLaunchKernel)(const void *, dim3, dim3, void **, s
 typedef cudaError_t (*pfn_cudaLaunchKernelExC)(const cudaLaunchConfig_t *, const void *, void **);
 typedef cudaError_t (*pfn_cudaGraphLaunch)(cudaGraphExec_t, cudaStream_t);
 typedef cudaError_t (*pfn_cudaGetFuncBySymbol)(CUfunction *, const void *);
+typedef cudaError_t (*pfn_cudaLastError)(void); /* cudaGetLastError, cudaPeekAtLastError */
 
 #endif

@@ -29,6 +29,7 @@ pfn_cuFuncGetName drv_cuFuncGetName;
 pfn_cuKernelGetFunction drv_cuKernelGetFunction;
 pfn_cuStreamIsCapturing drv_cuStreamIsCapturing;
 pfn_cudaGetFuncBySymbol rt_cudaGetFuncBySymbol;
+pfn_cudaLastError rt_cudaGetLastError, rt_cudaPeekAtLastError;
 
 static void *(*real_dlsym)(void *, const char *);
 static void *libcuda;
@@ -105,6 +106,10 @@ static void resolve_runtime_helpers(void)
 {
 	if (!rt_cudaGetFuncBySymbol)
 		rt_cudaGetFuncBySymbol = (pfn_cudaGetFuncBySymbol)raw_dlsym(RTLD_DEFAULT, "cudaGetFuncBySymbol");
+	if (!rt_cudaGetLastError)
+		rt_cudaGetLastError = (pfn_cudaLastError)raw_dlsym(RTLD_DEFAULT, "cudaGetLastError");
+	if (!rt_cudaPeekAtLastError)
+		rt_cudaPeekAtLastError = (pfn_cudaLastError)raw_dlsym(RTLD_DEFAULT, "cudaPeekAtLastError");
 }
 
 /* One gated launch: profile, gate (BE), start event, the real call, end event. */

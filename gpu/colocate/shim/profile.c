@@ -61,6 +61,26 @@ int sch_bound_from_name(const char *name)
 	return SCH_UNKNOWN;
 }
 
+/* The function of a runtime host stub, through cudaGetFuncBySymbol, without a trace in the
+ * application's error state. A stub this runtime did not register (one of a library that links
+ * its own cudart) fails the lookup, and the runtime keeps that failure as the thread's last
+ * error: the launch check PyTorch runs after every kernel (cudaGetLastError) then reported
+ * "invalid device function" for a launch that had succeeded, and a training step under the
+ * shim died. So: look up only while no error is pending (one that is belongs to the
+ * application and must reach it unchanged), and take back the error a failed lookup leaves. */
+static int stub_function(CUfunction *f, const void *fn)
+{
+	if (!rt_cudaGetFuncBySymbol || !rt_cudaGetLastError || !rt_cudaPeekAtLastError)
+		return 0;
+	if (rt_cudaPeekAtLastError() != 0)
+		return 0;
+	if (rt_cudaGetFuncBySymbol(f, fn) == 0)
+		return 1;
+	rt_cudaGetLastError();
+	*f = NULL;
+	return 0;
+}
+
 /* The driver function behind a launch: the handle itself for driver launches; for runtime
  * launches, the function of a cudaKernel_t (what nvcc 13's stubs pass to __cudaLaunchKernel)
  * or of a host stub, whichever the handle is. NULL for graphs and when neither lookup works. */
@@ -77,7 +97,7 @@ static CUfunction function_of(const sch_shape *s)
 	if (s->kernel_handle && drv_cuKernelGetFunction &&
 	    drv_cuKernelGetFunction(&f, (void *)s->fn) == CUDA_SUCCESS)
 		return f;
-	if (rt_cudaGetFuncBySymbol && rt_cudaGetFuncBySymbol(&f, s->fn) == 0)
+	if (stub_function(&f, s->fn))
 		return f;
 	if (!s->kernel_handle && drv_cuKernelGetFunction &&
 	    drv_cuKernelGetFunction(&f, (void *)s->fn) == CUDA_SUCCESS)

@@ -50,6 +50,7 @@ extern pfn_cuFuncGetName drv_cuFuncGetName;
 extern pfn_cuKernelGetFunction drv_cuKernelGetFunction;
 extern pfn_cuStreamIsCapturing drv_cuStreamIsCapturing;
 extern pfn_cudaGetFuncBySymbol rt_cudaGetFuncBySymbol;
+extern pfn_cudaLastError rt_cudaGetLastError, rt_cudaPeekAtLastError;
 int sch_resolve_driver(void);
 
 /* gate.c */

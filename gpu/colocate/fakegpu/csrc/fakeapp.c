@@ -2,7 +2,8 @@
  * A program launching fake kernels the three ways PyTorch's kernels reach the GPU: "runtime"
  * (__cudaLaunchKernel, as nvcc 13's stubs), "proc-address" (cuLaunchKernel from
  * cuGetProcAddress, as cuBLASLt), "dlsym" (cuLaunchKernelEx from dlsym on libcuda's handle, as
- * Triton); and "capture": one kernel run, then COUNT kernels captured into a graph on another
+ * Triton); "stub" (cudaLaunchKernel with a host stub, then cudaGetLastError as PyTorch's
+ * launch check: a non-zero last error fails the program as it fails a PyTorch op); and "capture": one kernel run, then COUNT kernels captured into a graph on another
  * stream while the first still runs, as CUDA-graph warm-up does (exit 3 if the capture was
  * invalidated). Usage: fakeapp WAY KERNEL-NAME COUNT MS GRID. Prints the monotonic time after
  * each launch call returned ("launched NS") and after all have run ("done NS").
@@ -22,11 +23,13 @@ typedef struct {
 } dim3;
 
 int __cudaLaunchKernel(void *k, dim3 g, dim3 b, void **args, size_t smem, void *s);
+int cudaLaunchKernel(const void *fn, dim3 g, dim3 b, void **args, size_t smem, void *s);
+int cudaGetLastError(void);
 
 int main(int argc, char **argv)
 {
 	if (argc != 6) {
-		fprintf(stderr, "usage: fakeapp runtime|proc-address|dlsym KERNEL COUNT MS GRID\n");
+		fprintf(stderr, "usage: fakeapp runtime|stub|proc-address|dlsym|capture KERNEL COUNT MS GRID\n");
 		return 2;
 	}
 	static fake_fn fn;
@@ -77,6 +80,10 @@ int main(int argc, char **argv)
 		int r;
 		if (strcmp(argv[1], "runtime") == 0) {
 			r = __cudaLaunchKernel(&fn, (dim3){grid, 1, 1}, (dim3){256, 1, 1}, NULL, 0, NULL);
+		} else if (strcmp(argv[1], "stub") == 0) {
+			r = cudaLaunchKernel(&fn, (dim3){grid, 1, 1}, (dim3){256, 1, 1}, NULL, 0, NULL);
+			if (r == 0)
+				r = cudaGetLastError();
 		} else if (strcmp(argv[1], "proc-address") == 0) {
 			r = launch(&fn, grid, 1, 1, 256, 1, 1, 0, NULL, NULL, NULL);
 		} else {

@@ -7,6 +7,9 @@
 #include <dlfcn.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+
+#include "fake.h"
 
 typedef struct {
 	unsigned x, y, z;
@@ -41,8 +44,31 @@ int cudaLaunchKernel(const void *fn, dim3 g, dim3 b, void **args, size_t smem, v
 	return __cudaLaunchKernel((void *)fn, g, b, args, smem, s);
 }
 
+/* The runtime's last error, per thread as in the real one: a failed call sets it, and
+ * cudaGetLastError returns and clears it. PyTorch reads it after every launch it makes. */
+static __thread int last_error;
+
+enum { invalid_device_function = 98 };
+
+int cudaGetLastError(void)
+{
+	int e = last_error;
+	last_error = 0;
+	return e;
+}
+
+int cudaPeekAtLastError(void) { return last_error; }
+
+/* A kernel named "foreign..." stands for a stub another runtime registered (a library with a
+ * statically linked cudart): this runtime does not know it, fails the lookup with
+ * cudaErrorInvalidDeviceFunction and keeps that as the thread's last error, as the real one
+ * does. */
 int cudaGetFuncBySymbol(void **f, const void *sym)
 {
+	if (strncmp(((const fake_fn *)sym)->name, "foreign", 7) == 0) {
+		last_error = invalid_device_function;
+		return invalid_device_function;
+	}
 	*f = (void *)sym;
 	return 0;
 }
