@@ -55,11 +55,11 @@
 // # Choosing the mode
 //
 // In Adaptive mode (the default) one operation in 128 is sampled onto one of 16 padded counter
-// stripes: its kind, its latency and (for inserts) its key; the other 127 write nothing shared.
-// A controller goroutine closes a window every Options.Window and computes Features: active
-// threads (by Little's law: sampled latency summed and scaled, over the window's length, which
-// is the time-average number of callers inside an operation), insert share, log2 size, log2
-// key range, and the shard count. The decision tree in tree_gen.go, trained offline by
+// stripes: its kind, (one in four of them) its latency and (for inserts) its key; the other 127
+// write nothing shared. A controller goroutine closes a window every Options.Window and
+// computes Features: active threads (by Little's law: sampled latency summed and scaled, over
+// the window's length, which is the time-average number of callers inside an operation),
+// insert share, log2 size, log2 key range, and the shard count. The decision tree in tree_gen.go, trained offline by
 // bench/pq/train on rows measured by bench/pq, answers PreferDirect, PreferDelegate or
 // Neutral (the modes are within the training threshold of each other). The mode changes only
 // when the same answer comes Options.Hold windows in a row, and Neutral keeps the current
