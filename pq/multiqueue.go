@@ -21,8 +21,8 @@ type shard[K cmp.Ordered, V any] struct {
 	seq uint64        // insertions so far, under mu
 	top atomic.Uint64 // hint of the minimum; math.MaxUint64 when empty
 	n   atomic.Int64
-	occ occupancy // the queue's, shared: this shard's bit is index
-	idx int
+	occ occupancy // the queue's occupancy bits, shared by every shard
+	idx int       // this shard's bit in occ
 	_   [2*cacheLine - 8 - 24 - 8 - 8 - 8 - 24 - 8]byte
 }
 
@@ -119,10 +119,10 @@ func (s *shard[K, V]) push(e entry[K, V]) {
 }
 
 // deleteMin pops from the better of two random shards. When both are empty it falls back
-// to a sweep of every shard, so a sparse queue is not missed by bad luck, and it reports
-// empty only when the sweep saw every shard empty. In a sparse queue the sweep's pick (the
-// first non-empty shard from a random start) is no worse than two choices: few items, few
-// ranks to miss. r is a random word for the first pair (see picks); retries draw afresh.
+// to a sweep of the shards the occupancy bits mark, so a sparse queue is not missed by bad
+// luck, and it reports empty only when the sweep found every shard empty. In a sparse queue
+// the sweep's pick (the first non-empty shard from a random start) is no worse than two
+// choices: few items, few ranks to miss. r is a random word for the first pair (see picks); retries draw afresh.
 func (m *multiQueue[K, V]) deleteMin(r uint64) (K, V, bool) {
 	n := len(m.shards)
 	for try := 0; ; try++ {

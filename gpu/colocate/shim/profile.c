@@ -64,9 +64,9 @@ int sch_bound_from_name(const char *name)
 /* The function of a runtime host stub, through cudaGetFuncBySymbol, without a trace in the
  * application's error state. A stub this runtime did not register (one of a library that links
  * its own cudart) fails the lookup, and the runtime keeps that failure as the thread's last
- * error: the launch check PyTorch runs after every kernel (cudaGetLastError) then reported
- * "invalid device function" for a launch that had succeeded, and a training step under the
- * shim died. So: look up only while no error is pending (one that is belongs to the
+ * error: the launch check PyTorch runs after every kernel (cudaGetLastError) then reports
+ * "invalid device function" for a launch that succeeded (what we take to have killed a training
+ * step under the shim on an H100). So: look up only while no error is pending (one that is belongs to the
  * application and must reach it unchanged), and take back the error a failed lookup leaves. */
 static int stub_function(CUfunction *f, const void *fn)
 {
