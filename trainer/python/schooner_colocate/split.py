@@ -7,8 +7,15 @@ blocks for bmm) written into the one output, so the results are the same product
 is allocated once, and bias epilogues stay fused. The estimate is the product's FLOPs over the
 rate measured on the first large product of each device and dtype. The target is the runtime's
 budget, read from the shared board at every large product, so it follows the supervisor.
+
+A dispatch mode is thread-local: entered in the main thread it never sees the products of a
+thread the program starts itself (the interference study's best-effort loop runs in one, and so
+do many training loops). install() enters one in the calling thread and in every thread started
+after it.
 """
 import math
+import sys
+import threading
 import time
 
 import torch
@@ -104,3 +111,30 @@ class GemmSplitter(TorchDispatchMode):
             self.pieces += 1
         self.split += 1
         return out
+
+
+# Every splitter install() entered, one per thread, for whoever wants their counts.
+splitters = []
+
+
+def install(target_s, **kw):
+    """Enters a GemmSplitter(target_s, **kw) in the calling thread and arranges for every thread
+    started afterwards to enter its own as it begins (through threading.setprofile, whose hook
+    each new thread runs first: the hook enters the splitter and hands the thread the profile
+    hook that was set before, or none). Returns the calling thread's splitter."""
+    previous = threading.getprofile()
+
+    def enter(frame, event, arg):
+        sys.setprofile(previous)
+        mode = GemmSplitter(target_s, **kw)
+        mode.__enter__()
+        splitters.append(mode)
+        if previous is not None:
+            return previous(frame, event, arg)
+        return None
+
+    mode = GemmSplitter(target_s, **kw)
+    mode.__enter__()
+    splitters.append(mode)
+    threading.setprofile(enter)
+    return mode

@@ -100,6 +100,27 @@ class BootTest(unittest.TestCase):
             out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
             self.assertEqual(out.stdout.strip(), want, out.stderr)
 
+    def test_the_splitter_cuts_in_threads_the_program_starts(self):
+        # The interference study's best-effort loop runs in a thread of its own: a dispatch mode
+        # entered only in the main thread left its products whole under the runtime.
+        code = "\n".join([
+            "import sitecustomize as s, threading, torch",
+            "from schooner_colocate import split",
+            "a, b = torch.randn(1024, 512), torch.randn(512, 512)",
+            "got = {}",
+            "def loop():",
+            "    (a @ b, a @ b)",
+            "    got['split'] = sum(m.split for m in split.splitters if m is not s.splitter)",
+            "t = threading.Thread(target=loop); t.start(); t.join()",
+            "print(got['split'], s.splitter.split, len(split.splitters))",
+        ])
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "schooner_colocate", "boot"), ROOT]),
+                   SCHOONER_COLOCATE_ROLE="be", SCHOONER_COLOCATE_SPLIT_US="0.001")
+        env.pop("SCHOONER_COLOCATE_BOARD", None)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        in_thread, in_main, count = (int(x) for x in out.stdout.split())
+        self.assertEqual((in_thread, in_main, count), (1, 0, 2), "the thread's second product is cut: " + out.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()

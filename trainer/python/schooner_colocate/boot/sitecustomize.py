@@ -18,13 +18,12 @@ def _start():
     except ImportError:
         return  # not a torch program: nothing to cut
     from schooner_colocate.board import Board
-    from schooner_colocate.split import GemmSplitter
+    from schooner_colocate.split import install
 
     board = Board.from_env()
     fixed = float(os.environ.get("SCHOONER_COLOCATE_SPLIT_US", "100")) / 1e6
-    mode = GemmSplitter(board.budget_s if board else (lambda: fixed))
-    mode.__enter__()
-    sys.modules[__name__].splitter = mode
+    # In this thread and every thread the program starts (a dispatch mode is per thread).
+    sys.modules[__name__].splitter = install(board.budget_s if board else (lambda: fixed))
 
 
 def _chain():
