@@ -90,6 +90,7 @@ class Worker:
         self.routers: list[frame.Conn] = []  # router connections, latest last
         self.pending_out: list[dict] = []    # token/done frames waiting for a router connection
         self.links: dict[str, frame.Conn] = {}  # connections to other stages, by address
+        self.payloads = frame.PayloadPool()  # receive buffers of the forwards from other stages
         # first stage
         self.route: list[str] | None = None  # the stage addresses of the router's latest submit
         self.requests: dict[str, Request] = {}
@@ -197,8 +198,11 @@ class Worker:
                 self.inbox.put(("router", conn, None, None))
             allowed = {"router": ("submit", "cancel", "ping"), "stage": ("forward", "release"),
                        "sampler": ("sampled", "release"), "node": ("ping", "peers")}[conn.role]
+            # A stage's forwards carry hidden states: read into reused buffers (handle gives
+            # each back once the step is done with it).
+            pool = self.payloads if conn.role == "stage" else None
             while True:
-                h, p = conn.recv()
+                h, p = conn.recv(pool)
                 if h["op"] not in allowed:
                     raise frame.FrameError(f"unknown op {h['op']!r} on a {conn.role} connection")
                 if h["op"] == "ping":
@@ -365,7 +369,10 @@ class Worker:
         elif op == "sampled":
             self.on_sampled(h)
         elif op == "forward":
-            self.on_forward(h, payload)
+            try:
+                self.on_forward(h, payload)
+            finally:
+                self.payloads.give(payload)
         elif op == "release":
             self.on_release(h)
 

@@ -183,6 +183,31 @@ def test_payload_limit_and_truncation():
         frame.read(io.BytesIO(b""))
 
 
+def test_large_payloads_come_in_pooled_buffers_used_again():
+    pool = frame.PayloadPool(keep=2, min_size=8)
+    big, small = bytes(range(200)) * 5, b"tiny"
+    raw = b"".join(frame.encode({"op": "forward"}, x) for x in (big, small, big, big[:600], big))
+    f = io.BufferedReader(io.BytesIO(raw), buffer_size=64)
+    _, p1 = frame.read(f, pool=pool)
+    assert isinstance(p1, memoryview) and bytes(p1) == big and pool.made == 1
+    _, p2 = frame.read(f, pool=pool)
+    assert p2 == small and isinstance(p2, bytes), "under min_size: read as before"
+    pool.give(p2)  # ignored
+    pool.give(p1)
+    _, p3 = frame.read(f, pool=pool)
+    assert bytes(p3) == big and pool.made == 1, "the buffer given back is used again"
+    _, p4 = frame.read(f, pool=pool)
+    assert bytes(p4) == big[:600] and pool.made == 2, "p3 is still out: a second buffer"
+    x = frame.tensor_from(p4, "f32", [150])  # a forward's view of the payload, still alive
+    pool.give(p4)  # not taken back while x views it
+    pool.give(p3)
+    _, p5 = frame.read(f, pool=pool)
+    assert bytes(p5) == big and pool.made == 2
+    assert bytes(frame.tensor_bytes(x)) == big[:600], "the buffer x views was not read into again"
+    with pytest.raises(frame.Closed):
+        frame.read(io.BufferedReader(io.BytesIO(raw[:500]), buffer_size=64), pool=pool)
+
+
 # --- the paged pool ---------------------------------------------------------------------------
 
 def test_pool_allocate_free_admission():
