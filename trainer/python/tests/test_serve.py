@@ -208,6 +208,15 @@ def test_large_payloads_come_in_pooled_buffers_used_again():
         frame.read(io.BufferedReader(io.BytesIO(raw[:500]), buffer_size=64), pool=pool)
 
 
+def test_bench_hop_runs_both_ways(tmp_path, capsys):
+    from schooner_serve import bench_hop
+    out = tmp_path / "hop.json"
+    bench_hop.main(["--rows", "64", "--hidden", "1024", "--frames", "2", "--trials", "2", "--out", str(out)])
+    got = json.loads(out.read_text())
+    assert got["bytes"] == 64 * 1024 * 2 and [len(v) for v in got["seconds_per_frame"].values()] == [2, 2]
+    assert "pooled is" in capsys.readouterr().out
+
+
 # --- the paged pool ---------------------------------------------------------------------------
 
 def test_pool_allocate_free_admission():
