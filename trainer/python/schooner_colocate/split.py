@@ -5,7 +5,7 @@ program runs, forward and backward (the autograd engine carries the mode to its 
 runs one whose estimated time exceeds the target as several products over row blocks (batch
 blocks for bmm) written into the one output, so the results are the same products, the output
 is allocated once, and bias epilogues stay fused. The estimate is the product's FLOPs over the
-rate measured on the first large product of each device and dtype. The target is the runtime's
+best rate measured on the first few large products of each device and dtype. The target is the runtime's
 budget, read from the shared board at every large product, so it follows the supervisor.
 
 A dispatch mode is thread-local: entered in the main thread it never sees the products of a
@@ -27,17 +27,23 @@ aten = torch.ops.aten
 MIN_ROWS = 128
 # Products below this many FLOPs are never cut (nor timed): they are short on any GPU.
 MIN_FLOPS = 2 * 512 ** 3
+# The first large products of a device and dtype run whole and timed; the rate is the best of
+# them. The first alone carries the library's start (handle, workspace, heuristics): its rate
+# can be a tenth of the real one, and every product after it would be cut ten times too finely.
+LEARN = 3
 
 
 class GemmSplitter(TorchDispatchMode):
     """target_s: a callable giving the longest a product's kernel should run, in seconds."""
 
-    def __init__(self, target_s, min_rows=MIN_ROWS, min_flops=MIN_FLOPS):
+    def __init__(self, target_s, min_rows=MIN_ROWS, min_flops=MIN_FLOPS, learn=LEARN):
         super().__init__()
         self.target_s = target_s
         self.min_rows = min_rows
         self.min_flops = min_flops
-        self.rates = {}  # (device type, dtype) -> FLOP/s
+        self.learn = learn
+        self.rates = {}  # (device type, dtype) -> the best FLOP/s timed so far
+        self.timed = {}  # (device type, dtype) -> products timed
         self.split = 0  # products cut
         self.pieces = 0  # kernels they became
 
@@ -55,18 +61,22 @@ class GemmSplitter(TorchDispatchMode):
             return self._batches(*args, func=func)
         return func(*args, **kwargs)
 
-    def _pieces(self, flops, key, run_whole):
-        """How many pieces a product of flops should become; 1 when it is short. The first large
-        product of a key runs whole, timed, to learn the rate (returned as its result)."""
-        rate = self.rates.get(key)
-        if rate is None:
+    def _pieces(self, flops, key, run_whole, device):
+        """How many pieces a product of flops should become; 1 when it is short. The first
+        `learn` large products of a key run whole, timed from an idle device to the end of the
+        product, to learn the rate (the result is returned with a count of 0)."""
+        if self.timed.get(key, 0) < self.learn:
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)  # time this product, not the work queued before it
             start = time.perf_counter()
             out = run_whole()
             if out.is_cuda:
                 torch.cuda.synchronize(out.device)
-            self.rates[key] = flops / max(time.perf_counter() - start, 1e-9)
+            rate = flops / max(time.perf_counter() - start, 1e-9)
+            self.rates[key] = max(rate, self.rates.get(key, 0.0))
+            self.timed[key] = self.timed.get(key, 0) + 1
             return 0, out
-        return max(1, math.ceil(flops / rate / self.target_s())), None
+        return max(1, math.ceil(flops / self.rates[key] / self.target_s())), None
 
     def _rows(self, a, b, piece, bias, func, args, kwargs=None):
         m, k = a.shape
@@ -74,7 +84,7 @@ class GemmSplitter(TorchDispatchMode):
         flops = 2 * m * n * k
         if flops < self.min_flops or m < 2 * self.min_rows or a.dtype != b.dtype:
             return func(*args, **(kwargs or {}))
-        count, whole = self._pieces(flops, (a.device.type, a.dtype), lambda: func(*args, **(kwargs or {})))
+        count, whole = self._pieces(flops, (a.device.type, a.dtype), lambda: func(*args, **(kwargs or {})), a.device)
         if whole is not None:
             return whole
         count = min(count, m // self.min_rows)
@@ -98,7 +108,7 @@ class GemmSplitter(TorchDispatchMode):
         flops = 2 * batch * m * n * k
         if flops < self.min_flops or batch < 2 or a.dtype != b.dtype:
             return func(a, b)
-        count, whole = self._pieces(flops, (a.device.type, a.dtype), lambda: func(a, b))
+        count, whole = self._pieces(flops, (a.device.type, a.dtype), lambda: func(a, b), a.device)
         if whole is not None:
             return whole
         count = min(count, batch)

@@ -15,9 +15,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
-def splitter(target_s=1e-9, **kw):
-    # A tiny target cuts every large product as finely as MIN_ROWS allows.
-    return GemmSplitter(lambda: target_s, min_rows=16, min_flops=2 * 32 ** 3, **kw)
+def splitter(target_s=1e-9, learn=1, **kw):
+    # A tiny target cuts every large product as finely as MIN_ROWS allows; one product learns.
+    return GemmSplitter(lambda: target_s, min_rows=16, min_flops=2 * 32 ** 3, learn=learn, **kw)
 
 
 class SplitTest(unittest.TestCase):
@@ -63,12 +63,22 @@ class SplitTest(unittest.TestCase):
         for g, w in zip(got_grads, want_grads):
             self.assertTrue(torch.allclose(g, w, rtol=1e-10, atol=1e-12))
 
+    def test_the_rate_is_the_best_of_the_first_products(self):
+        a, b = torch.randn(256, 96), torch.randn(96, 80)
+        mode = splitter(learn=3)
+        self.run_mode(mode, lambda: (a @ b, a @ b, a @ b))
+        self.assertEqual((mode.split, mode.timed), (0, {("cpu", torch.float32): 3}), "three run whole, timed")
+        best = mode.rates[("cpu", torch.float32)]
+        self.run_mode(mode, lambda: a @ b)
+        self.assertEqual(mode.split, 1, "the fourth is cut")
+        self.assertEqual(mode.rates[("cpu", torch.float32)], best, "no more timing after the first three")
+
     def test_short_products_and_long_targets_leave_products_whole(self):
         a, b = torch.randn(256, 96), torch.randn(96, 80)
-        mode = GemmSplitter(lambda: 10.0, min_rows=16, min_flops=2 * 32 ** 3)
+        mode = GemmSplitter(lambda: 10.0, min_rows=16, min_flops=2 * 32 ** 3, learn=1)
         self.run_mode(mode, lambda: (a @ b, a @ b))
         self.assertEqual(mode.split, 0, "a 10 s target cuts nothing")
-        small = GemmSplitter(lambda: 1e-9)
+        small = GemmSplitter(lambda: 1e-9, learn=1)
         self.run_mode(small, lambda: (a @ b, a @ b))
         self.assertEqual(small.split, 0, "below MIN_FLOPS")
 
@@ -109,7 +119,7 @@ class BootTest(unittest.TestCase):
             "a, b = torch.randn(1024, 512), torch.randn(512, 512)",
             "got = {}",
             "def loop():",
-            "    (a @ b, a @ b)",
+            "    for _ in range(split.LEARN + 1): a @ b",
             "    got['split'] = sum(m.split for m in split.splitters if m is not s.splitter)",
             "t = threading.Thread(target=loop); t.start(); t.join()",
             "print(got['split'], s.splitter.split, len(split.splitters))",
@@ -119,7 +129,7 @@ class BootTest(unittest.TestCase):
         env.pop("SCHOONER_COLOCATE_BOARD", None)
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
         in_thread, in_main, count = (int(x) for x in out.stdout.split())
-        self.assertEqual((in_thread, in_main, count), (1, 0, 2), "the thread's second product is cut: " + out.stderr)
+        self.assertEqual((in_thread, in_main, count), (1, 0, 2), "the thread's product after the learning ones is cut: " + out.stderr)
 
 
 if __name__ == "__main__":
