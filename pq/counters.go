@@ -18,8 +18,9 @@ const sampleEvery = 128
 
 // timeEvery: one sampled operation in 4 also reads the clock, for the latency sum behind the
 // active-thread estimate. Where reading the clock is slow (a VM whose clock source the vDSO
-// cannot read leaves every read to a system call: on the 16-core GPU host a sampled operation
-// cost about 480 ns at 1 in 32), the clock would otherwise be most of what adaptivity costs;
+// cannot read leaves every read to a system call; on the 16-core GPU host a sampled operation
+// cost about 450 ns at 1 in 32, most likely for that), the clock would otherwise be most of
+// what adaptivity costs;
 // 1 in 512 operations still gives hundreds of latencies per window at a million operations a
 // second.
 const timeEvery = 4
