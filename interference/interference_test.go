@@ -58,7 +58,10 @@ func validStudy() Study {
 			{Pair: Pair{LC: "decode-chain", BE: "gemm"}, Mechanism: Mechanism{Kind: MPS, Setting: 50},
 				LC: &Latency{Requests: 200, P50Ms: 1.0, P99Ms: 3.7}, BE: &Throughput{PerSecond: 400, Unit: "TFLOP/s"}},
 		},
-		Unavailable: []Unavailable{{Mechanism: Mechanism{Kind: MIG}, Reason: "MIG is disabled"}}}
+		Unavailable: []Unavailable{{Mechanism: Mechanism{Kind: MIG}, Reason: "MIG is disabled"}},
+		Counters: []Counters{{Workload: "gemm", Tool: "ncu 2025.3", Kernels: 4, DurationMs: 5.6,
+			Metrics: map[string]float64{"sm_throughput_pct": 91.5, "dram_throughput_pct": 12}},
+			{Workload: "decode-chain", Unavailable: "ncu is not installed"}}}
 }
 
 func TestStudiesRoundTripAndBadFilesAreRefused(t *testing.T) {
@@ -67,14 +70,34 @@ func TestStudiesRoundTripAndBadFilesAreRefused(t *testing.T) {
 	got, err := Decode(bytes.NewReader(b.Bytes()))
 	require.NoError(t, err)
 	assert.Equal(t, validStudy().Runs, got.Runs)
+	assert.Equal(t, validStudy().Counters, got.Counters)
+
+	// A version 1 study (no counters) still reads.
+	v1 := validStudy()
+	v1.Version, v1.Counters = 1, nil
+	b.Reset()
+	require.NoError(t, v1.Encode(&b))
+	_, err = Decode(bytes.NewReader(b.Bytes()))
+	require.NoError(t, err)
 
 	for name, c := range map[string]struct {
 		edit func(*Study)
 		raw  string
 		want string
 	}{
-		"a future version": {edit: func(s *Study) { s.Version = 2 }, want: "version 2: this build reads version 1"},
-		"no GPU model":     {edit: func(s *Study) { s.GPU.Model = "" }, want: "gpu.model: empty"},
+		"a future version": {edit: func(s *Study) { s.Version = 3 }, want: "version 3: this build reads versions 1 and 2"},
+		"counters in a version 1 study": {edit: func(s *Study) {
+			s.Version = 1
+			s.Counters = []Counters{{Workload: "gemm", Unavailable: "no ncu"}}
+		}, want: "counters in a version 1 study"},
+		"counters of an unknown workload": {edit: func(s *Study) { s.Counters = []Counters{{Workload: "nope", Unavailable: "x"}} },
+			want: "counters[0] (nope)"},
+		"counters neither measured nor refused": {edit: func(s *Study) { s.Counters = []Counters{{Workload: "gemm"}} },
+			want: "no kernel profiled and no reason given"},
+		"a percentage over 100": {edit: func(s *Study) {
+			s.Counters = []Counters{{Workload: "gemm", Kernels: 3, Metrics: map[string]float64{"sm_throughput_pct": 140}}}
+		}, want: "between 0 and 100"},
+		"no GPU model": {edit: func(s *Study) { s.GPU.Model = "" }, want: "gpu.model: empty"},
 		"a shared run without its best-effort side": {edit: func(s *Study) { s.Runs[2].BE = nil },
 			want: "runs[2] (decode-chain + gemm, mps-50): a shared run has both sides' figures"},
 		"a dedicated run of both sides": {edit: func(s *Study) { s.Runs[0].BE = s.Runs[1].BE },

@@ -18,6 +18,9 @@ type StudyRequest struct {
 	Warmup     int         `json:"warmup"`
 	Repeats    int         `json:"repeats"`
 	Seed       int64       `json:"seed"`
+	// Counters asks for each workload's Nsight Compute counters too (where ncu works; each
+	// workload's profile takes a while: ncu replays every kernel several times).
+	Counters bool `json:"counters,omitempty"`
 }
 
 // Limits on a study's size: a study holds a GPU for its whole length.

@@ -9,9 +9,10 @@ import (
 	"time"
 )
 
-// FormatVersion is the version of the result format this build writes and reads. A change
-// that a reader of the previous version would misread bumps it (docs/interference.md).
-const FormatVersion = 1
+// FormatVersion is the version of the result format this build writes. A change that a reader
+// of the previous version would misread bumps it (docs/interference.md). Version 2 added
+// Counters; this build also reads version 1 (which has none).
+const FormatVersion = 2
 
 // Study is a study's results on one GPU: the file `schooner gpu interference` writes and the
 // placement code reads. Results are keyed by GPU model, driver, pair and mechanism.
@@ -24,6 +25,8 @@ type Study struct {
 	Request     StudyRequest  `json:"request"`
 	Runs        []Run         `json:"runs"`
 	Unavailable []Unavailable `json:"unavailable,omitempty"`
+	// Counters are each workload's Nsight Compute counters, when the request asked for them.
+	Counters []Counters `json:"counters,omitempty"`
 	// Simulated is true when the runs come from a model of a GPU, not from one (tests,
 	// demonstrations): such a study must never be used for placement.
 	Simulated bool `json:"simulated,omitempty"`
@@ -84,10 +87,18 @@ type NVMLContext struct {
 // Validate checks a study as a reader needs it: the version, the GPU named, every run's pair
 // and mechanism valid with the sides its mechanism calls for and positive figures.
 func (s Study) Validate() error {
-	if s.Version != FormatVersion {
-		return fmt.Errorf("version %d: this build reads version %d", s.Version, FormatVersion)
+	if s.Version != 1 && s.Version != FormatVersion {
+		return fmt.Errorf("version %d: this build reads versions 1 and %d", s.Version, FormatVersion)
 	}
 	var errs []error
+	if s.Version == 1 && len(s.Counters) > 0 {
+		errs = append(errs, errors.New("counters in a version 1 study"))
+	}
+	for i, c := range s.Counters {
+		if err := c.validate(); err != nil {
+			errs = append(errs, fmt.Errorf("counters[%d] (%s): %w", i, c.Workload, err))
+		}
+	}
 	if s.GPU.Model == "" {
 		errs = append(errs, errors.New("gpu.model: empty"))
 	}

@@ -42,6 +42,7 @@ simulated market's nodes (schooner dev, schooner demo) model a GPU and mark thei
 SIMULATED. --local runs the study here, on this machine's GPU, without Temporal.
 
   schooner gpu interference run --local --out results/h200
+  schooner gpu interference run --local --pair decode-chain+gemm --counters
 
   schooner gpu interference run --node i-0abc --pair decode-chain+gemm --mechanism streams --mechanism mps-50
   temporal workflow execute --type InterferenceStudy --task-queue schooner-control \
@@ -84,6 +85,7 @@ SIMULATED. --local runs the study here, on this machine's GPU, without Temporal.
 	cmd.Flags().IntVar(&in.Request.Requests, "requests", 0, "latency-critical requests per run (default 200)")
 	cmd.Flags().Float64Var(&in.Request.ThinkMs, "think-ms", 0, "mean think time between requests, ms (Poisson arrivals; default 2)")
 	cmd.Flags().IntVar(&in.Request.Repeats, "repeats", 0, "runs per measurement; the median is kept (default 3)")
+	cmd.Flags().BoolVar(&in.Request.Counters, "counters", false, "also profile each workload with Nsight Compute (ncu) where it works; where not, the study says why")
 	cmd.Flags().DurationVar(&in.Wait, "wait", 0, "how long a node may take to pick the study up before it is reported unreachable (default 30s)")
 	cmd.Flags().StringVar(&out, "out", "interference-results", "folder for each node's NODE.json and NODE.svg")
 	cmd.Flags().BoolVar(&local, "local", false, "run the study on this machine's GPU, without Temporal")

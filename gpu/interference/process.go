@@ -163,6 +163,13 @@ func (p *ProcessExecutor) Shared(ctx context.Context, pair interference.Pair, m 
 	return r, err
 }
 
+// Counters asks the executor for the workload's Nsight Compute counters (or why there are none).
+func (p *ProcessExecutor) Counters(ctx context.Context, w interference.Workload) (interference.Counters, error) {
+	var c interference.Counters
+	err := p.call(ctx, map[string]any{"op": "counters", "workload": w.Name}, &c)
+	return c, err
+}
+
 // Simulated is false: the runs are measured (on a CPU in the executor's test mode, which the
 // GPU model it reports says).
 func (p *ProcessExecutor) Simulated() bool { return false }

@@ -36,7 +36,7 @@ func TestTheProcessExecutorRunsAStudyInItsCPUTestMode(t *testing.T) {
 	require.NoError(t, err)
 	x := &gi.ProcessExecutor{Command: func(args []string) (*exec.Cmd, error) {
 		c := exec.Command(py, append([]string{"-m", gi.ExecutorModule}, args...)...)
-		c.Env = append(os.Environ(), "PYTHONPATH="+dir)
+		c.Env = append(os.Environ(), "PYTHONPATH="+dir, "SCHOONER_NCU="+filepath.Join(t.TempDir(), "no-ncu-here"))
 		return c, nil
 	}, Args: []string{"--scale", "tiny", "--allow-cpu"}, Stderr: os.Stderr}
 	defer x.Close()
@@ -46,10 +46,14 @@ func TestTheProcessExecutorRunsAStudyInItsCPUTestMode(t *testing.T) {
 		Pairs: []interference.Pair{{LC: "decode-chain", BE: "gemm"}, {LC: "cnn-infer", BE: "copy"}},
 		Mechanisms: []interference.Mechanism{{Kind: interference.Sequential}, {Kind: interference.TimeSlicing},
 			{Kind: interference.Streams}, {Kind: interference.MPS, Setting: 50}, {Kind: interference.MIG}},
-		Requests: 10, Warmup: 2, ThinkMs: 0.5, Repeats: 1,
+		Requests: 10, Warmup: 2, ThinkMs: 0.5, Repeats: 1, Counters: true,
 	}
 	st, err := gi.RunStudy(ctx, x, req, nil)
 	require.NoError(t, err)
+	require.Len(t, st.Counters, 4, "each workload's counters, or why none")
+	for _, c := range st.Counters {
+		assert.Contains(t, c.Unavailable, "running ncu", c.Workload)
+	}
 	assert.False(t, st.Simulated, "measured, not modelled")
 	assert.Contains(t, st.GPU.Model, "CPU (a test run, not a GPU)")
 	assert.Len(t, st.Runs, 4+2*2, "four workloads alone, two pairs under sequential and time-slicing")

@@ -21,6 +21,10 @@ type Executor interface {
 	Alone(ctx context.Context, w interference.Workload, req interference.StudyRequest) (interference.Run, error)
 	// Shared runs a pair under a mechanism.
 	Shared(ctx context.Context, p interference.Pair, m interference.Mechanism, req interference.StudyRequest) (interference.Run, error)
+	// Counters profiles one workload with Nsight Compute. Counters that the machine cannot give
+	// (no ncu, restricted counters) come back with Unavailable set, not as an error; an error
+	// means the executor failed.
+	Counters(ctx context.Context, w interference.Workload) (interference.Counters, error)
 	// Simulated is true for a model of a GPU (its results must never place jobs).
 	Simulated() bool
 }
@@ -63,6 +67,9 @@ func RunStudy(ctx context.Context, x Executor, req interference.StudyRequest, pr
 		}
 	}
 	total := (len(alone) + len(req.Pairs)*len(mechs)) * req.Repeats
+	if req.Counters {
+		total += len(alone)
+	}
 	done := 0
 	repeat := func(what string, run func() (interference.Run, error)) error {
 		runs := make([]interference.Run, 0, req.Repeats)
@@ -93,6 +100,19 @@ func RunStudy(ctx context.Context, x Executor, req interference.StudyRequest, pr
 			if err := repeat(fmt.Sprintf("%s under %s", p, m), func() (interference.Run, error) { return x.Shared(ctx, p, m, req) }); err != nil {
 				return finish(s), err
 			}
+		}
+	}
+	if req.Counters {
+		for _, w := range alone {
+			if progress != nil {
+				progress(done, total, w.Name+" counters")
+			}
+			c, err := x.Counters(ctx, w)
+			if err != nil {
+				return finish(s), fmt.Errorf("%s counters: %w", w.Name, err)
+			}
+			s.Counters = append(s.Counters, c)
+			done++
 		}
 	}
 	s = finish(s)

@@ -57,6 +57,34 @@ func TestAStudyRunsEveryWorkloadAloneThenEveryPairUnderEveryAvailableMechanism(t
 	assert.Equal(t, s.Runs, back.Runs)
 }
 
+func TestCountersComeAfterTheRunsOneAWorkload(t *testing.T) {
+	x := fake.New()
+	req := smallRequest()
+	req.Counters = true
+	var calls []string
+	total := -1
+	s, err := gi.RunStudy(context.Background(), x, req, func(done, n int, what string) {
+		calls, total = append(calls, what), n
+	})
+	require.NoError(t, err)
+	assert.Equal(t, (3+2*4)*3+3, total, "three workloads' counters after the runs")
+	assert.Equal(t, []string{"decode-chain counters", "gemm counters", "copy counters"}, calls[len(calls)-3:])
+	require.Len(t, s.Counters, 3)
+	for _, c := range s.Counters {
+		assert.Equal(t, "a model of a GPU has no performance counters", c.Unavailable, c.Workload)
+	}
+	var b bytes.Buffer
+	require.NoError(t, s.Encode(&b))
+	back, err := interference.Decode(&b)
+	require.NoError(t, err)
+	assert.Equal(t, s.Counters, back.Counters)
+	var table bytes.Buffer
+	s.Counters[1] = interference.Counters{Workload: "gemm", Kernels: 4, Metrics: map[string]float64{"sm_throughput_pct": 91.5, "dram_throughput_pct": 12}}
+	require.NoError(t, gi.WriteTable(&table, s, nil))
+	assert.Regexp(t, `decode-chain\s+unavailable: a model of a GPU has no performance counters`, table.String())
+	assert.Regexp(t, `gemm\s+4\s+91\.5\s+–\s+12\.0\s+–\s+–\s+–\n`, table.String(), "measured: SM, memory, DRAM, L1, L2, occupancy")
+}
+
 func TestAFailedRunEndsTheStudyWithWhatWasMeasured(t *testing.T) {
 	x := fake.New()
 	x.Fail = "decode-chain + copy"

@@ -40,6 +40,36 @@ func WriteTable(w io.Writer, s interference.Study, rows []Row) error {
 			fmt.Fprintf(w, "  %s: %s\n", u.Mechanism, u.Reason)
 		}
 	}
+	if err := writeCounters(w, s.Counters); err != nil {
+		return err
+	}
 	_, err := fmt.Fprintln(w, "\nLC: the latency-critical side against it alone; BE: the best-effort side's throughput against it alone;\n* on the pair's Pareto front (no other mechanism gives BE as much with a p99 at most as slow).")
 	return err
+}
+
+// writeCounters prints each workload's Nsight Compute counters, one line each, percentages of
+// peak (or why there are none).
+func writeCounters(w io.Writer, cs []interference.Counters) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nNsight Compute counters (each workload alone; % of peak, kernel-time weighted):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "workload\tkernels\tSM\tmemory\tDRAM\tL1 hit\tL2 hit\toccupancy")
+	for _, c := range cs {
+		if c.Unavailable != "" {
+			fmt.Fprintf(tw, "%s\tunavailable: %s\n", c.Workload, c.Unavailable)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d", c.Workload, c.Kernels)
+		for _, k := range interference.CounterMetrics {
+			if v, ok := c.Metrics[k]; ok {
+				fmt.Fprintf(tw, "\t%.1f", v)
+			} else {
+				fmt.Fprint(tw, "\t–")
+			}
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
 }

@@ -53,6 +53,12 @@ func (x *Executor) Available(_ context.Context, m interference.Mechanism) error 
 
 func (x *Executor) Simulated() bool { return true }
 
+// Counters has none to give: a model of a GPU has no performance counters, and inventing them
+// would be worse than saying so.
+func (x *Executor) Counters(_ context.Context, w interference.Workload) (interference.Counters, error) {
+	return interference.Counters{Workload: w.Name, Unavailable: "a model of a GPU has no performance counters"}, nil
+}
+
 func (x *Executor) Alone(_ context.Context, w interference.Workload, req interference.StudyRequest) (interference.Run, error) {
 	x.Calls++
 	if x.Fail == w.Name {

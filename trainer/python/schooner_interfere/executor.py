@@ -6,6 +6,7 @@ on standard output ({"ok": ...} or {"error": "..."}):
   {"op":"available","mechanism":{"kind":"mps","setting":50}} -> {"reason": ""} or why not
   {"op":"alone","workload":"gemm","request":{...}}        -> a dedicated run
   {"op":"shared","pair":{...},"mechanism":{...},"request":{...}} -> a run of the pair
+  {"op":"counters","workload":"gemm"}                    -> its Nsight Compute counters, or why none
 
 Mechanisms: sequential (one process, the two sides take turns on the device: each unit runs
 to completion under a lock), streams and priority (two CUDA streams in this process, the
@@ -32,7 +33,7 @@ import time
 
 import torch
 
-from . import measure, workloads
+from . import counters, measure, workloads
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -125,6 +126,19 @@ class Executor:
             lc = measure.latency_run(self.workload(lc_name), req, self.device, lc_stream, lock)
             be = loop.stop()
         return {"pair": pair, "mechanism": m, "latency_critical": lc, "best_effort": be, "nvml": self.nvml(), "repeats": 1}
+
+    def counters(self, name: str, units: int = 2, warmup: int = 3) -> dict:
+        """The workload's Nsight Compute counters over `units` units after `warmup` (counters.py),
+        or {"unavailable": why} where ncu cannot give them."""
+        self.workload(name)  # a bad name fails here, not inside ncu
+        child = counters.child_command(name, self.scale, self.seed, str(self.device), units, warmup)
+        env = dict(os.environ, PYTHONPATH=HERE + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        try:
+            # Within the study activity's 2-minute heartbeat timeout: a profile that takes longer
+            # is reported as such, not left to look like a stuck GPU.
+            return {"workload": name, **counters.collect(child, env=env, cwd=HERE, timeout=100)}
+        except counters.Unavailable as e:
+            return {"workload": name, "unavailable": str(e)}
 
     # --- two processes --------------------------------------------------------------------
 
@@ -222,6 +236,8 @@ def serve(ex: Executor, inp, out) -> None:
                 ans = ex.alone(q["workload"], q["request"])
             elif op == "shared":
                 ans = ex.shared(q["pair"], q["mechanism"], q["request"])
+            elif op == "counters":
+                ans = ex.counters(q["workload"])
             else:
                 raise ValueError(f"unknown op {op!r}")
             out.write(json.dumps({"ok": ans}) + "\n")

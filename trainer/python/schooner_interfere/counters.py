@@ -1,0 +1,142 @@
+"""Nsight Compute counters of one workload: what each workload asks of the GPU's units, beside
+the study's timings. `ncu` profiles a child process that runs the workload's units (child.py
+`units`): a few warm-up units, then `count` units inside the NVTX range MEASURED, the only
+kernels profiled. The answer is each metric averaged over those kernels, weighted by their
+durations, so a workload reads as the GPU spent its time on it.
+
+`ncu` is often unusable: not installed, or refused the performance counters (ERR_NVGPUCTRPERM
+where profiling is restricted to administrators, or a virtual machine that hides them). Then
+the study records the reason instead of counters; nothing else of the study depends on them.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import shutil
+import subprocess
+import sys
+
+# The range around the profiled units (child.py pushes it).
+MEASURED = "schooner-measured"
+
+# Metrics of ncu's "speed of light" and occupancy sections, named the same from Volta to
+# Hopper: SM and memory throughput against their peaks, DRAM throughput, L1 and L2 hit rates,
+# achieved occupancy, and each kernel's duration (the weight).
+METRICS = {
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed": "sm_throughput_pct",
+    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed": "memory_throughput_pct",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed": "dram_throughput_pct",
+    "l1tex__t_sector_hit_rate.pct": "l1_hit_rate_pct",
+    "lts__t_sector_hit_rate.pct": "l2_hit_rate_pct",
+    "sm__warps_active.avg.pct_of_peak_sustained_active": "achieved_occupancy_pct",
+}
+DURATION = "gpu__time_duration.sum"
+
+
+class Unavailable(Exception):
+    """ncu cannot give counters here; the message says why."""
+
+
+def command(ncu: str, child: list[str]) -> list[str]:
+    """The ncu command line around a child's command line."""
+    return [ncu, "--csv", "--page", "raw", "--print-units", "base", "--nvtx", "--nvtx-include", MEASURED + "/",
+            "--metrics", ",".join([*METRICS, DURATION]), "--target-processes", "all", *child]
+
+
+def collect(child: list[str], env: dict | None = None, cwd: str | None = None, timeout: float = 600,
+            ncu: str | None = None) -> dict:
+    """Runs child under ncu and returns {"kernels", "duration_ms", "metrics", "tool"}; raises
+    Unavailable with ncu's own words when it cannot."""
+    ncu = ncu or os.environ.get("SCHOONER_NCU") or shutil.which("ncu")
+    if not ncu:
+        raise Unavailable("ncu (Nsight Compute) is not installed on this machine")
+    try:
+        out = subprocess.run(command(ncu, child), capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise Unavailable(f"ncu did not finish in {timeout:.0f} s") from None
+    except OSError as e:
+        raise Unavailable(f"running ncu: {e}") from None
+    refusal = _refusal(out.stdout + "\n" + out.stderr)
+    if refusal:
+        raise Unavailable(refusal)
+    if out.returncode != 0:
+        raise Unavailable(f"ncu exited with {out.returncode}: {_last_line(out.stderr or out.stdout)}")
+    res = parse(out.stdout)
+    res["tool"] = _version(ncu)
+    return res
+
+
+def _refusal(text: str) -> str:
+    for line in text.splitlines():
+        if "ERR_NVGPUCTRPERM" in line:
+            return ("the GPU's performance counters are restricted (ERR_NVGPUCTRPERM): profiling needs "
+                    "administrator rights or the driver's NVreg_RestrictProfilingToAdminUsers=0")
+        if "==ERROR==" in line:
+            return "ncu: " + line.split("==ERROR==", 1)[1].strip()
+    return ""
+
+
+def _last_line(text: str) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1].strip() if lines else "no output"
+
+
+def _version(ncu: str) -> str:
+    try:
+        out = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return "ncu"
+    lines = [ln for ln in out.stdout.splitlines() if ln.strip()]
+    return "ncu " + lines[-1].strip() if lines else "ncu"
+
+
+def _number(s: str) -> float | None:
+    s = s.strip().replace(",", "")  # ncu groups digits by the locale
+    if s in ("", "n/a", "N/A"):
+        return None
+    try:
+        return float(s)
+    except ValueError:
+        return None
+
+
+def parse(text: str) -> dict:
+    """ncu's raw CSV page (a header row, a units row, one row per profiled kernel; lines before
+    the header are the application's and ncu's own) as duration-weighted means per metric."""
+    lines = text.splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)
+    if start is None:
+        raise Unavailable("ncu profiled no kernel in the measured range (no CSV in its output)")
+    rows = list(csv.reader(io.StringIO("\n".join(lines[start:]))))
+    header, body = rows[0], [r for r in rows[1:] if len(r) == len(rows[0])]
+    col = {name: i for i, name in enumerate(header)}
+    if DURATION not in col:
+        raise Unavailable(f"ncu's CSV has no {DURATION} column")
+    kernels = []
+    for r in body:
+        if r[col["ID"]].strip() == "":
+            continue  # the units row
+        d = _number(r[col[DURATION]])
+        if d is not None and d > 0:
+            kernels.append((d, r))
+    if not kernels:
+        raise Unavailable("ncu profiled no kernel in the measured range")
+    total = sum(d for d, _ in kernels)
+    metrics = {}
+    for name, key in METRICS.items():
+        if name not in col:
+            continue
+        vals = [(d, _number(r[col[name]])) for d, r in kernels]
+        vals = [(d, v) for d, v in vals if v is not None]
+        weight = sum(d for d, _ in vals)
+        if weight > 0:
+            metrics[key] = round(sum(d * v for d, v in vals) / weight, 2)
+    return {"kernels": len(kernels), "duration_ms": round(total / 1e6, 4), "metrics": metrics}
+
+
+def child_command(workload: str, scale: str, seed: int, device: str, count: int, warmup: int) -> list[str]:
+    """The child that runs the units ncu profiles."""
+    return [sys.executable, "-m", "schooner_interfere.child", "units", "--workload", workload, "--scale", scale,
+            "--seed", str(seed), "--device", device, "--count", str(count), "--warmup", str(warmup)]
