@@ -9,6 +9,8 @@
 # works). The HP program sleeps BE_WARMUP seconds first (default 15), so its requests meet the
 # BE program in its steady state. Every step has a time limit, so what finished comes back.
 # CPU_TEST=1 SCALE=tiny runs the plumbing on a machine without a GPU (no kernel is gated there).
+# COUNTERS=1 adds each workload's Nsight Compute counters to the study (ncu on the PATH, or
+# SCHOONER_NCU).
 set -u
 out=${1:?usage: h200.sh OUTDIR}
 mkdir -p "$out"
@@ -27,7 +29,7 @@ pairflags=""
 for p in $pairs; do pairflags="$pairflags --pair $p"; done
 log "== study"
 timeout "${STUDY_LIMIT:-900}" "$bin" gpu interference run --local $pairflags --requests "$requests" --repeats "${REPEATS:-3}" \
-  --out "$out/study" ${CPU_TEST:+--cpu-test} > "$out/study.log" 2>&1
+  --out "$out/study" ${CPU_TEST:+--cpu-test} ${COUNTERS:+--counters} > "$out/study.log" 2>&1
 log "   exit $?"
 
 for p in $pairs; do
