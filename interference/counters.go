@@ -38,10 +38,21 @@ func (c Counters) validate() error {
 	if c.Kernels < 1 {
 		return errors.New("no kernel profiled and no reason given")
 	}
-	for k, v := range c.Metrics {
+	// In CounterMetrics' order, never the map's: this runs inside workflows (a colocation's
+	// input carries a study), where the first error named must be the same on every replay.
+	known := 0
+	for _, k := range CounterMetrics {
+		v, ok := c.Metrics[k]
+		if !ok {
+			continue
+		}
+		known++
 		if !(v >= 0 && v <= 100) {
 			return fmt.Errorf("metric %s = %v: a percentage is between 0 and 100", k, v)
 		}
+	}
+	if known != len(c.Metrics) {
+		return fmt.Errorf("%d metrics this format does not name (it names %v)", len(c.Metrics)-known, CounterMetrics)
 	}
 	return nil
 }

@@ -97,6 +97,9 @@ func TestStudiesRoundTripAndBadFilesAreRefused(t *testing.T) {
 		"a percentage over 100": {edit: func(s *Study) {
 			s.Counters = []Counters{{Workload: "gemm", Kernels: 3, Metrics: map[string]float64{"sm_throughput_pct": 140}}}
 		}, want: "between 0 and 100"},
+		"a metric the format does not name": {edit: func(s *Study) {
+			s.Counters = []Counters{{Workload: "gemm", Kernels: 3, Metrics: map[string]float64{"warp_cycles": 7}}}
+		}, want: "1 metrics this format does not name"},
 		"no GPU model": {edit: func(s *Study) { s.GPU.Model = "" }, want: "gpu.model: empty"},
 		"a shared run without its best-effort side": {edit: func(s *Study) { s.Runs[2].BE = nil },
 			want: "runs[2] (decode-chain + gemm, mps-50): a shared run has both sides' figures"},
