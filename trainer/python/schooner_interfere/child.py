@@ -24,6 +24,12 @@ from . import measure, workloads
 from .counters import MEASURED
 
 
+def command(side: str, workload: str, scale: str, seed: int, device: str, *extra: str) -> list[str]:
+    """The command line that runs this module for one side (lc, be or units) of a workload."""
+    return [sys.executable, "-m", "schooner_interfere.child", side, "--workload", workload, "--scale", scale,
+            "--seed", str(seed), "--device", device, *extra]
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python3 -m schooner_interfere.child")
     p.add_argument("side", choices=("lc", "be", "units"))

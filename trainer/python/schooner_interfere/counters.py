@@ -16,7 +16,6 @@ import io
 import os
 import shutil
 import subprocess
-import sys
 
 # The range around the profiled units (child.py pushes it).
 MEASURED = "schooner-measured"
@@ -134,9 +133,3 @@ def parse(text: str) -> dict:
         if weight > 0:
             metrics[key] = round(sum(d * v for d, v in vals) / weight, 2)
     return {"kernels": len(kernels), "duration_ms": round(total / 1e6, 4), "metrics": metrics}
-
-
-def child_command(workload: str, scale: str, seed: int, device: str, count: int, warmup: int) -> list[str]:
-    """The child that runs the units ncu profiles."""
-    return [sys.executable, "-m", "schooner_interfere.child", "units", "--workload", workload, "--scale", scale,
-            "--seed", str(seed), "--device", device, "--count", str(count), "--warmup", str(warmup)]

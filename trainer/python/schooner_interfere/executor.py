@@ -33,7 +33,7 @@ import time
 
 import torch
 
-from . import counters, measure, workloads
+from . import child, counters, measure, workloads
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -131,24 +131,23 @@ class Executor:
         """The workload's Nsight Compute counters over `units` units after `warmup` (counters.py),
         or {"unavailable": why} where ncu cannot give them."""
         self.workload(name)  # a bad name fails here, not inside ncu
-        child = counters.child_command(name, self.scale, self.seed, str(self.device), units, warmup)
-        env = dict(os.environ, PYTHONPATH=HERE + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        args = self._child_args("units", name, "--count", str(units), "--warmup", str(warmup))
         try:
             # Within the study activity's 2-minute heartbeat timeout: a profile that takes longer
             # is reported as such, not left to look like a stuck GPU.
-            return {"workload": name, **counters.collect(child, env=env, cwd=HERE, timeout=100)}
+            return {"workload": name, **counters.collect(args, env=_child_env({}), cwd=HERE, timeout=100)}
         except counters.Unavailable as e:
             return {"workload": name, "unavailable": str(e)}
 
     # --- two processes --------------------------------------------------------------------
 
+    def _child_args(self, side: str, name: str, *extra: str) -> list[str]:
+        return child.command(side, name, self.scale, self.seed, str(self.device), *extra)
+
     def _child(self, side: str, name: str, env_extra: dict, req: dict | None = None) -> subprocess.Popen:
-        args = [sys.executable, "-m", "schooner_interfere.child", side, "--workload", name, "--scale", self.scale,
-                "--seed", str(self.seed), "--device", str(self.device)]
-        if req is not None:
-            args += ["--request", json.dumps(req)]
-        env = dict(os.environ, PYTHONPATH=HERE + os.pathsep + os.environ.get("PYTHONPATH", ""), **env_extra)
-        return subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=HERE)
+        args = self._child_args(side, name, *(["--request", json.dumps(req)] if req is not None else []))
+        return subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=_child_env(env_extra),
+                                cwd=HERE)
 
     def _with_child_be(self, be_name: str, env: dict, run_lc):
         """Starts the best-effort side in a child, runs the latency-critical side (run_lc) once
@@ -201,6 +200,11 @@ class Executor:
                     "memory_used_mib": int(float(used)), "temperature_c": int(float(temp))}
         except (ValueError, AttributeError):
             return {}
+
+
+def _child_env(extra: dict) -> dict:
+    """A child's environment: this one, with this package importable, and extra."""
+    return dict(os.environ, PYTHONPATH=HERE + os.pathsep + os.environ.get("PYTHONPATH", ""), **extra)
 
 
 def _smi(fields: str) -> str:

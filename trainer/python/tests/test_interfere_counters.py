@@ -11,6 +11,7 @@ import textwrap
 import pytest
 
 from schooner_interfere import counters
+from schooner_interfere.child import command
 from schooner_interfere.executor import Executor, serve
 
 import torch
@@ -75,7 +76,7 @@ def test_collect_runs_the_child_under_ncu(tmp_path):
         print(out.stdout, end="")
         print({CSV.split(chr(10), 3)[3]!r})
         ''')
-    child = counters.child_command("gemm", "tiny", 0, "cpu", 2, 1)
+    child = command("units", "gemm", "tiny", 0, "cpu", "--count", "2", "--warmup", "1")
     env = dict(os.environ, PYTHONPATH=ROOT)
     got = counters.collect(child, env=env, cwd=ROOT, ncu=ncu)
     assert got["kernels"] == 2 and got["metrics"]["sm_throughput_pct"] == 68.75
