@@ -134,17 +134,19 @@ def install(target_s, **kw):
     hook that was set before, or none). Returns the calling thread's splitter."""
     previous = threading.getprofile()
 
-    def enter(frame, event, arg):
-        sys.setprofile(previous)
+    def enter_here():
         mode = GemmSplitter(target_s, **kw)
         mode.__enter__()
         splitters.append(mode)
+        return mode
+
+    def hook(frame, event, arg):
+        sys.setprofile(previous)
+        enter_here()
         if previous is not None:
             return previous(frame, event, arg)
         return None
 
-    mode = GemmSplitter(target_s, **kw)
-    mode.__enter__()
-    splitters.append(mode)
-    threading.setprofile(enter)
+    mode = enter_here()
+    threading.setprofile(hook)
     return mode
