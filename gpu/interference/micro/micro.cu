@@ -136,7 +136,7 @@ struct Bench {
 	size_t footprint = 0;  // k_read: bytes read per pass (0: not a read)
 	int iters = 1;
 	void launch(const Device &dv, cudaStream_t s) const;
-	double work() const;  // in unit*1e9 or so; see rate()
+	double work() const;  // one launch's work, in the unit's numerator (a rate is work per second)
 };
 
 static int grid(const Device &dv) { return dv.sms * kBlocksPerSM; }
@@ -160,7 +160,7 @@ void Bench::launch(const Device &dv, cudaStream_t s) const {
 	}
 }
 
-// Work of one launch, in the bench's unit (GB, TFLOP, Gop, Mblock), times 1e-9 or so.
+// Work of one launch in the unit's numerator (GB, TFLOP, Gop, Mblocks).
 double Bench::work() const {
 	return scale * (double)iters;
 }
@@ -217,8 +217,7 @@ static void calibrate(const Device &dv, Bench &b, cudaStream_t s, double target_
 		if (ms >= target_ms * 0.8) break;
 		double grow = ms > 0.01 ? target_ms / ms : 16;
 		long next = (long)(b.iters * std::min(grow, 16.0)) + 1;
-		if (b.name == "blocks") next = std::min(next, 2147483647L);
-		b.iters = (int)std::min(next, 1L << 30);
+		b.iters = (int)std::min(next, 1L << 30);  // also within a grid's 2^31 - 1 blocks
 	}
 }
 
@@ -270,6 +269,18 @@ static void run(const Device &dv, const Bench &a, const Bench *b, cudaStream_t s
 	CHECK(cudaGetLastError());
 	*ra = a.work() * na / ta.seconds();
 	if (b) *rb = b->work() * nb / tb.seconds();
+}
+
+// A benchmark alone: a warm-up of a quarter of ms, then the median rate of repeats runs of ms.
+static double alone_rate(const Device &dv, const Bench &b, cudaStream_t s, double ms, int repeats) {
+	double r, unused;
+	run(dv, b, nullptr, s, s, ms / 4, &r, &unused);
+	std::vector<double> rs;
+	for (int k = 0; k < repeats; k++) {
+		run(dv, b, nullptr, s, s, ms, &r, &unused);
+		rs.push_back(r);
+	}
+	return median(rs);
 }
 
 int main(int argc, char **argv) {
@@ -332,14 +343,7 @@ int main(int argc, char **argv) {
 	std::vector<double> alone(benches.size());
 	for (size_t i = 0; i < benches.size(); i++) {
 		const Bench &b = benches[i];
-		double r, unused;
-		run(dv, b, nullptr, s1, s1, ms / 4, &r, &unused);  // warm-up
-		std::vector<double> rs;
-		for (int k = 0; k < repeats; k++) {
-			run(dv, b, nullptr, s1, s1, ms, &r, &unused);
-			rs.push_back(r);
-		}
-		alone[i] = median(rs);
+		alone[i] = alone_rate(dv, b, s1, ms, repeats);
 		printf("{\"mode\":\"alone\",\"bench\":\"%s\",\"rate\":%.4g,\"unit\":\"%s\",\"iters\":%d,\"ms_per_launch\":%.4g}\n",
 		       b.name.c_str(), alone[i], b.unit.c_str(), b.iters, ms_of(dv, b, s1));
 		fflush(stdout);
@@ -349,15 +353,8 @@ int main(int argc, char **argv) {
 		for (size_t mib = 1; mib <= 512; mib *= 2) {
 			Bench b = make(dv, "l2-" + std::to_string(mib));
 			calibrate(dv, b, s1, 1.0);
-			double r, unused;
-			run(dv, b, nullptr, s1, s1, ms / 4, &r, &unused);
-			std::vector<double> rs;
-			for (int k = 0; k < repeats; k++) {
-				run(dv, b, nullptr, s1, s1, ms, &r, &unused);
-				rs.push_back(r);
-			}
 			printf("{\"mode\":\"l2-sweep\",\"footprint_mib\":%zu,\"rate\":%.4g,\"unit\":\"GB/s\",\"l2_mib\":%.1f}\n", mib,
-			       median(rs), dv.l2 / 1048576.0);
+			       alone_rate(dv, b, s1, ms, repeats), dv.l2 / 1048576.0);
 			fflush(stdout);
 		}
 	}
