@@ -31,12 +31,15 @@ steps=${STEPS:-"pytest fetch 2k8k 32k b32 pipeline"}
 [ -n "${SKIP_FETCH:-}" ] && steps=${steps//fetch/}
 [ -n "${ONLY_2K8K:-}" ] && steps=${steps%%2k8k*}2k8k
 wants() { [[ " $steps " == *" $1 "* ]]; }
-step() { # step NAME SECONDS ARGS...
-  local name=$1 limit=$2; shift 2
+run() { # run NAME SECONDS MODULE ARGS...: one bench module against the holder, its log in NAME.log
+  local name=$1 limit=$2 module=$3; shift 3
   echo "== $name ($(date -u +%T))" >> "$out/steps.log"
-  timeout "$limit" python3 -m schooner_serve.bench_failover --holder "unix:$sock" "$@" > "$out/$name.log" 2>&1
+  timeout "$limit" python3 -m "schooner_serve.$module" --holder "unix:$sock" "$@" > "$out/$name.log" 2>&1
   echo "   exit $? ($(date -u +%T))" >> "$out/steps.log"
 }
+step() { local name=$1 limit=$2; shift 2; run "$name" "$limit" bench_failover "$@"; }
+# two stages as two worker processes, a standby per failover, the last stage's process killed
+pipeline() { local name=$1 limit=$2; shift 2; run "$name" "$limit" bench_pipeline --logs "$out/$name-logs" "$@"; }
 # the Python serving tests on the GPU (the CUDA-graph test runs only here), with the Go holder
 if wants pytest; then
   SCHOONER_BIN="$bin" timeout 240 python3 -m pytest -q -rs tests/test_serve.py tests/test_restore_stream.py > "$out/pytest-gpu.log" 2>&1
@@ -45,13 +48,6 @@ fi
 wants fetch && {
   step fetch-1g 90 --fetch-only --fetch-mib 1024 --repeats 3 --out "$out/fetch-1g.json"
   step fetch-4g 120 --fetch-only --fetch-mib 4096 --repeats 2 --out "$out/fetch-4g.json"
-}
-# two stages as two worker processes, a standby per failover, the last stage's process killed
-pipeline() { # pipeline NAME SECONDS ARGS...
-  local name=$1 limit=$2; shift 2
-  echo "== $name ($(date -u +%T))" >> "$out/steps.log"
-  timeout "$limit" python3 -m schooner_serve.bench_pipeline --holder "unix:$sock" --logs "$out/$name-logs" "$@" > "$out/$name.log" 2>&1
-  echo "   exit $? ($(date -u +%T))" >> "$out/steps.log"
 }
 wants 2k8k && step failover-2k8k "${FAILOVER_LIMIT:-240}" --model 8b --contexts 2048,8192 --batches 1,8 --generated 32 --steps 16 --out "$out/failover-2k8k.json"
 wants 32k && step failover-32k "${LONG_LIMIT:-150}" --model 8b --contexts 32768 --batches 1 --generated 32 --steps 16 --out "$out/failover-32k.json"
