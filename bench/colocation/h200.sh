@@ -39,8 +39,8 @@ for p in $pairs; do
   device=${CPU_TEST:+--device cpu}
   log "== runtime $p"
   timeout "${PAIR_LIMIT:-300}" "$bin" colocate run --json --out "$dir/result.json" --profiles "$out/profiles/$p" \
-    --hp "sleep ${BE_WARMUP:-15}; python3 -m schooner_interfere.child lc --workload $lc --scale $scale $device --request '$request' > $dir/hp.json" \
-    --be "python3 -m schooner_interfere.child be --workload $be --scale $scale $device --until-signal > $dir/be.json" \
+    --hp "sleep ${BE_WARMUP:-15}; python3 -m schooner_interfere.child lc --workload $lc --scale $scale $device --timeline --request '$request' > $dir/hp.json" \
+    --be "python3 -m schooner_interfere.child be --workload $be --scale $scale $device --until-signal --timeline > $dir/be.json" \
     > "$dir/run.log" 2>&1
   log "   exit $?"
 done

@@ -108,19 +108,37 @@ func runtimeLine(st interference.Study, p interference.Pair, dir string) (Line, 
 	if err := lastJSON(filepath.Join(dir, "be.json"), &be); err != nil {
 		return Line{}, err
 	}
-	r, err := gi.RowAgainst(st, p, &lc, &be)
+	whole, err := gi.RowAgainst(st, p, &lc, &be)
 	if err != nil {
 		return Line{}, err
 	}
-	l := Line{Pair: p, Mechanism: "schooner runtime", P50x: r.LCP50x, P99x: r.LCP99x, P99Ms: r.LCP99Ms, BEShare: r.BEFraction}
+	l := Line{Pair: p, Mechanism: "schooner runtime", P50x: whole.LCP50x, P99x: whole.LCP99x, P99Ms: whole.LCP99Ms, BEShare: whole.BEFraction}
+	var notes []string
+	rate, err := windowRate(filepath.Join(dir, "hp.json"), filepath.Join(dir, "be.json"))
+	switch {
+	case err == nil:
+		inWindow := be
+		inWindow.PerSecond = rate
+		r, err := gi.RowAgainst(st, p, &lc, &inWindow)
+		if err != nil {
+			return Line{}, err
+		}
+		l.BEShare = r.BEFraction
+		notes = append(notes, fmt.Sprintf("BE over the HP window; over its whole run %.0f%%", 100*whole.BEFraction))
+	case errors.Is(err, errNoTimeline):
+		notes = append(notes, "BE over its whole run (no timeline: HP idle for part of it)")
+	default:
+		return Line{}, err
+	}
 	var res struct {
 		Evicted bool   `json:"evicted"`
 		MPS     bool   `json:"mps"`
 		BEState string `json:"be_state"`
 	}
 	if lastJSON(filepath.Join(dir, "result.json"), &res) == nil {
-		l.Note = fmt.Sprintf("MPS %v, BE %s", res.MPS, res.BEState)
+		notes = append(notes, fmt.Sprintf("MPS %v, BE %s", res.MPS, res.BEState))
 	}
+	l.Note = strings.Join(notes, "; ")
 	return l, nil
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -51,5 +52,56 @@ func TestLinesPutTheRuntimeBesideTheStudysMechanisms(t *testing.T) {
 	require.InDelta(t, 2/lc.P50Ms, rt.P50x, 1e-9)
 	require.InDelta(t, 3/lc.P99Ms, rt.P99x, 1e-9)
 	require.InDelta(t, 100/be.PerSecond, rt.BEShare, 1e-9)
-	require.Equal(t, "MPS true, BE running", rt.Note)
+	require.Equal(t, "BE over its whole run (no timeline: HP idle for part of it); MPS true, BE running", rt.Note)
+}
+
+func TestTheBEShareIsReadOverTheHPWindowWhenBothSidesGaveTimelines(t *testing.T) {
+	req := interference.StudyRequest{Pairs: []interference.Pair{{LC: "decode-chain", BE: "gemm"}},
+		Mechanisms: []interference.Mechanism{{Kind: interference.Streams}}}
+	st, err := gi.RunStudy(context.Background(), fake.New(), req, nil)
+	require.NoError(t, err)
+	var alone float64
+	for _, r := range st.Runs {
+		if r.Mechanism.Kind == interference.Dedicated && r.BE != nil {
+			alone = r.BE.PerSecond
+		}
+	}
+	require.Positive(t, alone)
+
+	dir := t.TempDir()
+	run := filepath.Join(dir, "runtime-decode-chain-gemm")
+	require.NoError(t, os.MkdirAll(run, 0o755))
+	write := func(name, s string) { require.NoError(t, os.WriteFile(filepath.Join(run, name), []byte(s), 0o644)) }
+	// BE alone at the full rate for 10 s, then at a quarter of it while the HP requests run
+	// (seconds 10 to 12): its whole-run rate hides the drop.
+	full := alone
+	write("be.json", fmt.Sprintf("{\"ready\": true}\n{\"per_second\": %g, \"unit\": \"TFLOP/s\", \"marks\": [[100, 0], [110, %g], [112, %g]]}\n",
+		(10*full+2*full/4)/12, 10*full, 10*full+2*full/4))
+	write("hp.json", `{"requests": 100, "p50_ms": 2, "p99_ms": 3, "mean_ms": 2.2, "window_unix": [110, 112]}`)
+
+	lines, err := Lines(st, dir)
+	require.NoError(t, err)
+	rt := lines[len(lines)-1]
+	require.Equal(t, "schooner runtime", rt.Mechanism)
+	require.InDelta(t, 0.25, rt.BEShare, 1e-9)
+	require.Contains(t, rt.Note, "over its whole run 88%")
+
+	// A window the marks do not cover is an error, not a guess.
+	write("hp.json", `{"requests": 100, "p50_ms": 2, "p99_ms": 3, "mean_ms": 2.2, "window_unix": [110, 113]}`)
+	lines, err = Lines(st, dir)
+	require.NoError(t, err)
+	require.Contains(t, lines[len(lines)-1].Note, "do not cover the HP window")
+}
+
+func TestWorkAtInterpolatesBetweenMarks(t *testing.T) {
+	marks := [][2]float64{{0, 0}, {1, 10}, {3, 30}}
+	require.InDelta(t, 5.0, workAt(marks, 0.5), 1e-12)
+	require.InDelta(t, 20.0, workAt(marks, 2), 1e-12)
+	require.InDelta(t, 0.0, workAt(marks, 0), 1e-12)
+	require.InDelta(t, 30.0, workAt(marks, 3), 1e-12)
+	r, err := rateOver(marks, 0.5, 2)
+	require.NoError(t, err)
+	require.InDelta(t, 10.0, r, 1e-12)
+	_, err = rateOver(marks[:1], 0, 1)
+	require.ErrorIs(t, err, errNoTimeline)
 }

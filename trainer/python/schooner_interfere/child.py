@@ -39,6 +39,8 @@ def main(argv=None):
     p.add_argument("--device", default="")
     p.add_argument("--request", default="{}", help="lc: the study request (requests, warmup, think_ms, seed)")
     p.add_argument("--until-signal", action="store_true", help="be: run until SIGTERM/SIGINT instead of until stdin closes")
+    p.add_argument("--timeline", action="store_true",
+                   help="lc: also print the measured requests' wall-clock window; be: marks of the work done over time")
     p.add_argument("--count", type=int, default=5, help="units: the units run inside the measured range")
     p.add_argument("--warmup", type=int, default=3, help="units: the units run before it")
     a = p.parse_args(argv)
@@ -48,14 +50,14 @@ def main(argv=None):
         run_units(w, device, a.count, a.warmup)
         return
     if a.side == "lc":
-        print(json.dumps(measure.latency_run(w, json.loads(a.request), device)), flush=True)
+        print(json.dumps(measure.latency_run(w, json.loads(a.request), device, timeline=a.timeline)), flush=True)
         return
     stop = threading.Event()
     if a.until_signal:
         # From the start: a stop during the warm-up or right after "ready" must find them.
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())
-    loop = measure.ThroughputLoop(w, device)
+    loop = measure.ThroughputLoop(w, device, timeline=a.timeline)
     loop.start()
     loop.ready.wait()
     if loop.error is not None:

@@ -56,12 +56,16 @@ def percentile(sorted_ms, q: float) -> float:
     return sorted_ms[k]
 
 
-def latency_run(w, req: dict, device: torch.device, stream=None, lock: threading.Lock | None = None) -> dict:
+def latency_run(w, req: dict, device: torch.device, stream=None, lock: threading.Lock | None = None,
+                timeline: bool = False) -> dict:
     """req: requests, warmup, think_ms, seed. Each request waits an exponential think time, then
-    runs one unit and waits for it; the warm-up requests are not counted."""
+    runs one unit and waits for it; the warm-up requests are not counted. With timeline, the
+    result also gives the measured requests' wall-clock window (window_unix: first start, last
+    end), so a best-effort program in another process can be measured over the same window."""
     rng = random.Random(req.get("seed", 0))
     think = float(req.get("think_ms", 0))
     lat = []
+    first = last = 0.0  # wall clock of the first measured request's start and the last one's end
     for i in range(int(req.get("warmup", 0)) + int(req["requests"])):
         if think > 0:
             time.sleep(rng.expovariate(1 / think) / 1000)
@@ -73,18 +77,35 @@ def latency_run(w, req: dict, device: torch.device, stream=None, lock: threading
             t1 = time.perf_counter()
         if i >= int(req.get("warmup", 0)):
             lat.append((t1 - t0) * 1e3)
+            last = time.time()
+            if not first:
+                first = last - (t1 - t0)
     lat.sort()
-    return {"requests": len(lat), "p50_ms": percentile(lat, 50), "p99_ms": percentile(lat, 99),
-            "mean_ms": sum(lat) / len(lat)}
+    out = {"requests": len(lat), "p50_ms": percentile(lat, 50), "p99_ms": percentile(lat, 99),
+           "mean_ms": sum(lat) / len(lat)}
+    if timeline:
+        out["window_unix"] = [round(first, 6), round(last, 6)]
+    return out
+
+
+# How often (seconds) a timeline marks the work done so far: fine enough to cut a window of a
+# second or more out of it, coarse enough that a long run prints a few thousand marks.
+MARK_EVERY = 0.02
 
 
 class ThroughputLoop(threading.Thread):
     """Runs a best-effort workload unit after unit until stop() and reports units per second.
-    `ready` is set after the warm-up units, when counting starts."""
+    `ready` is set after the warm-up units, when counting starts. With timeline, the result also
+    gives marks: [wall-clock time, work done so far in the workload's unit], one every
+    MARK_EVERY seconds and one at the end, so the rate over another process's window (the
+    latency-critical side's requests) can be read from it: a whole-run rate mixes in the time
+    that side was idle."""
 
-    def __init__(self, w, device: torch.device, stream=None, lock: threading.Lock | None = None, warmup: int = 3):
+    def __init__(self, w, device: torch.device, stream=None, lock: threading.Lock | None = None, warmup: int = 3,
+                 timeline: bool = False):
         super().__init__(daemon=True)
         self.w, self.device, self.stream, self.lock, self.warmup = w, device, stream, lock, warmup
+        self.timeline = timeline
         self.ready, self._halt, self.result, self.error = threading.Event(), threading.Event(), None, None
 
     def _unit(self):
@@ -99,11 +120,18 @@ class ThroughputLoop(threading.Thread):
                 self._unit()
             self.ready.set()
             n, t0 = 0, time.perf_counter()
+            marks, next_mark = [[round(time.time(), 6), 0.0]], time.time() + MARK_EVERY
             while not self._halt.is_set():
                 self._unit()
                 n += 1
+                if self.timeline and time.time() >= next_mark:
+                    marks.append([round(time.time(), 6), n * self.w.units])
+                    next_mark = marks[-1][0] + MARK_EVERY
             dt = time.perf_counter() - t0
             self.result = {"per_second": n * self.w.units / dt if dt > 0 else 0.0, "unit": self.w.unit}
+            if self.timeline:
+                marks.append([round(time.time(), 6), n * self.w.units])
+                self.result["marks"] = marks
         except BaseException as e:  # noqa: BLE001 — reported to the caller
             self.error = e
             self.ready.set()
