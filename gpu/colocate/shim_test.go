@@ -173,6 +173,25 @@ func TestShimLetsAComplementaryBEKernelRunBesideHPWork(t *testing.T) {
 	require.Zero(t, snap.BEOutstanding)
 }
 
+// cuBLASLt launches its GEMMs with a CUkernel where the CUfunction goes. The shim must still
+// name them (and so know their bound): on an H100 they came through nameless, of unknown
+// bound, and no BE kernel ever ran beside the decode chain's GEMMs. Here a memory-bound BE
+// kernel launched the same way complements a compute-bound HP GEMM and goes beside it.
+func TestShimNamesKernelsLaunchedByTheirLibraryHandle(t *testing.T) {
+	g := newFakeGPU(t)
+	be, hpLaunched, _, _ := g.besideHP(t, kernels{"library-kernel", "hp_gemm_kernel", 1, 3000, 132},
+		kernels{"library-kernel", "vectorized_elementwise_kernel", 1, 20, 10})
+
+	require.Less(t, be.launched[0], hpLaunched+1000*ms, "the complementary kernel waited for the HP side")
+	require.Equal(t, int64(1), g.board.Snapshot().BEAdmittedBeside)
+	hpProf, err := os.ReadFile(filepath.Join(g.dir, "hp-profiles.tsv"))
+	require.NoError(t, err)
+	require.Regexp(t, `(?m)^hp_gemm_kernel\t132,1,1\t256,1,1\t0\t\d+\t132\tcompute$`, string(hpProf))
+	beProf, err := os.ReadFile(be.profiles)
+	require.NoError(t, err)
+	require.Regexp(t, `(?m)^vectorized_elementwise_kernel\t10,1,1\t.*\tmemory$`, string(beProf))
+}
+
 // Throttled, the BE side launches nothing until the supervisor lets it go again.
 func TestShimHoldsTheBESideWhileThrottled(t *testing.T) {
 	g := newFakeGPU(t)

@@ -54,17 +54,19 @@ func Build(ctx context.Context, dir string) (GPU, error) {
 }
 
 // Way is how the fake program launches: "runtime" (__cudaLaunchKernel, as nvcc 13's stubs),
-// "proc-address" (cuLaunchKernel from cuGetProcAddress, as cuBLASLt), "dlsym"
+// "proc-address" (cuLaunchKernel from cuGetProcAddress), "library-kernel" (the same with a
+// CUkernel in place of the CUfunction, as cuBLASLt launches its GEMMs), "dlsym"
 // (cuLaunchKernelEx from dlsym on libcuda's handle, as Triton), or "capture" (one kernel run,
 // then the rest captured into a graph while it runs; exit 3 if the capture was invalidated).
 type Way string
 
 // The ways.
 const (
-	Runtime     Way = "runtime"
-	ProcAddress Way = "proc-address"
-	Dlsym       Way = "dlsym"
-	Capture     Way = "capture"
+	Runtime       Way = "runtime"
+	ProcAddress   Way = "proc-address"
+	LibraryKernel Way = "library-kernel"
+	Dlsym         Way = "dlsym"
+	Capture       Way = "capture"
 )
 
 // Command is the fake program's command line: count launches of a kernel named kernel that

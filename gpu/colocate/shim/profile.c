@@ -43,15 +43,22 @@ static int same_named_shape(const sch_profile *a, const sch_profile *b)
 	       memcmp(a->shape.block, b->shape.block, sizeof a->shape.block) == 0 && a->shape.smem == b->shape.smem;
 }
 
-/* A kernel's bound guessed from its name, for kernels no profile names: GEMM, convolution and
- * attention kernels are compute-bound; element-wise, reduction, copy and normalisation kernels
- * memory-bound; the rest unknown (they then never run beside busy HP work). */
+/* A kernel's bound guessed from its name, for kernels no profile names: matrix-vector products
+ * (one weight read per product: decode's GEMVs), element-wise, reduction, copy and
+ * normalisation kernels are memory-bound; GEMM, convolution and attention kernels
+ * compute-bound; the rest unknown (they then never run beside busy HP work). A name is a
+ * guess: a skinny GEMM kernel is named like any GEMM and is memory-bound all the same, which
+ * only a measured profile (the file) tells. */
 int sch_bound_from_name(const char *name)
 {
+	static const char *memory_first[] = {"gemv", NULL};
 	static const char *compute[] = {"gemm", "xmma", "cutlass", "wgmma", "conv", "mma_", "flash", "attention",
 					"matmul", NULL};
 	static const char *memory[] = {"elementwise", "reduce", "copy", "fill", "cat_", "index", "scatter",
 				       "gather", "softmax", "norm", "vectorized", "unrolled", NULL};
+	for (int i = 0; memory_first[i]; i++)
+		if (strcasestr(name, memory_first[i]))
+			return SCH_MEMORY;
 	for (int i = 0; compute[i]; i++)
 		if (strcasestr(name, compute[i]))
 			return SCH_COMPUTE;
@@ -81,16 +88,35 @@ static int stub_function(CUfunction *f, const void *fn)
 	return 0;
 }
 
-/* The driver function behind a launch: the handle itself for driver launches; for runtime
- * launches, the function of a cudaKernel_t (what nvcc 13's stubs pass to __cudaLaunchKernel)
- * or of a host stub, whichever the handle is. NULL for graphs and when neither lookup works. */
+/* A driver launch's handle is a CUfunction, or a CUkernel in its place: the launch APIs take
+ * either since CUDA 12, and cuBLASLt launches its library-managed GEMMs that way. A CUkernel is
+ * not a CUfunction to cuFuncGetName or the occupancy query: on an H100 every cuBLASLt GEMM (the
+ * BE side's and the decode chain's) came through as a nameless "fn@…", so each was taken for a
+ * kernel of unknown bound, covering as many SMs as it has blocks, and none ever ran beside HP
+ * work. The function of the current context behind the CUkernel answers both. (Driver calls
+ * leave no error state behind: only the runtime API keeps a last error.) */
+static CUfunction driver_function(void *h)
+{
+	const char *name = NULL;
+	CUfunction f = NULL;
+	if (drv_cuFuncGetName && drv_cuFuncGetName(&name, (CUfunction)h) == CUDA_SUCCESS && name)
+		return (CUfunction)h;
+	if (drv_cuKernelGetFunction && drv_cuKernelGetFunction(&f, h) == CUDA_SUCCESS && f)
+		return f;
+	return (CUfunction)h;
+}
+
+/* The driver function behind a launch: for driver launches the handle's (driver_function); for
+ * runtime launches, the function of a cudaKernel_t (what nvcc 13's stubs pass to
+ * __cudaLaunchKernel) or of a host stub, whichever the handle is. NULL for graphs and when
+ * neither lookup works. */
 static CUfunction function_of(const sch_shape *s)
 {
 	CUfunction f = NULL;
 	switch (s->src) {
 	case SRC_DRIVER:
 	case SRC_DRIVER_EX:
-		return (CUfunction)s->fn;
+		return driver_function((void *)s->fn);
 	case SRC_GRAPH:
 		return NULL;
 	}

@@ -15,6 +15,22 @@ typedef struct {
 	int64_t dur_ns;
 } fake_fn;
 
+/* What a fake CUkernel points to: a library-managed kernel (CUDA 12's cuLibraryGetKernel), which
+ * the launch APIs take in place of a CUfunction, as cuBLASLt passes its GEMMs. The fake driver
+ * knows it by the magic: cuFuncGetName refuses it, cuKernelGetFunction gives the function. */
+#define FAKE_KERNEL_MAGIC 0x6b65726eu
+typedef struct {
+	uint32_t magic;
+	fake_fn *fn;
+} fake_kernel;
+
+/* The fake function behind a launch handle, a CUfunction or a CUkernel. */
+static inline fake_fn *fake_fn_of(void *h)
+{
+	fake_kernel *k = (fake_kernel *)h;
+	return k->magic == FAKE_KERNEL_MAGIC ? k->fn : (fake_fn *)h;
+}
+
 /* CUlaunchConfig, as far as the fakes read it. */
 typedef struct {
 	unsigned gx, gy, gz, bx, by, bz, smem;

@@ -1,12 +1,14 @@
 /*
- * A program launching fake kernels the three ways PyTorch's kernels reach the GPU: "runtime"
- * (__cudaLaunchKernel, as nvcc 13's stubs), "proc-address" (cuLaunchKernel from
- * cuGetProcAddress, as cuBLASLt), "dlsym" (cuLaunchKernelEx from dlsym on libcuda's handle, as
- * Triton); "stub" (cudaLaunchKernel with a host stub, then cudaGetLastError as PyTorch's
- * launch check: a non-zero last error fails the program as it fails a PyTorch op); and "capture": one kernel run, then COUNT kernels captured into a graph on another
- * stream while the first still runs, as CUDA-graph warm-up does (exit 3 if the capture was
- * invalidated). Usage: fakeapp WAY KERNEL-NAME COUNT MS GRID. Prints the monotonic time after
- * each launch call returned ("launched NS") and after all have run ("done NS").
+ * A program launching fake kernels the ways PyTorch's kernels reach the GPU: "runtime"
+ * (__cudaLaunchKernel, as nvcc 13's stubs); "proc-address" (cuLaunchKernel from
+ * cuGetProcAddress); "library-kernel" (the same with a CUkernel in place of the CUfunction, as
+ * cuBLASLt launches its GEMMs); "dlsym" (cuLaunchKernelEx from dlsym on libcuda's handle, as
+ * Triton); "stub" (cudaLaunchKernel with a host stub, then cudaGetLastError as PyTorch's launch
+ * check: a non-zero last error fails the program as it fails a PyTorch op); and "capture": one
+ * kernel run, then COUNT kernels captured into a graph on another stream while the first still
+ * runs, as CUDA-graph warm-up does (exit 3 if the capture was invalidated).
+ * Usage: fakeapp WAY KERNEL-NAME COUNT MS GRID. Prints the monotonic time after each launch
+ * call returned ("launched NS") and after all have run ("done NS").
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -29,10 +31,11 @@ int cudaGetLastError(void);
 int main(int argc, char **argv)
 {
 	if (argc != 6) {
-		fprintf(stderr, "usage: fakeapp runtime|stub|proc-address|dlsym|capture KERNEL COUNT MS GRID\n");
+		fprintf(stderr, "usage: fakeapp runtime|stub|proc-address|library-kernel|dlsym|capture KERNEL COUNT MS GRID\n");
 		return 2;
 	}
 	static fake_fn fn;
+	static fake_kernel kernel = {FAKE_KERNEL_MAGIC, &fn};
 	snprintf(fn.name, sizeof fn.name, "%s", argv[2]);
 	int count = atoi(argv[3]);
 	fn.dur_ns = (int64_t)(atof(argv[4]) * 1e6);
@@ -86,6 +89,8 @@ int main(int argc, char **argv)
 				r = cudaGetLastError();
 		} else if (strcmp(argv[1], "proc-address") == 0) {
 			r = launch(&fn, grid, 1, 1, 256, 1, 1, 0, NULL, NULL, NULL);
+		} else if (strcmp(argv[1], "library-kernel") == 0) {
+			r = launch(&kernel, grid, 1, 1, 256, 1, 1, 0, NULL, NULL, NULL);
 		} else {
 			launch_config c = {grid, 1, 1, 256, 1, 1, 0, NULL, NULL, 0};
 			r = launch_ex(&c, &fn, NULL, NULL);

@@ -38,14 +38,14 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
 	(void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)smem, (void)p, (void)e;
 	if (capturing[(uintptr_t)s % 64])
 		return 0; /* recorded into the graph */
-	run_on(s, ((fake_fn *)f)->dur_ns);
+	run_on(s, fake_fn_of(f)->dur_ns);
 	return 0;
 }
 
 CUresult cuLaunchKernelEx(const launch_config *c, void *f, void **p, void **e)
 {
 	(void)p, (void)e;
-	run_on(c->stream, ((fake_fn *)f)->dur_ns);
+	run_on(c->stream, fake_fn_of(f)->dur_ns);
 	return 0;
 }
 
@@ -140,16 +140,21 @@ CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, void *f, int thread
 	return 0;
 }
 
+/* A CUkernel is not a CUfunction: refused, as the real driver refuses a handle of another kind. */
 CUresult cuFuncGetName(const char **name, void *f)
 {
+	if (((fake_kernel *)f)->magic == FAKE_KERNEL_MAGIC)
+		return 400; /* CUDA_ERROR_INVALID_HANDLE */
 	*name = ((fake_fn *)f)->name;
 	return 0;
 }
 
-/* A fake cudaKernel_t is the fake function itself (fakecudart hands the stub pointer on). */
+/* A fake CUkernel gives its function; a fake cudaKernel_t is the fake function itself
+ * (fakecudart hands the stub pointer on). */
 CUresult cuKernelGetFunction(void **f, void *kernel)
 {
-	*f = kernel;
+	fake_kernel *k = (fake_kernel *)kernel;
+	*f = k->magic == FAKE_KERNEL_MAGIC ? (void *)k->fn : kernel;
 	return 0;
 }
 
