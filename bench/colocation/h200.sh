@@ -10,7 +10,10 @@
 # BE program in its steady state. Every step has a time limit, so what finished comes back.
 # CPU_TEST=1 SCALE=tiny runs the plumbing on a machine without a GPU (no kernel is gated there).
 # COUNTERS=1 adds each workload's Nsight Compute counters to the study (ncu on the PATH, or
-# SCHOONER_NCU).
+# SCHOONER_NCU). SEED_PROFILES=1 first writes each runtime pair's kernel profiles from ncu
+# (python3 -m schooner_interfere.kernel_profiles: every kernel shape's bound, measured), so the
+# runtime knows from the first launch which kernels complement each other instead of guessing
+# from names.
 set -u
 out=${1:?usage: h200.sh OUTDIR}
 mkdir -p "$out"
@@ -37,6 +40,16 @@ for p in $pairs; do
   dir="$out/runtime-$lc-$be"
   mkdir -p "$dir"
   device=${CPU_TEST:+--device cpu}
+  if [ -n "${SEED_PROFILES:-}" ]; then
+    mkdir -p "$out/profiles/$p"
+    for side in "hp $lc" "be $be"; do
+      set -- $side
+      log "== kernel profiles of $2 from ncu"
+      timeout 200 python3 -m schooner_interfere.kernel_profiles --workload "$2" --scale "$scale" $device \
+        --out "$out/profiles/$p/$1.tsv" >> "$out/profiles/$p/seed.log" 2>&1
+      log "   exit $?"
+    done
+  fi
   log "== runtime $p"
   timeout "${PAIR_LIMIT:-300}" "$bin" colocate run --json --out "$dir/result.json" --profiles "$out/profiles/$p" \
     --hp "sleep ${BE_WARMUP:-15}; python3 -m schooner_interfere.child lc --workload $lc --scale $scale $device --timeline --request '$request' > $dir/hp.json" \

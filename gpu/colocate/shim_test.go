@@ -57,7 +57,7 @@ func (g *fakeGPU) start(t *testing.T, role, way, kernel string, count int, ms fl
 	s.cmd.Env = append(os.Environ(),
 		"LD_LIBRARY_PATH="+g.dir, "LD_PRELOAD="+g.shim,
 		"SCHOONER_COLOCATE_ROLE="+role, "SCHOONER_COLOCATE_BOARD="+g.board.Path(),
-		"SCHOONER_COLOCATE_STATS="+s.stats, "SCHOONER_COLOCATE_PROFILE_OUT="+s.profiles)
+		"SCHOONER_COLOCATE_STATS="+s.stats, "SCHOONER_COLOCATE_PROFILES="+s.profiles, "SCHOONER_COLOCATE_PROFILE_OUT="+s.profiles)
 	s.cmd.Stderr = os.Stderr
 	out, err := s.cmd.StdoutPipe()
 	require.NoError(t, err)
@@ -190,6 +190,28 @@ func TestShimNamesKernelsLaunchedByTheirLibraryHandle(t *testing.T) {
 	beProf, err := os.ReadFile(be.profiles)
 	require.NoError(t, err)
 	require.Regexp(t, `(?m)^vectorized_elementwise_kernel\t10,1,1\t.*\tmemory$`, string(beProf))
+}
+
+// A profile file (as schooner_interfere.kernel_profiles writes from Nsight Compute) says what a
+// kernel's name cannot: here that the HP kernel, named like nothing the shim knows, is
+// memory-bound, so a compute-bound BE kernel complements it from the first launch.
+func TestShimTakesAKernelsBoundFromItsProfileFile(t *testing.T) {
+	for _, seeded := range []bool{false, true} {
+		g := newFakeGPU(t)
+		if seeded {
+			require.NoError(t, os.WriteFile(filepath.Join(g.dir, "hp-profiles.tsv"),
+				[]byte("# from ncu\nhp_decode_step\t132,1,1\t256,1,1\t0\t900000000\t0\tmemory\n"), 0o644))
+		}
+		be, hpLaunched, _, _ := g.besideHP(t, kernels{"proc-address", "hp_decode_step", 1, 1500, 132},
+			kernels{"proc-address", "be_gemm_kernel", 1, 20, 10})
+		if seeded {
+			require.Less(t, be.launched[0], hpLaunched+1000*ms, "the profile said memory-bound: the GEMM complements it")
+			require.Equal(t, int64(1), g.board.Snapshot().BEAdmittedBeside)
+		} else {
+			require.GreaterOrEqual(t, be.launched[0], hpLaunched+1400*ms, "unknown bound: nothing complements it")
+			require.Zero(t, g.board.Snapshot().BEAdmittedBeside)
+		}
+	}
 }
 
 // Throttled, the BE side launches nothing until the supervisor lets it go again.

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import threading
@@ -22,6 +23,15 @@ import torch
 
 from . import measure, workloads
 from .counters import MEASURED
+
+
+# The folder that holds this package: a child's working directory and its PYTHONPATH.
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def environment(extra: dict | None = None) -> dict:
+    """A child's environment: this one, with this package importable, and extra."""
+    return dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), **(extra or {}))
 
 
 def command(side: str, workload: str, scale: str, seed: int, device: str, *extra: str) -> list[str]:

@@ -32,6 +32,9 @@ METRICS = {
     "sm__warps_active.avg.pct_of_peak_sustained_active": "achieved_occupancy_pct",
 }
 DURATION = "gpu__time_duration.sum"
+# Each kernel's dynamic shared memory: part of the launch shape the colocation shim keys
+# kernels by (kernel_profiles).
+SMEM = "launch__shared_mem_per_block_dynamic"
 
 
 class Unavailable(Exception):
@@ -40,17 +43,34 @@ class Unavailable(Exception):
 
 def command(ncu: str, child: list[str]) -> list[str]:
     """The ncu command line around a child's command line."""
-    return [ncu, "--csv", "--page", "raw", "--print-units", "base", "--nvtx", "--nvtx-include", MEASURED + "/",
-            "--metrics", ",".join([*METRICS, DURATION]), "--target-processes", "all", *child]
+    # Mangled kernel names: what the driver's cuFuncGetName gives the colocation shim.
+    return [ncu, "--csv", "--page", "raw", "--print-units", "base", "--print-kernel-base", "mangled", "--nvtx",
+            "--nvtx-include", MEASURED + "/", "--metrics", ",".join([*METRICS, DURATION, SMEM]),
+            "--target-processes", "all", *child]
 
 
 def collect(child: list[str], env: dict | None = None, cwd: str | None = None, timeout: float = 600,
             ncu: str | None = None) -> dict:
     """Runs child under ncu and returns {"kernels", "duration_ms", "metrics", "tool"}; raises
     Unavailable with ncu's own words when it cannot."""
+    ncu = _find(ncu)
+    res = parse(run(child, env, cwd, timeout, ncu))
+    res["tool"] = _version(ncu)
+    return res
+
+
+def _find(ncu: str | None) -> str:
     ncu = ncu or os.environ.get("SCHOONER_NCU") or shutil.which("ncu")
     if not ncu:
         raise Unavailable("ncu (Nsight Compute) is not installed on this machine")
+    return ncu
+
+
+def run(child: list[str], env: dict | None = None, cwd: str | None = None, timeout: float = 600,
+        ncu: str | None = None) -> str:
+    """Runs child under ncu and returns ncu's output (its CSV); raises Unavailable with ncu's
+    own words when it cannot."""
+    ncu = _find(ncu)
     try:
         out = subprocess.run(command(ncu, child), capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -62,9 +82,7 @@ def collect(child: list[str], env: dict | None = None, cwd: str | None = None, t
         raise Unavailable(refusal)
     if out.returncode != 0:
         raise Unavailable(f"ncu exited with {out.returncode}: {_last_line(out.stderr or out.stdout)}")
-    res = parse(out.stdout)
-    res["tool"] = _version(ncu)
-    return res
+    return out.stdout
 
 
 def _refusal(text: str) -> str:
@@ -101,9 +119,10 @@ def _number(s: str) -> float | None:
         return None
 
 
-def parse(text: str) -> dict:
+def _kernel_rows(text: str) -> tuple[dict, list]:
     """ncu's raw CSV page (a header row, a units row, one row per profiled kernel; lines before
-    the header are the application's and ncu's own) as duration-weighted means per metric."""
+    the header are the application's and ncu's own): the column index by name and each
+    profiled kernel as (duration ns, row)."""
     lines = text.splitlines()
     start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)
     if start is None:
@@ -122,6 +141,12 @@ def parse(text: str) -> dict:
             kernels.append((d, r))
     if not kernels:
         raise Unavailable("ncu profiled no kernel in the measured range")
+    return col, kernels
+
+
+def parse(text: str) -> dict:
+    """ncu's raw CSV page as duration-weighted means per metric over the profiled kernels."""
+    col, kernels = _kernel_rows(text)
     total = sum(d for d, _ in kernels)
     metrics = {}
     for name, key in METRICS.items():
@@ -133,3 +158,69 @@ def parse(text: str) -> dict:
         if weight > 0:
             metrics[key] = round(sum(d * v for d, v in vals) / weight, 2)
     return {"kernels": len(kernels), "duration_ms": round(total / 1e6, 4), "metrics": metrics}
+
+
+# The longest kernel name the colocation shim keeps (its profile entries hold 159 bytes and a
+# longer name in its file would not load).
+SHIM_NAME_MAX = 159
+
+
+def _dims(s: str) -> tuple[int, int, int] | None:
+    """ncu's "(x, y, z)" launch dimensions."""
+    parts = [p.strip() for p in s.strip().strip("()").split(",")]
+    if len(parts) != 3:
+        return None
+    try:
+        return int(parts[0]), int(parts[1]), int(parts[2])
+    except ValueError:
+        return None
+
+
+def kernel_profiles(text: str) -> list[dict]:
+    """Each kernel shape of ncu's raw CSV (name, grid, block, dynamic shared memory) with its
+    fastest profiled time and its bound: compute when the SMs' throughput (share of their peak)
+    is at least the memory system's, memory otherwise, over the duration-weighted rows of that
+    shape. This is what the colocation shim cannot learn by itself: a kernel's name only hints
+    at its bound (decode's skinny GEMMs are named like any GEMM and are memory-bound)."""
+    col, kernels = _kernel_rows(text)
+    for need in ("Kernel Name", "Grid Size", "Block Size"):
+        if need not in col:
+            raise Unavailable(f"ncu's CSV has no {need!r} column")
+    shapes: dict[tuple, dict] = {}
+    for d, r in kernels:
+        grid, block = _dims(r[col["Grid Size"]]), _dims(r[col["Block Size"]])
+        if grid is None or block is None:
+            continue
+        smem = int(_number(r[col[SMEM]]) or 0) if SMEM in col else 0
+        name = r[col["Kernel Name"]].strip().encode()[:SHIM_NAME_MAX].decode(errors="ignore")
+        sm = _number(r[col["sm__throughput.avg.pct_of_peak_sustained_elapsed"]]) if "sm__throughput.avg.pct_of_peak_sustained_elapsed" in col else None
+        mem_col = "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"
+        mem = _number(r[col[mem_col]]) if mem_col in col else None
+        if sm is None or mem is None:
+            continue
+        k = shapes.setdefault((name, grid, block, smem), {"name": name, "grid": grid, "block": block, "smem": smem,
+                                                          "fastest_ns": d, "sm": 0.0, "mem": 0.0, "weight": 0.0})
+        k["fastest_ns"] = min(k["fastest_ns"], d)
+        k["sm"] += d * sm
+        k["mem"] += d * mem
+        k["weight"] += d
+    out = []
+    for k in shapes.values():
+        bound = "compute" if k["sm"] >= k["mem"] else "memory"
+        out.append({"name": k["name"], "grid": k["grid"], "block": k["block"], "smem": k["smem"],
+                    "fastest_ns": int(k["fastest_ns"]), "bound": bound,
+                    "sm_throughput_pct": round(k["sm"] / k["weight"], 2),
+                    "memory_throughput_pct": round(k["mem"] / k["weight"], 2)})
+    out.sort(key=lambda k: (k["name"], k["grid"], k["block"], k["smem"]))
+    return out
+
+
+def shim_profiles(kernels: list[dict]) -> str:
+    """Kernel profiles in the colocation shim's file format (gpu/colocate/shim/profile.c: name,
+    grid, block, dynamic shared memory, fastest ns, SMs, bound; tab-separated). SMs are left 0:
+    the shim works them out from the occupancy API at the first launch."""
+    lines = ["# schooner colocation kernel profiles from Nsight Compute: name, grid, block, shared memory, fastest ns, SMs, bound"]
+    for k in kernels:
+        g, b = k["grid"], k["block"]
+        lines.append(f"{k['name']}\t{g[0]},{g[1]},{g[2]}\t{b[0]},{b[1]},{b[2]}\t{k['smem']}\t{k['fastest_ns']}\t0\t{k['bound']}")
+    return "\n".join(lines) + "\n"

@@ -35,7 +35,7 @@ import torch
 
 from . import child, counters, measure, workloads
 
-HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HERE = child.ROOT
 
 
 class Executor:
@@ -135,7 +135,7 @@ class Executor:
         try:
             # Within the study activity's 2-minute heartbeat timeout: a profile that takes longer
             # is reported as such, not left to look like a stuck GPU.
-            return {"workload": name, **counters.collect(args, env=_child_env({}), cwd=HERE, timeout=100)}
+            return {"workload": name, **counters.collect(args, env=child.environment({}), cwd=HERE, timeout=100)}
         except counters.Unavailable as e:
             return {"workload": name, "unavailable": str(e)}
 
@@ -146,7 +146,7 @@ class Executor:
 
     def _child(self, side: str, name: str, env_extra: dict, req: dict | None = None) -> subprocess.Popen:
         args = self._child_args(side, name, *(["--request", json.dumps(req)] if req is not None else []))
-        return subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=_child_env(env_extra),
+        return subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=child.environment(env_extra),
                                 cwd=HERE)
 
     def _with_child_be(self, be_name: str, env: dict, run_lc):
@@ -200,11 +200,6 @@ class Executor:
                     "memory_used_mib": int(float(used)), "temperature_c": int(float(temp))}
         except (ValueError, AttributeError):
             return {}
-
-
-def _child_env(extra: dict) -> dict:
-    """A child's environment: this one, with this package importable, and extra."""
-    return dict(os.environ, PYTHONPATH=HERE + os.pathsep + os.environ.get("PYTHONPATH", ""), **extra)
 
 
 def _smi(fields: str) -> str:

@@ -121,3 +121,45 @@ def test_the_executor_answers_counters_or_why_not(tmp_path, monkeypatch):
     out = io.StringIO()
     serve(ex, io.StringIO(json.dumps({"op": "counters", "workload": "nope"}) + "\n"), out)
     assert "nope" in json.loads(out.getvalue())["error"]
+
+
+def test_kernel_profiles_give_each_shape_its_bound_and_fastest_time():
+    # A second run of the GEMM, faster, and a long name the shim would cut.
+    long_name = "_Z" + "x" * 300
+    extra = ('"2","4242","python3.12","h","gemm_kernel","1","7","(384, 1, 1)","(2, 66, 1)","0","9.0","20.00","30.00","2,500","n/a","50.00","90.00","10.00"\n'
+             f'"3","4242","python3.12","h","{long_name}","1","7","(32, 1, 1)","(1, 1, 1)","0","9.0","1.00","2.00","900","n/a","50.00","1.00","10.00"\n')
+    got = counters.kernel_profiles(CSV + extra)
+    by_name = {k["name"]: k for k in got}
+    gemm, copy = by_name["gemm_kernel"], by_name["copy_kernel"]
+    assert gemm["bound"] == "compute" and gemm["grid"] == (2, 66, 1) and gemm["block"] == (384, 1, 1)
+    assert gemm["fastest_ns"] == 2500, "the fastest of the shape's rows"
+    assert copy["bound"] == "memory" and copy["grid"] == (8192, 1, 1)
+    cut = [k for k in got if k["name"].startswith("_Zx")][0]
+    assert len(cut["name"]) == counters.SHIM_NAME_MAX and cut["bound"] == "memory"
+
+
+def test_shim_profiles_are_lines_the_shim_reads():
+    text = counters.shim_profiles(counters.kernel_profiles(CSV))
+    lines = [ln for ln in text.splitlines() if not ln.startswith("#")]
+    # profile.c reads: name \t gx,gy,gz \t bx,by,bz \t smem \t ns \t sms \t bound
+    assert lines == ["copy_kernel\t8192,1,1\t128,1,1\t0\t1000\t0\tmemory",
+                     "gemm_kernel\t2,66,1\t384,1,1\t0\t3000\t0\tcompute"]
+
+
+def test_the_kernel_profiles_command_writes_the_file(tmp_path, monkeypatch):
+    ncu = fake_ncu(tmp_path, f'''
+        out = subprocess.run(child, capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        assert "--print-kernel-base" in args and "mangled" in args, args
+        print({CSV.split(chr(10), 3)[3]!r})
+        ''')
+    monkeypatch.setenv("SCHOONER_NCU", ncu)
+    from schooner_interfere import kernel_profiles
+    out = tmp_path / "hp.tsv"
+    assert kernel_profiles.main(["--workload", "gemm", "--scale", "tiny", "--device", "cpu", "--units", "1",
+                                 "--warmup", "1", "--out", str(out)]) == 0
+    assert "gemm_kernel\t2,66,1\t384,1,1\t0\t3000\t0\tcompute" in out.read_text()
+    monkeypatch.setenv("SCHOONER_NCU", str(tmp_path / "missing"))
+    assert kernel_profiles.main(["--workload", "gemm", "--scale", "tiny", "--device", "cpu", "--out",
+                                 str(tmp_path / "x.tsv")]) == 1
+    assert not (tmp_path / "x.tsv").exists(), "nothing written when ncu gave nothing"
