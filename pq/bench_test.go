@@ -34,3 +34,23 @@ func BenchmarkMixed(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEmptyDeleteMin is DeleteMin on an empty queue from GOMAXPROCS goroutines, per mode:
+// the cheapest operation there is (what the grid's 0%-insert cells measure once the queue has
+// drained), so the one where the adaptive queue's own cost on every operation shows most.
+func BenchmarkEmptyDeleteMin(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		mode Mode
+	}{{"direct", Direct}, {"adaptive", Adaptive}} {
+		b.Run(c.name, func(b *testing.B) {
+			q := New[int64, int64](Options{Mode: c.mode})
+			defer q.Close()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					q.DeleteMin()
+				}
+			})
+		})
+	}
+}

@@ -67,14 +67,16 @@ type ticket struct {
 // that carries a monotonic reading reads one clock, where time.Now reads the wall clock too.
 var clockBase = time.Now()
 
-// start samples the operation whose random word is r (the word that also picks its shards,
-// see multiQueue.picks): its lowest 7 bits decide, the next 2 whether it is timed, bits 12 and
-// up choose the stripe, none of which the shard choice's high bits correlate with in any way
-// that matters to a load count.
+// sampled says whether the operation whose random word is r (the word that also picks its
+// shards, see multiQueue.picks) is sampled: its lowest 7 bits decide. Apart from start so that
+// it inlines: the 127 operations in 128 that are not sampled make no call (on a 20 ns
+// operation the call was about 1.4 ns, 7%, on the dev machine).
+func sampled(r uint64) bool { return r%sampleEvery == 0 }
+
+// start samples an operation sampled(r) chose: bits 7 and 8 of r decide whether it is timed,
+// bits 12 and up choose the stripe, none of which the shard choice's high bits correlate with
+// in any way that matters to a load count.
 func (c *counters) start(r uint64) ticket {
-	if r%sampleEvery != 0 {
-		return ticket{}
-	}
 	t := ticket{st: &c.s[(r>>12)%stripes]}
 	if (r/sampleEvery)%timeEvery == 0 {
 		t.timed, t.t0 = true, time.Since(clockBase)

@@ -48,7 +48,7 @@ func New[K cmp.Ordered, V any](o Options) *Queue[K, V] {
 func (q *Queue[K, V]) Insert(k K, v V) {
 	r := rand.Uint64() // the shard choice and the sampling decision both come from it
 	var t ticket       // zero unless this operation is sampled for the controller
-	if q.observe.Load() {
+	if sampled(r) && q.observe.Load() {
 		t = q.ctr.start(r)
 	}
 	ran := Direct
@@ -68,7 +68,7 @@ func (q *Queue[K, V]) Insert(k K, v V) {
 func (q *Queue[K, V]) DeleteMin() (k K, v V, ok bool) {
 	r := rand.Uint64() // the shard choice and the sampling decision both come from it
 	var t ticket       // zero unless this operation is sampled for the controller
-	if q.observe.Load() {
+	if sampled(r) && q.observe.Load() {
 		t = q.ctr.start(r)
 	}
 	ran := Direct

@@ -66,9 +66,16 @@ func (c *switchClock) flipped(m Mode) {
 	c.mu.Unlock()
 }
 
+// done is called after every operation: inlined, it costs one load while no switch is being
+// timed; doneSlow attributes the first operation in the new mode.
 func (c *switchClock) done(ran Mode) {
-	at := c.at.Load()
-	if at == 0 || Mode(c.target.Load()) != ran {
+	if at := c.at.Load(); at != 0 {
+		c.doneSlow(at, ran)
+	}
+}
+
+func (c *switchClock) doneSlow(at int64, ran Mode) {
+	if Mode(c.target.Load()) != ran {
 		return
 	}
 	if c.at.CompareAndSwap(at, 0) {
