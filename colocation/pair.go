@@ -44,6 +44,11 @@ type Pair struct {
 	// are cut into pieces of about the current budget (trainer/python/schooner_colocate), the
 	// only way a BE GEMM of several ms stops delaying HP kernels by as much.
 	WholeGEMMs bool `json:"whole_gemms,omitempty"`
+	// BENormalPriority runs the BE side at MPS's normal client priority, as the HP side. By
+	// default, under MPS, it runs below normal (CUDA_MPS_CLIENT_PRIORITY=1): the GPU's block
+	// scheduler then serves the HP side's waiting blocks before the BE side's, so an HP
+	// kernel waits for the BE blocks already running, not for the BE work queued behind them.
+	BENormalPriority bool `json:"be_normal_priority,omitempty"`
 }
 
 // WithDefaults fills what was left out: the default parameters (a zero Params is taken as

@@ -105,6 +105,9 @@ func (r *Runner) Run(ctx context.Context, pair colocation.Pair, progress func(co
 			"SCHOONER_COLOCATE_BOARD=" + board.Path(),
 			"SCHOONER_COLOCATE_STATS=" + filepath.Join(work, role+"-shim.json"),
 		}, mpsEnv...)
+		if role == "be" && s.res.MPS && !pair.BENormalPriority {
+			env = append(env, "CUDA_MPS_CLIENT_PRIORITY=1") // below normal: see colocation.Pair
+		}
 		if role == "be" && r.PythonPath != "" && !pair.WholeGEMMs {
 			env = append(env, pythonPathWith(p.Env, filepath.Join(r.PythonPath, "schooner_colocate", "boot"), r.PythonPath))
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,5 +120,37 @@ func TestRunnerCutsAPythonBESidesGEMMsUnlessAskedNotTo(t *testing.T) {
 			want = "/user/lib|be\n"
 		}
 		require.Equal(t, want, string(b))
+	}
+}
+
+// Under MPS the BE program runs below the normal client priority unless the pair says
+// otherwise; the HP program always at normal. (A stand-in for nvidia-cuda-mps-control on the
+// PATH: no GPU here.)
+func TestRunnerRunsTheBESideBelowNormalPriorityUnderMPS(t *testing.T) {
+	bin := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "nvidia-cuda-mps-control"), []byte("#!/bin/sh\nexit 0\n"), 0o755))
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	for _, normal := range []bool{false, true} {
+		out := t.TempDir()
+		side := func(name, sleep string) colocation.Program {
+			return colocation.Program{Command: []string{"/bin/sh", "-c",
+				`echo "${CUDA_MPS_CLIENT_PRIORITY:-unset}" > ` + filepath.Join(out, name) + "; sleep " + sleep}}
+		}
+		pair := colocation.Pair{HP: side("hp", "1"), BE: side("be", "30"), MPS: colocation.MPSOn, BENormalPriority: normal}
+		pair.Params = colocation.DefaultParams()
+		res, err := testRunner(t).Run(context.Background(), pair, nil)
+		require.NoError(t, err)
+		require.True(t, res.MPS)
+		read := func(name string) string {
+			b, err := os.ReadFile(filepath.Join(out, name))
+			require.NoError(t, err)
+			return strings.TrimSpace(string(b))
+		}
+		require.Equal(t, "unset", read("hp"))
+		if normal {
+			require.Equal(t, "unset", read("be"))
+		} else {
+			require.Equal(t, "1", read("be"))
+		}
 	}
 }
