@@ -89,11 +89,12 @@ static int stub_function(CUfunction *f, const void *fn)
 }
 
 /* A driver launch's handle is a CUfunction, or a CUkernel in its place: the launch APIs take
- * either since CUDA 12, and cuBLASLt launches its library-managed GEMMs that way. A CUkernel is
- * not a CUfunction to cuFuncGetName or the occupancy query: on an H100 every cuBLASLt GEMM (the
- * BE side's and the decode chain's) came through as a nameless "fn@…", so each was taken for a
- * kernel of unknown bound, covering as many SMs as it has blocks, and none ever ran beside HP
- * work. The function of the current context behind the CUkernel answers both. (Driver calls
+ * either since CUDA 12, and cuBLASLt (we infer) launches its library-managed GEMMs that way. A
+ * CUkernel is not a CUfunction to cuFuncGetName or the occupancy query: on an H100 every kernel
+ * launched through the driver API (all of cuBLASLt's GEMMs) came through as a nameless "fn@…",
+ * so each was taken for a kernel of unknown bound, covering as many SMs as it has blocks, and
+ * none ever ran beside HP work. The function of the current context behind a CUkernel answers
+ * both. (Driver calls
  * leave no error state behind: only the runtime API keeps a last error.) */
 static CUfunction driver_function(void *h)
 {
