@@ -13,8 +13,9 @@ func TestParamsValidateNamesEveryBadField(t *testing.T) {
 	require.NoError(t, DefaultParams().Validate())
 	p := DefaultParams()
 	p.TargetSlowdown, p.MinBudget, p.SMShare, p.Window, p.ThrottleAfter, p.Cooldown, p.EvictAfter = 1, 0, 1.5, 0, 0, 0, 0
+	p.IdleBudget = -time.Millisecond
 	err := p.Validate()
-	for _, field := range []string{"target_slowdown", "min_budget", "sm_share", "window", "throttle_after", "cooldown", "evict_after"} {
+	for _, field := range []string{"target_slowdown", "min_budget", "idle_budget", "sm_share", "window", "throttle_after", "cooldown", "evict_after"} {
 		require.ErrorContains(t, err, field)
 	}
 	p = DefaultParams()

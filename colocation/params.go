@@ -19,6 +19,12 @@ type Params struct {
 	Budget    time.Duration `json:"budget"`
 	MinBudget time.Duration `json:"min_budget"`
 	MaxBudget time.Duration `json:"max_budget"`
+	// IdleBudget is the cap on outstanding BE work while no HP kernel is outstanding, where it is
+	// larger than the budget (0: the budget applies then too). Fixed, not adapted. A queue of
+	// 100 µs starves a BE program of many small kernels (PyTorch's launches cannot run ahead);
+	// a deeper one delays an arriving HP kernel by as much without MPS, and under MPS with the
+	// BE side at below-normal priority only by the BE blocks running.
+	IdleBudget time.Duration `json:"idle_budget,omitempty"`
 	// SMShare is the fraction of the device's SMs that BE kernels may occupy while HP work is
 	// running (Orion's SM threshold), and only for kernels whose bound differs from the HP
 	// side's. The count comes from the device at start, never from a constant.
@@ -65,6 +71,9 @@ func (p Params) Validate() error {
 	}
 	if p.Budget < p.MinBudget || p.Budget > p.MaxBudget {
 		errs = append(errs, fmt.Errorf("budget %s: must lie within min_budget %s and max_budget %s", p.Budget, p.MinBudget, p.MaxBudget))
+	}
+	if p.IdleBudget < 0 {
+		errs = append(errs, fmt.Errorf("idle_budget %s: must not be negative (0: the budget)", p.IdleBudget))
 	}
 	if !(p.SMShare >= 0 && p.SMShare <= 1) {
 		errs = append(errs, fmt.Errorf("sm_share %.3g: must be a fraction from 0 to 1", p.SMShare))

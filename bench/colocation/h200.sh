@@ -13,7 +13,9 @@
 # SCHOONER_NCU). SEED_PROFILES=1 first writes each runtime pair's kernel profiles from ncu
 # (python3 -m schooner_interfere.kernel_profiles: every kernel shape's bound, measured), so the
 # runtime knows from the first launch which kernels complement each other instead of guessing
-# from names.
+# from names. RUNTIME_FLAGS adds flags to every runtime run (e.g. "--idle-budget 2ms"),
+# RUNTIME_TAG names those runs apart (runtime-LC-BE@TAG), and SKIP_STUDY=1 runs only the runtime
+# into an OUTDIR that already has the study: two variants of the runtime against one baseline.
 set -u
 out=${1:?usage: h200.sh OUTDIR}
 mkdir -p "$out"
@@ -30,20 +32,23 @@ log() { echo "$* ($(date -u +%T))" >> "$out/steps.log"; }
 
 pairflags=""
 for p in $pairs; do pairflags="$pairflags --pair $p"; done
-log "== study"
-timeout "${STUDY_LIMIT:-900}" "$bin" gpu interference run --local $pairflags --requests "$requests" --repeats "${REPEATS:-3}" \
-  --out "$out/study" ${CPU_TEST:+--cpu-test} ${COUNTERS:+--counters} > "$out/study.log" 2>&1
-log "   exit $?"
+if [ -z "${SKIP_STUDY:-}" ]; then
+  log "== study"
+  timeout "${STUDY_LIMIT:-900}" "$bin" gpu interference run --local $pairflags --requests "$requests" --repeats "${REPEATS:-3}" \
+    --out "$out/study" ${CPU_TEST:+--cpu-test} ${COUNTERS:+--counters} > "$out/study.log" 2>&1
+  log "   exit $?"
+fi
 
 for p in $pairs; do
   lc=${p%+*} be=${p#*+}
-  dir="$out/runtime-$lc-$be"
+  dir="$out/runtime-$lc-$be${RUNTIME_TAG:+@$RUNTIME_TAG}"
   mkdir -p "$dir"
   device=${CPU_TEST:+--device cpu}
   if [ -n "${SEED_PROFILES:-}" ]; then
     mkdir -p "$out/profiles/$p"
     for side in "hp $lc" "be $be"; do
       set -- $side
+      [ -s "$out/profiles/$p/$1.tsv" ] && continue  # seeded, or learned by an earlier run
       log "== kernel profiles of $2 from ncu"
       timeout 200 python3 -m schooner_interfere.kernel_profiles --workload "$2" --scale "$scale" $device \
         --out "$out/profiles/$p/$1.tsv" >> "$out/profiles/$p/seed.log" 2>&1
@@ -51,7 +56,7 @@ for p in $pairs; do
     done
   fi
   log "== runtime $p"
-  timeout "${PAIR_LIMIT:-300}" "$bin" colocate run --json --out "$dir/result.json" --profiles "$out/profiles/$p" \
+  timeout "${PAIR_LIMIT:-300}" "$bin" colocate run ${RUNTIME_FLAGS:-} --json --out "$dir/result.json" --profiles "$out/profiles/$p" \
     --hp "sleep ${BE_WARMUP:-15}; python3 -m schooner_interfere.child lc --workload $lc --scale $scale $device --timeline --request '$request' > $dir/hp.json" \
     --be "python3 -m schooner_interfere.child be --workload $be --scale $scale $device --until-signal --timeline > $dir/be.json" \
     > "$dir/run.log" 2>&1

@@ -83,15 +83,34 @@ func Lines(st interference.Study, dir string) ([]Line, error) {
 		out = append(out, Line{Pair: r.Pair, Mechanism: r.Mechanism.String(), P50x: r.LCP50x, P99x: r.LCP99x, P99Ms: r.LCP99Ms, BEShare: r.BEFraction})
 	}
 	for _, p := range st.Request.Pairs {
-		l, err := runtimeLine(st, p, filepath.Join(dir, "runtime-"+p.LC+"-"+p.BE))
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
+		base := filepath.Join(dir, "runtime-"+p.LC+"-"+p.BE)
+		runs, err := filepath.Glob(base + "*")
 		if err != nil {
-			out = append(out, Line{Pair: p, Mechanism: "schooner runtime", Note: "no result: " + err.Error()})
-			continue
+			return nil, err
 		}
-		out = append(out, l)
+		sort.Strings(runs)
+		for _, run := range runs {
+			// runtime-LC-BE, or runtime-LC-BE@TAG for a variant (h200.sh's RUNTIME_TAG); a
+			// longer workload name that merely starts with BE is another pair's.
+			tag, ok := strings.CutPrefix(strings.TrimPrefix(run, base), "@")
+			if run != base && !ok {
+				continue
+			}
+			mech := "schooner runtime"
+			if tag != "" {
+				mech += " (" + tag + ")"
+			}
+			l, err := runtimeLine(st, p, run)
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				out = append(out, Line{Pair: p, Mechanism: mech, Note: "no result: " + err.Error()})
+				continue
+			}
+			l.Mechanism = mech
+			out = append(out, l)
+		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Pair.String() < out[j].Pair.String() })
 	return out, nil

@@ -105,3 +105,24 @@ func TestWorkAtInterpolatesBetweenMarks(t *testing.T) {
 	_, err = rateOver(marks[:1], 0, 1)
 	require.ErrorIs(t, err, errNoTimeline)
 }
+
+func TestRuntimeVariantsAreRowsOfTheirOwn(t *testing.T) {
+	req := interference.StudyRequest{Pairs: []interference.Pair{{LC: "decode-chain", BE: "gemm"}},
+		Mechanisms: []interference.Mechanism{{Kind: interference.Streams}}}
+	st, err := gi.RunStudy(context.Background(), fake.New(), req, nil)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	for _, name := range []string{"runtime-decode-chain-gemm", "runtime-decode-chain-gemm@idle2ms", "runtime-decode-chain-gemmx"} {
+		run := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(run, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(run, "hp.json"), []byte(`{"requests": 10, "p50_ms": 2, "p99_ms": 3, "mean_ms": 2}`), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(run, "be.json"), []byte(`{"per_second": 1, "unit": "TFLOP/s"}`), 0o644))
+	}
+	lines, err := Lines(st, dir)
+	require.NoError(t, err)
+	var mechs []string
+	for _, l := range lines {
+		mechs = append(mechs, l.Mechanism)
+	}
+	require.Equal(t, []string{"streams", "schooner runtime", "schooner runtime (idle2ms)"}, mechs)
+}

@@ -51,9 +51,15 @@ int sch_admit(sch_board *b, int64_t charge_ns, int64_t sms, int bound)
 	int64_t hp = LOAD(&b->hp_outstanding);
 	if (hp <= 0) {
 		/* HP idle: BE fills the GPU, but never with more queued work than an arriving HP
-		 * kernel could bear waiting for. One kernel always goes when none is out, or a kernel
-		 * longer than the budget would starve (the supervisor sees what it costs). */
-		if (out == 0 || out_ns + charge_ns <= budget)
+		 * kernel could bear waiting for: the budget, or the idle budget where that is larger
+		 * (under MPS with the BE side at low priority an arriving HP kernel waits for the BE
+		 * blocks running, not for the queue; a deeper queue then costs it little and keeps a
+		 * program of many small kernels fed). One kernel always goes when none is out, or a
+		 * kernel longer than the cap would starve (the supervisor sees what it costs). */
+		int64_t cap = LOAD(&b->idle_budget_ns);
+		if (cap < budget)
+			cap = budget;
+		if (out == 0 || out_ns + charge_ns <= cap)
 			return SCH_ADMIT_IDLE;
 		return SCH_WAIT_BUDGET;
 	}
@@ -134,6 +140,11 @@ void sch_set_control(sch_board *b, int64_t budget_ns, int64_t sm_limit, int64_t 
 	STORE(&b->budget_ns, budget_ns);
 	STORE(&b->sm_limit, sm_limit);
 	STORE(&b->be_state, be_state);
+}
+
+void sch_set_idle_budget(sch_board *b, int64_t idle_budget_ns)
+{
+	STORE(&b->idle_budget_ns, idle_budget_ns);
 }
 
 void sch_snapshot_read(const sch_board *b, sch_snapshot *s)

@@ -135,6 +135,13 @@ func (b *Board) SetControl(budget time.Duration, smLimit int, state colocation.B
 	C.sch_set_control(b.b, C.int64_t(budget.Nanoseconds()), C.int64_t(smLimit), C.int64_t(state))
 }
 
+// SetIdleBudget sets the cap on outstanding BE work while the HP side is idle; it applies only
+// where it is larger than the budget (colocation.Params.IdleBudget). The supervisor never moves
+// it.
+func (b *Board) SetIdleBudget(d time.Duration) {
+	C.sch_set_idle_budget(b.b, C.int64_t(d.Nanoseconds()))
+}
+
 // Snapshot is the board's counters at one moment.
 type Snapshot struct {
 	SMCount                                   int

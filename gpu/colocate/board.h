@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #define SCH_BOARD_MAGIC 0x3130434f4c4f4353ULL /* "SCOLOC01" little-endian */
-#define SCH_BOARD_VERSION 1
+#define SCH_BOARD_VERSION 2
 
 /* Kernel bounds, as colocation.Bound. */
 enum { SCH_UNKNOWN = 0, SCH_COMPUTE = 1, SCH_MEMORY = 2 };
@@ -39,6 +39,7 @@ typedef struct {
 
 	/* Control, written by the supervisor. */
 	int64_t budget_ns; /* cap on outstanding BE work (profiled durations) */
+	int64_t idle_budget_ns; /* the cap while HP is idle, when larger than budget_ns (0: none) */
 	int64_t sm_limit;  /* SMs BE kernels may hold beside running HP work */
 	int64_t be_state;  /* SCH_RUNNING, SCH_THROTTLED, SCH_EVICTED */
 
@@ -60,7 +61,7 @@ typedef struct {
 	int64_t be_waits;   /* launches that had to wait at least once */
 	int64_t be_wait_ns; /* total time BE launches waited */
 
-	int64_t reserved[16];
+	int64_t reserved[15];
 } sch_board;
 
 /* A copy of the board's counters at one moment, for the supervisor. */
@@ -103,6 +104,7 @@ void sch_reset_hp(sch_board *b);
 void sch_reset_be(sch_board *b);
 
 void sch_set_control(sch_board *b, int64_t budget_ns, int64_t sm_limit, int64_t be_state);
+void sch_set_idle_budget(sch_board *b, int64_t idle_budget_ns);
 void sch_snapshot_read(const sch_board *b, sch_snapshot *s);
 
 #endif

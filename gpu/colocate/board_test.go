@@ -34,6 +34,28 @@ func TestAdmitWhenHPIsIdleKeepsQueuedBEWorkWithinTheBudget(t *testing.T) {
 	require.Equal(t, int64(1), s.BEKernels)
 }
 
+// The idle budget deepens the queue while HP is idle, and only then: once an HP kernel is out
+// the budget governs again; an idle budget below the budget changes nothing.
+func TestAdmitWhenHPIsIdleUsesTheIdleBudgetWhereLarger(t *testing.T) {
+	b := NewBoard(132, 100*us, 66)
+	defer b.Close()
+	b.SetIdleBudget(50 * us)
+	require.Equal(t, AdmitIdle, b.Admit(100*us, 132, colocation.Memory))
+	b.BELaunched(AdmitIdle, 100*us, 132)
+	require.Equal(t, WaitBudget, b.Admit(10*us, 132, colocation.Memory), "the budget, not the smaller idle budget")
+
+	b.SetIdleBudget(1000 * us)
+	for range 9 {
+		require.Equal(t, AdmitIdle, b.Admit(100*us, 132, colocation.Memory))
+		b.BELaunched(AdmitIdle, 100*us, 132)
+	}
+	require.Equal(t, WaitBudget, b.Admit(100*us, 132, colocation.Memory), "1000 µs queued")
+	require.Equal(t, 1000*us, b.Snapshot().BEOutstandingWork)
+
+	b.HPLaunched(colocation.Compute)
+	require.Equal(t, WaitBudget, b.Admit(10*us, 10, colocation.Memory), "HP busy: the budget (100 µs) is long exceeded")
+}
+
 func TestAdmitBesideBusyHPOnlyComplementaryKernelsWithinTheSMLimit(t *testing.T) {
 	b := NewBoard(132, 400*us, 66)
 	defer b.Close()

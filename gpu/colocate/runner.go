@@ -76,6 +76,7 @@ func (r *Runner) Run(ctx context.Context, pair colocation.Pair, progress func(co
 		return colocation.Result{}, err
 	}
 	defer board.Close()
+	board.SetIdleBudget(pair.Params.IdleBudget)
 
 	s := &supervision{r: r, pair: pair, board: board, start: time.Now(), progress: progress}
 	if pair.SMs > 0 {

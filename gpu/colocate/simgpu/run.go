@@ -59,6 +59,7 @@ func run(sc Scenario, withHP, withBE bool, m Mechanism) (Result, error) {
 		}
 		c := sup.Control()
 		board = colocate.NewBoard(sc.SMs, c.Budget, c.SMLimit)
+		board.SetIdleBudget(sc.Params.IdleBudget)
 		defer board.Close()
 		epoch := time.Unix(0, 0)
 		var tick func()
