@@ -160,6 +160,10 @@ def parse(text: str) -> dict:
     return {"kernels": len(kernels), "duration_ms": round(total / 1e6, 4), "metrics": metrics}
 
 
+# What decides a kernel's bound: the SMs' and the memory system's throughput, each against its peak.
+SM_THROUGHPUT = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
+MEMORY_THROUGHPUT = "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"
+
 # The longest kernel name the colocation shim keeps (its profile entries hold 159 bytes and a
 # longer name in its file would not load).
 SHIM_NAME_MAX = 159
@@ -193,9 +197,8 @@ def kernel_profiles(text: str) -> list[dict]:
             continue
         smem = int(_number(r[col[SMEM]]) or 0) if SMEM in col else 0
         name = r[col["Kernel Name"]].strip().encode()[:SHIM_NAME_MAX].decode(errors="ignore")
-        sm = _number(r[col["sm__throughput.avg.pct_of_peak_sustained_elapsed"]]) if "sm__throughput.avg.pct_of_peak_sustained_elapsed" in col else None
-        mem_col = "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"
-        mem = _number(r[col[mem_col]]) if mem_col in col else None
+        sm = _number(r[col[SM_THROUGHPUT]]) if SM_THROUGHPUT in col else None
+        mem = _number(r[col[MEMORY_THROUGHPUT]]) if MEMORY_THROUGHPUT in col else None
         if sm is None or mem is None:
             continue
         k = shapes.setdefault((name, grid, block, smem), {"name": name, "grid": grid, "block": block, "smem": smem,
