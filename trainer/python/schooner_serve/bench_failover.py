@@ -148,9 +148,13 @@ def run_case(a, cfg, model, holder_addr, context, batch, case):
     res["restore_fetch_ms"] = 1e3 * t_fetch
     res["restore_lent"] = all(st.get("lent") for st in e.restore_stats)
     # where the restore's time went, summed over the requests: the holder's answer (its copy into
-    # the lent memory), the host-to-device copy, the scatter into the paged pool
+    # the lent memory), the host-to-device copy, the scatter into the paged pool; for a streamed
+    # restore, "place" is the part of the fetch the host spent issuing each piece's copy and
+    # scatter, over "pieces" pieces and "slot_copies" copies
     res["restore_parts_ms"] = {k: round(1e3 * sum(st.get(f"{k}_s", 0.0) for st in e.restore_stats), 2)
-                               for k in ("fetch", "h2d", "scatter", "total")}
+                               for k in ("fetch", "place", "h2d", "scatter", "total")}
+    res["restore_pieces"] = sum(st.get("pieces", 0) for st in e.restore_stats)
+    res["restore_slot_copies"] = sum(st.get("slot_copies", 0) for st in e.restore_stats)
     e.close()
     del e
     free_device(dev)

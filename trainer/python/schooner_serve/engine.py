@@ -209,6 +209,9 @@ class StageEngine:
         self.restore_stats.append({"request": request, "positions": have, "acked_step": rep.acked, "fetch_s": t_fetch,
                                    "h2d_s": t_h2d, "scatter_s": t_scatter, "shm": shm, "lent": rep.lent,
                                    "streamed": streamed is not None, "arena": arena, "bytes": nbytes,
+                                   "place_s": streamed.place_s if streamed is not None else 0.0,
+                                   "pieces": streamed.pieces if streamed is not None else 0,
+                                   "slot_copies": streamed.slot_copies if streamed is not None else 0,
                                    "total_s": time.perf_counter() - t})
         return have
 

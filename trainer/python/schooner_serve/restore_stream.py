@@ -17,6 +17,7 @@ On a CPU the same code scatters each chunk straight from the lent memory (no cop
 from __future__ import annotations
 
 import os
+import time
 
 import torch
 
@@ -127,6 +128,10 @@ class StreamedScatter:
     def __init__(self, pool, request: str, first: int, end: int, need: int, slots: RestoreSlots):
         self.pool, self.slots = pool, slots
         self.placer = ChunkPlacer(first, end, need, request)
+        # Where a restore's time goes on the host: the pieces placed (runs of layers and
+        # positions), the slot copies issued, and the time spent issuing them, all inside the
+        # holder's fetch. Per piece, that is the cost of a copy and a scatter's launches.
+        self.pieces, self.slot_copies, self.place_s = 0, 0, 0.0
         # Every slot of positions [0, need), on the device, made on the stream that reads it
         # and from page-locked memory, so the host does not wait for the previous request's
         # scatters (a blocking copy on that stream would).
@@ -138,13 +143,16 @@ class StreamedScatter:
             self.idx = idx
 
     def landed(self, chunks) -> None:
+        t = time.perf_counter()
         for layers, tokens, host in chunks:
             for a, s, n, toff, p0, p1 in self.placer.take(layers, tokens):
+                self.pieces += 1
                 if self.slots.cuda:
                     self._through_slots(host, a, s, n, toff, p0, p1)
                 else:
                     part = host[a:a + n, :, :, toff:toff + p1 - p0]
                     self.pool.kv[s:s + n, :, self.idx[p0:p1]] = pool_order(part).to(self.pool.kv.dtype)
+        self.place_s += time.perf_counter() - t
 
     def _through_slots(self, host, a: int, s: int, n: int, toff: int, p0: int, p1: int) -> None:
         """The chunk's layers [a, a+n) to the stage's [s, s+n), as many layers a slot as fit."""
@@ -154,6 +162,7 @@ class StreamedScatter:
         group = max(1, sl.slot_bytes // per_layer)
         for g0 in range(0, n, group):
             g1 = min(n, g0 + group)
+            self.slot_copies += 1
             k = sl.next
             sl.next = (k + 1) % len(sl.bufs)
             src = host[a + g0:a + g1]

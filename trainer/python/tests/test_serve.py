@@ -602,6 +602,8 @@ def test_restore_from_the_holders_arena_equals_the_copied_restore(tmp_path, monk
             for r in rids:
                 assert e.restore(r, plen + K - 1, plen + K + 4) == plen + K - 1
             assert all(st["streamed"] and st["arena"] == (arena == "1") for st in e.restore_stats)
+            # the host's share of a streamed restore is counted: pieces placed, time issuing them
+            assert all(st["pieces"] > 0 and 0 < st["place_s"] <= st["fetch_s"] for st in e.restore_stats)
             pools.append([e.pool.kv[:, :, e.pool.slot_index(r, 0, plen + K - 1)].clone() for r in rids])
             ents = [{"request": r, "step": K, "positions": [plen + K - 1, plen + K]} for r in rids]
             nexts.append(e.sample(ents, e.forward("decode", ents, toks[-1])))
