@@ -6,16 +6,18 @@
 # `schooner colocate run` beside an HP side that only sleeps, with the cap on queued BE work
 # while HP is idle at the budget's 100 µs (the default) and at 10 ms (--idle-budget), MPS where
 # it works, and at 10 ms with MPS off, once more with the shim's completion poll every 50 µs
-# instead of 5 (its tracker holds the lock the launch path takes while it polls). Each BE child
+# instead of 5 (its tracker holds the lock the launch path takes while it polls); and at the
+# default cap with the GEMM splitter as registered kernels (SCHOONER_COLOCATE_SPLIT=kernels)
+# instead of a dispatch mode, which costs every operator a call into Python. Each BE child
 # prints its units per second after its warm-up (be-*.json). With HP idle the runtime admits
-# every BE kernel the cap allows, so what separates these runs is the cap, the shim's own cost
-# per launch and MPS. Needs bin/schooner-agent.gz and python3 with torch.
+# every BE kernel the cap allows, so what separates these runs is the cap, the shim's and the
+# splitter's own costs and MPS. Needs bin/schooner-agent.gz and python3 with torch.
 set -u
 out=${1:?usage: idle.sh OUTDIR}
 mkdir -p "$out"
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bin=/tmp/schooner-bench
-[ -x "$bin" ] || { gunzip -c "$root/bin/schooner-agent.gz" > "$bin" && chmod +x "$bin"; }
+gunzip -c "$root/bin/schooner-agent.gz" > "$bin" && chmod +x "$bin"
 export SCHOONER_PYTHONPATH="$root/trainer/python" PYTHONPATH="$root/trainer/python${PYTHONPATH:+:$PYTHONPATH}"
 secs=${SECONDS_EACH:-14}
 scale=${SCALE:-h200}
@@ -28,11 +30,11 @@ for be in ${BE_WORKLOADS:-train-step gemm}; do
   pid=$!
   sleep "$secs"; kill -TERM $pid; wait $pid
   log "   exit $?"
-  for run in "0 auto 5" "10ms auto 5" "10ms off 5" "10ms off 50"; do
+  for run in "0 auto 5 1" "0 auto 5 kernels" "10ms auto 5 1" "10ms off 5 1" "10ms off 50 1"; do
     set -- $run
-    name="be-$be-runtime-idle-budget-$1-mps-$2-poll-$3us"
-    log "== $be under the runtime, HP idle, idle budget $1 (0: the 100 µs budget), MPS $2, shim poll $3 µs"
-    SCHOONER_COLOCATE_POLL_US=$3 timeout 120 "$bin" colocate run --json --out "$out/$name.result.json" --profiles "$out/profiles-$be" \
+    name="be-$be-runtime-idle-budget-$1-mps-$2-poll-$3us-split-$4"
+    log "== $be under the runtime, HP idle, idle budget $1 (0: the 100 µs budget), MPS $2, shim poll $3 µs, splitter $4"
+    SCHOONER_COLOCATE_POLL_US=$3 SCHOONER_COLOCATE_SPLIT=$4 timeout 120 "$bin" colocate run --json --out "$out/$name.result.json" --profiles "$out/profiles-$be" \
       --idle-budget "$1" --mps "$2" --hp "sleep $secs" \
       --be "python3 -m schooner_interfere.child be --workload $be --scale $scale $device --until-signal > $out/$name.json" \
       > "$out/$name.log" 2>&1

@@ -100,6 +100,42 @@ class BoardTest(unittest.TestCase):
             self.assertIsNone(Board.open(os.path.join(d, "missing")))
 
 
+# register() replaces the kernels of aten::mm, addmm and bmm for the whole process: each check
+# runs in a process of its own, on the CPU key (the runtime registers on CUDA).
+KERNELS_CHECK = "\n".join([
+    "import torch, threading",
+    "from schooner_colocate import split",
+    "torch.manual_seed(0)",
+    "s = split.register(lambda: 1e-9, key='CPU', min_rows=16, min_flops=2 * 32 ** 3, learn=1)",
+    "a, b = torch.randn(256, 96, dtype=torch.float64), torch.randn(96, 80, dtype=torch.float64)",
+    "bias_row, bias_full = torch.randn(80, dtype=torch.float64), torch.randn(256, 80, dtype=torch.float64)",
+    "x, y = torch.randn(8, 64, 48, dtype=torch.float64), torch.randn(8, 48, 40, dtype=torch.float64)",
+    "a @ b",  # learns the rate
+    "assert s.split == 0",
+    "got = (a @ b, torch.addmm(bias_row, a, b), torch.addmm(bias_full, a, b, beta=0.5, alpha=2), torch.bmm(x, y))",
+    "want = (a.double().numpy() @ b.numpy(), bias_row.numpy() + a.numpy() @ b.numpy(),",
+    "        0.5 * bias_full.numpy() + 2 * (a.numpy() @ b.numpy()), x.numpy() @ y.numpy())",
+    "import numpy as np",
+    "assert all(np.allclose(g.numpy(), w, rtol=1e-12, atol=1e-12) for g, w in zip(got, want))",
+    "assert s.split == 4 and s.pieces == 3 * (256 // 16) + 8, (s.split, s.pieces)",
+    # a training step's backward products, in the autograd engine's thread, and a thread's own
+    "model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 32)).double()",
+    "xs = torch.randn(512, 64, dtype=torch.float64)",
+    "before = s.split",
+    "t = threading.Thread(target=lambda: model(xs).square().mean().backward()); t.start(); t.join()",
+    "assert s.split - before >= 4, s.split - before",
+    "assert all(p.grad is not None for p in model.parameters())",
+    "print('ok')",
+])
+
+
+class KernelsTest(unittest.TestCase):
+    def test_registered_kernels_cut_the_same_products_in_every_thread(self):
+        env = dict(os.environ, PYTHONPATH=ROOT)
+        out = subprocess.run([sys.executable, "-c", KERNELS_CHECK], env=env, capture_output=True, text=True)
+        self.assertEqual(out.stdout.strip(), "ok", out.stderr)
+
+
 class BootTest(unittest.TestCase):
     def test_sitecustomize_switches_the_splitter_on_for_the_be_side_only(self):
         code = "import sitecustomize as s; print(type(getattr(s, 'splitter', None)).__name__)"
@@ -109,6 +145,13 @@ class BootTest(unittest.TestCase):
             env["SCHOONER_COLOCATE_ROLE"] = role
             out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
             self.assertEqual(out.stdout.strip(), want, out.stderr)
+        # =kernels registers the cutting kernels instead of entering a mode (here on CPU's key)
+        code = "\n".join(["import sitecustomize as s, torch",
+                           "from torch.utils._python_dispatch import _get_current_dispatch_mode",
+                           "print(type(s.splitter).__name__, _get_current_dispatch_mode() is None)"])
+        env.update(SCHOONER_COLOCATE_ROLE="be", SCHOONER_COLOCATE_SPLIT="kernels", SCHOONER_COLOCATE_SPLIT_KEY="CPU")
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        self.assertEqual(out.stdout.strip(), "GemmSplitter True", out.stderr)
 
     def test_the_splitter_cuts_in_threads_the_program_starts(self):
         # The interference study's best-effort loop runs in a thread of its own: a dispatch mode
