@@ -214,6 +214,25 @@ func TestShimTakesAKernelsBoundFromItsProfileFile(t *testing.T) {
 	}
 }
 
+// A BE kernel shape is timed (start and end events) only until its fastest time is known; after
+// that a launch records its end event alone. HP launches are always timed.
+func TestShimStopsTimingABEKernelOnceItsProfileIsKnown(t *testing.T) {
+	g := newFakeGPU(t)
+	// 0.2 ms kernels against a 100 µs budget go one at a time: each completes (and counts as a
+	// timed run) before the next is launched.
+	be := g.start(t, "be", "proc-address", "be_gemm_kernel", 40, 0.2, 10)
+	st := be.wait(t)
+	require.Equal(t, 24.0, st["untimed"], "40 launches, the first 16 timed")
+	require.Zero(t, g.board.Snapshot().BEOutstanding)
+	require.Equal(t, int64(40), g.board.Snapshot().BEKernels)
+	prof, err := os.ReadFile(be.profiles)
+	require.NoError(t, err)
+	require.Regexp(t, `(?m)^be_gemm_kernel\t10,1,1\t256,1,1\t0\t2\d{5}\t`, string(prof), "the fastest time, from the timed runs")
+
+	hp := g.start(t, "hp", "proc-address", "hp_gemm_kernel", 40, 0.05, 132)
+	require.Zero(t, hp.wait(t)["untimed"])
+}
+
 // Throttled, the BE side launches nothing until the supervisor lets it go again.
 func TestShimHoldsTheBESideWhileThrottled(t *testing.T) {
 	g := newFakeGPU(t)
