@@ -135,6 +135,26 @@ class GemmSplitter(TorchDispatchMode):
 splitters = []
 
 
+class _ExitOnThreadEnd:
+    """Leaves a thread's splitter as the thread ends. A mode still entered when its thread is
+    torn down is released by the C++ side's thread-local destructor, outside the interpreter's
+    lock: about one program in thirty then aborted at exit ("terminate called without an active
+    exception"). Held in a threading.local, whose values the interpreter clears in the ending
+    thread itself, with its lock held; the main thread's is cleared at interpreter exit."""
+
+    def __init__(self, mode):
+        self.mode = mode
+
+    def __del__(self):
+        try:
+            self.mode.__exit__(None, None, None)
+        except Exception:  # noqa: BLE001 — at teardown nothing is left to tell
+            pass
+
+
+_leaving = threading.local()
+
+
 def install(target_s, **kw):
     """Enters a GemmSplitter(target_s, **kw) in the calling thread and arranges for every thread
     started afterwards to enter its own as it begins (through threading.setprofile, whose hook
@@ -146,6 +166,7 @@ def install(target_s, **kw):
         mode = GemmSplitter(target_s, **kw)
         mode.__enter__()
         splitters.append(mode)
+        _leaving.guard = _ExitOnThreadEnd(mode)
         return mode
 
     def hook(frame, event, arg):
