@@ -32,9 +32,9 @@ func TestPairDefaultsAndValidation(t *testing.T) {
 	require.Equal(t, MPSAuto, p.MPS)
 	require.Equal(t, DefaultParams(), p.Params)
 
-	bad := Pair{HP: Program{Command: []string{""}}, MPS: "maybe", BEDelay: -time.Second, SMs: -1}.WithDefaults()
+	bad := Pair{HP: Program{Command: []string{""}}, MPS: "maybe", BEDelay: -time.Second, SMs: -1, BEThreadPercentage: 101}.WithDefaults()
 	err := bad.Validate()
-	for _, field := range []string{"hp.command", "be.command", `mps "maybe"`, "be_delay", "sms"} {
+	for _, field := range []string{"hp.command", "be.command", `mps "maybe"`, "be_delay", "sms", "be_thread_percentage 101"} {
 		require.ErrorContains(t, err, field)
 	}
 }

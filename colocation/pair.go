@@ -49,6 +49,12 @@ type Pair struct {
 	// scheduler then serves the HP side's waiting blocks before the BE side's, so an HP
 	// kernel waits for the BE blocks already running, not for the BE work queued behind them.
 	BENormalPriority bool `json:"be_normal_priority,omitempty"`
+	// BEThreadPercentage, under MPS, limits the BE program to this share of the SMs
+	// (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE; 0: all of them). cuBLASLt's GEMMs on Hopper are
+	// persistent kernels as wide as the SMs they see, too wide for the SM limit beside running HP
+	// work however they are cut; seeing fewer SMs, they can run beside it. The cost: BE work
+	// never has the whole GPU, even while the HP side is idle.
+	BEThreadPercentage int `json:"be_thread_percentage,omitempty"`
 }
 
 // WithDefaults fills what was left out: the default parameters (a zero Params is taken as
@@ -85,6 +91,9 @@ func (p Pair) Validate() error {
 	}
 	if p.SMs < 0 {
 		errs = append(errs, fmt.Errorf("sms %d: must not be negative", p.SMs))
+	}
+	if p.BEThreadPercentage < 0 || p.BEThreadPercentage > 100 {
+		errs = append(errs, fmt.Errorf("be_thread_percentage %d: a percentage from 1 to 100 (0: all the SMs)", p.BEThreadPercentage))
 	}
 	return errors.Join(errs...)
 }

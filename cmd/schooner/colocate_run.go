@@ -103,6 +103,7 @@ status ID' shows it from anywhere.
 	f.DurationVar(&pair.BEDelay, "be-delay", 0, "start the BE program this long after the HP program")
 	f.StringVar(&pair.ProfileDir, "profiles", "", "folder of the kernel profiles kept between runs (hp.tsv, be.tsv; default: the cache folder schooner/colocate-profiles of the machine that runs the pair)")
 	f.BoolVar(&pair.WholeGEMMs, "whole-gemms", false, "leave a Python BE program's large matrix products whole (by default they are cut to the budget)")
+	f.IntVar(&pair.BEThreadPercentage, "be-thread-percentage", 0, "under MPS, limit the BE program to this percentage of the SMs (0: all), so that persistent GEMM kernels fit beside running HP work")
 	f.BoolVar(&pair.BENormalPriority, "be-normal-priority", false, "under MPS, run the BE program at the normal client priority (by default below normal, so the HP program's blocks are scheduled first)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	f.StringVar(&out, "out", "", "also write the result as JSON to this file")

@@ -124,7 +124,8 @@ func TestRunnerCutsAPythonBESidesGEMMsUnlessAskedNotTo(t *testing.T) {
 }
 
 // Under MPS the BE program runs below the normal client priority unless the pair says
-// otherwise; the HP program always at normal. (A stand-in for nvidia-cuda-mps-control on the
+// otherwise, and on a share of the SMs when the pair names one; the HP program always at normal
+// on all of them. (A stand-in for nvidia-cuda-mps-control on the
 // PATH: no GPU here.)
 func TestRunnerRunsTheBESideBelowNormalPriorityUnderMPS(t *testing.T) {
 	bin := t.TempDir()
@@ -134,9 +135,13 @@ func TestRunnerRunsTheBESideBelowNormalPriorityUnderMPS(t *testing.T) {
 		out := t.TempDir()
 		side := func(name, sleep string) colocation.Program {
 			return colocation.Program{Command: []string{"/bin/sh", "-c",
-				`echo "${CUDA_MPS_CLIENT_PRIORITY:-unset}" > ` + filepath.Join(out, name) + "; sleep " + sleep}}
+				`echo "${CUDA_MPS_CLIENT_PRIORITY:-unset} ${CUDA_MPS_ACTIVE_THREAD_PERCENTAGE:-all}" > ` +
+					filepath.Join(out, name) + "; sleep " + sleep}}
 		}
 		pair := colocation.Pair{HP: side("hp", "1"), BE: side("be", "30"), MPS: colocation.MPSOn, BENormalPriority: normal}
+		if normal {
+			pair.BEThreadPercentage = 50
+		}
 		pair.Params = colocation.DefaultParams()
 		res, err := testRunner(t).Run(context.Background(), pair, nil)
 		require.NoError(t, err)
@@ -146,11 +151,11 @@ func TestRunnerRunsTheBESideBelowNormalPriorityUnderMPS(t *testing.T) {
 			require.NoError(t, err)
 			return strings.TrimSpace(string(b))
 		}
-		require.Equal(t, "unset", read("hp"))
+		require.Equal(t, "unset all", read("hp"))
 		if normal {
-			require.Equal(t, "unset", read("be"))
+			require.Equal(t, "unset 50", read("be"), "normal priority, half the SMs")
 		} else {
-			require.Equal(t, "1", read("be"))
+			require.Equal(t, "1 all", read("be"))
 		}
 	}
 }
