@@ -17,12 +17,7 @@
 # RUNTIME_TAG names those runs apart (runtime-LC-BE@TAG), and SKIP_STUDY=1 runs only the runtime
 # into an OUTDIR that already has the study: two variants of the runtime against one baseline.
 set -u
-out=${1:?usage: h200.sh OUTDIR}
-mkdir -p "$out"
-root=$(cd "$(dirname "$0")/../.." && pwd)
-bin=/tmp/schooner-bench
-gunzip -c "$root/bin/schooner-agent.gz" > "$bin" && chmod +x "$bin"
-{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; free -g; python3 -c 'import torch; print(torch.__version__)'; } > "$out/machine.txt" 2>&1
+source "$(dirname "$0")/../gpu/setup.sh"
 export SCHOONER_PYTHONPATH="$root/trainer/python" PYTHONPATH="$root/trainer/python${PYTHONPATH:+:$PYTHONPATH}"
 requests=${REQUESTS:-400}
 request="{\"requests\":$requests,\"warmup\":50,\"think_ms\":2,\"seed\":1}"

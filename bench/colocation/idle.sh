@@ -13,11 +13,7 @@
 # every BE kernel the cap allows, so what separates these runs is the cap, the shim's and the
 # splitter's own costs and MPS. Needs bin/schooner-agent.gz and python3 with torch.
 set -u
-out=${1:?usage: idle.sh OUTDIR}
-mkdir -p "$out"
-root=$(cd "$(dirname "$0")/../.." && pwd)
-bin=/tmp/schooner-bench
-gunzip -c "$root/bin/schooner-agent.gz" > "$bin" && chmod +x "$bin"
+source "$(dirname "$0")/../gpu/setup.sh"
 export SCHOONER_PYTHONPATH="$root/trainer/python" PYTHONPATH="$root/trainer/python${PYTHONPATH:+:$PYTHONPATH}"
 secs=${SECONDS_EACH:-14}
 scale=${SCALE:-h200}

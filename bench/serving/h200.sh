@@ -10,12 +10,7 @@
 # ONLY_2K8K=1 stops after 2k8k (PIPELINE_CONTEXTS, PIPELINE_BATCHES: the pipeline's cases).
 # Each step has its own time limit, so what finished comes back even if a later step runs long.
 set -u
-out=${1:?usage: h200.sh OUTDIR}
-mkdir -p "$out"
-root=$(cd "$(dirname "$0")/../.." && pwd)
-bin=/tmp/schooner-bench
-gunzip -c "$root/bin/schooner-agent.gz" > "$bin" && chmod +x "$bin"
-{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; free -g; python3 -c 'import torch; print(torch.__version__)'; } > "$out/machine.txt" 2>&1
+source "$(dirname "$0")/../gpu/setup.sh"
 sock=/tmp/schooner-bench-kv.sock
 rm -f "$sock"
 # The workers map the holder's arena on the GPU, which commits the whole budget: HOLDER_BUDGET
