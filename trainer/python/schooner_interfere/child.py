@@ -17,7 +17,7 @@ import json
 import os
 import signal
 import sys
-import threading
+import time
 
 import torch
 
@@ -62,11 +62,14 @@ def main(argv=None):
     if a.side == "lc":
         print(json.dumps(measure.latency_run(w, json.loads(a.request), device, timeline=a.timeline)), flush=True)
         return
-    stop = threading.Event()
+    # A plain flag, not a threading.Event: the handler runs in the main thread between two
+    # bytecodes, possibly inside Event.wait while it holds the event's lock, and Event.set
+    # would then wait for that lock forever (a CI run hung so, the BE loop running on).
+    stopped = []
     if a.until_signal:
         # From the start: a stop during the warm-up or right after "ready" must find them.
         for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: stop.set())
+            signal.signal(sig, lambda *_: stopped.append(True))
     loop = measure.ThroughputLoop(w, device, timeline=a.timeline)
     loop.start()
     loop.ready.wait()
@@ -74,8 +77,8 @@ def main(argv=None):
         raise SystemExit(f"best-effort {a.workload}: {loop.error}")
     print(json.dumps({"ready": True}), flush=True)
     if a.until_signal:
-        while not stop.wait(0.5):
-            pass
+        while not stopped:
+            time.sleep(0.05)  # a signal cuts it short
     else:
         sys.stdin.read()  # the parent closes our stdin to stop us
     print(json.dumps(loop.stop()), flush=True)
