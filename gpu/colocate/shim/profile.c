@@ -52,8 +52,8 @@ static int same_named_shape(const sch_profile *a, const sch_profile *b)
 int sch_bound_from_name(const char *name)
 {
 	static const char *memory_first[] = {"gemv", NULL};
-	static const char *compute[] = {"gemm", "xmma", "cutlass", "wgmma", "conv", "mma_", "flash", "attention",
-					"matmul", NULL};
+	static const char *compute[] = {"gemm", "xmma", "cutlass", "wgmma", "nvjet", "conv", "mma_", "flash",
+					"attention", "matmul", NULL};
 	static const char *memory[] = {"elementwise", "reduce", "copy", "fill", "cat_", "index", "scatter",
 				       "gather", "softmax", "norm", "vectorized", "unrolled", NULL};
 	for (int i = 0; memory_first[i]; i++)

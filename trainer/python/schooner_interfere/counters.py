@@ -160,9 +160,11 @@ def parse(text: str) -> dict:
     return {"kernels": len(kernels), "duration_ms": round(total / 1e6, 4), "metrics": metrics}
 
 
-# What decides a kernel's bound: the SMs' and the memory system's throughput, each against its peak.
+# What decides a kernel's bound: the SMs' throughput and DRAM's, each against its peak. Not the
+# memory system's as a whole: a large GEMM keeps L2 and shared memory busy (95% on an H100, as
+# busy as its SMs at 94%) while reading DRAM at 27%; what a co-runner contends for is DRAM.
 SM_THROUGHPUT = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
-MEMORY_THROUGHPUT = "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"
+DRAM_THROUGHPUT = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
 
 # The longest kernel name the colocation shim keeps (its profile entries hold 159 bytes and a
 # longer name in its file would not load).
@@ -183,8 +185,7 @@ def _dims(s: str) -> tuple[int, int, int] | None:
 def kernel_profiles(text: str) -> list[dict]:
     """Each kernel shape of ncu's raw CSV (name, grid, block, dynamic shared memory) with its
     fastest profiled time and its bound: compute when the SMs' throughput (share of their peak)
-    is at least the memory system's, memory otherwise, over the duration-weighted rows of that
-    shape. This is what the colocation shim cannot learn by itself: a kernel's name only hints
+    is at least DRAM's, memory otherwise, over the duration-weighted rows of that shape. This is what the colocation shim cannot learn by itself: a kernel's name only hints
     at its bound (decode's skinny GEMMs are named like any GEMM and are memory-bound)."""
     col, kernels = _kernel_rows(text)
     for need in ("Kernel Name", "Grid Size", "Block Size"):
@@ -198,7 +199,7 @@ def kernel_profiles(text: str) -> list[dict]:
         smem = int(_number(r[col[SMEM]]) or 0) if SMEM in col else 0
         name = r[col["Kernel Name"]].strip().encode()[:SHIM_NAME_MAX].decode(errors="ignore")
         sm = _number(r[col[SM_THROUGHPUT]]) if SM_THROUGHPUT in col else None
-        mem = _number(r[col[MEMORY_THROUGHPUT]]) if MEMORY_THROUGHPUT in col else None
+        mem = _number(r[col[DRAM_THROUGHPUT]]) if DRAM_THROUGHPUT in col else None
         if sm is None or mem is None:
             continue
         k = shapes.setdefault((name, grid, block, smem), {"name": name, "grid": grid, "block": block, "smem": smem,
@@ -213,7 +214,7 @@ def kernel_profiles(text: str) -> list[dict]:
         out.append({"name": k["name"], "grid": k["grid"], "block": k["block"], "smem": k["smem"],
                     "fastest_ns": int(k["fastest_ns"]), "bound": bound,
                     "sm_throughput_pct": round(k["sm"] / k["weight"], 2),
-                    "memory_throughput_pct": round(k["mem"] / k["weight"], 2)})
+                    "dram_throughput_pct": round(k["mem"] / k["weight"], 2)})
     out.sort(key=lambda k: (k["name"], k["grid"], k["block"], k["smem"]))
     return out
 
