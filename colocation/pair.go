@@ -45,9 +45,9 @@ type Pair struct {
 	// only way a BE GEMM of several ms stops delaying HP kernels by as much.
 	WholeGEMMs bool `json:"whole_gemms,omitempty"`
 	// BENormalPriority runs the BE side at MPS's normal client priority, as the HP side. By
-	// default, under MPS, it runs below normal (CUDA_MPS_CLIENT_PRIORITY=1): the GPU's block
-	// scheduler then serves the HP side's waiting blocks before the BE side's, so an HP
-	// kernel waits for the BE blocks already running, not for the BE work queued behind them.
+	// default, under MPS, it runs below normal (CUDA_MPS_CLIENT_PRIORITY=1), meant to have the
+	// block scheduler serve the HP side's waiting blocks first. On an H100 HP kernels still
+	// waited behind 2 ms of queued BE work (docs/colocation.md).
 	BENormalPriority bool `json:"be_normal_priority,omitempty"`
 	// BEThreadPercentage, under MPS, limits the BE program to this share of the SMs
 	// (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE; 0: all of them). cuBLASLt's GEMMs on Hopper are

@@ -22,8 +22,8 @@ type Params struct {
 	// IdleBudget is the cap on outstanding BE work while no HP kernel is outstanding, where it is
 	// larger than the budget (0: the budget applies then too). Fixed, not adapted. A queue of
 	// 100 µs starves a BE program of many small kernels (PyTorch's launches cannot run ahead);
-	// a deeper one delays an arriving HP kernel by as much without MPS, and under MPS with the
-	// BE side at below-normal priority only by the BE blocks running.
+	// a deeper one delays an arriving HP kernel by as much (on an H100, under MPS with the BE
+	// side at below-normal priority, 2 ms of GEMM pieces got the BE side evicted).
 	IdleBudget time.Duration `json:"idle_budget,omitempty"`
 	// SMShare is the fraction of the device's SMs that BE kernels may occupy while HP work is
 	// running (Orion's SM threshold), and only for kernels whose bound differs from the HP
