@@ -106,11 +106,13 @@ func (r *Runner) Run(ctx context.Context, pair colocation.Pair, progress func(co
 			"SCHOONER_COLOCATE_BOARD=" + board.Path(),
 			"SCHOONER_COLOCATE_STATS=" + filepath.Join(work, role+"-shim.json"),
 		}, mpsEnv...)
-		if role == "be" && s.res.MPS && !pair.BENormalPriority {
-			env = append(env, "CUDA_MPS_CLIENT_PRIORITY=1") // below normal: see colocation.Pair
-		}
-		if role == "be" && s.res.MPS && pair.BEThreadPercentage > 0 {
-			env = append(env, fmt.Sprintf("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=%d", pair.BEThreadPercentage))
+		if role == "be" && s.res.MPS { // the BE side's MPS client settings: see colocation.Pair
+			if !pair.BENormalPriority {
+				env = append(env, "CUDA_MPS_CLIENT_PRIORITY=1") // below normal
+			}
+			if pair.BEThreadPercentage > 0 {
+				env = append(env, fmt.Sprintf("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=%d", pair.BEThreadPercentage))
+			}
 		}
 		if role == "be" && r.PythonPath != "" && !pair.WholeGEMMs {
 			env = append(env, pythonPathWith(p.Env, filepath.Join(r.PythonPath, "schooner_colocate", "boot"), r.PythonPath))

@@ -58,16 +58,22 @@ class GemmSplitter(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func is aten.mm.default and not kwargs:
-            a, b = args
-            return self._rows(a, b, lambda a_, out: aten.mm.out(a_, b, out=out), None, func, args)
+            return self.mm(*args, whole=func)
         if func is aten.addmm.default:
-            bias, a, b = args
-            beta, alpha = kwargs.get("beta", 1), kwargs.get("alpha", 1)
-            return self._rows(a, b, lambda a_, out, bias_=bias: aten.addmm.out(bias_, a_, b, beta=beta, alpha=alpha, out=out),
-                              bias, func, args, kwargs)
+            return self.addmm(*args, kwargs, whole=func)
         if func is aten.bmm.default and not kwargs:
             return self._batches(*args, func=func)
         return func(*args, **kwargs)
+
+    # The products, cut or whole: `whole` computes one uncut (the operator itself in a mode; its
+    # .out overload from register()'s kernels, which replace the operator).
+    def mm(self, a, b, whole):
+        return self._rows(a, b, lambda a_, out: aten.mm.out(a_, b, out=out), None, whole, (a, b))
+
+    def addmm(self, bias, a, b, kwargs, whole):
+        beta, alpha = kwargs.get("beta", 1), kwargs.get("alpha", 1)
+        return self._rows(a, b, lambda a_, out, bias_=bias: aten.addmm.out(bias_, a_, b, beta=beta, alpha=alpha, out=out),
+                          bias, whole, (bias, a, b), kwargs)
 
     def _pieces(self, flops, key, run_whole, device):
         """How many pieces a product of flops should become; 1 when it is short. The first
@@ -193,11 +199,10 @@ def register(target_s, key="CUDA", **kw):
     s = GemmSplitter(target_s, **kw)  # its cutting, never entered as a mode
 
     def mm(a, b):
-        return s._rows(a, b, lambda a_, out: aten.mm.out(a_, b, out=out), None, _whole_mm, (a, b))
+        return s.mm(a, b, whole=_whole_mm)
 
     def addmm(bias, a, b, *, beta=1, alpha=1):
-        return s._rows(a, b, lambda a_, out, bias_=bias: aten.addmm.out(bias_, a_, b, beta=beta, alpha=alpha, out=out),
-                       bias, _whole_addmm, (bias, a, b), {"beta": beta, "alpha": alpha})
+        return s.addmm(bias, a, b, {"beta": beta, "alpha": alpha}, whole=_whole_addmm)
 
     def bmm(a, b):
         return s._batches(a, b, func=_whole_bmm)

@@ -20,13 +20,20 @@ import subprocess
 # The range around the profiled units (child.py pushes it).
 MEASURED = "schooner-measured"
 
+# What decides a kernel's bound (kernel_profiles): the SMs' throughput and DRAM's, each against
+# its peak. Not the memory system's as a whole: a large GEMM keeps L2 and shared memory busy (95%
+# on an H100, as busy as its SMs at 94%) while reading DRAM at 27%; what a co-runner contends
+# for is DRAM.
+SM_THROUGHPUT = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
+DRAM_THROUGHPUT = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
+
 # Metrics of ncu's "speed of light" and occupancy sections, named the same from Volta to
 # Hopper: SM and memory throughput against their peaks, DRAM throughput, L1 and L2 hit rates,
 # achieved occupancy, and each kernel's duration (the weight).
 METRICS = {
-    "sm__throughput.avg.pct_of_peak_sustained_elapsed": "sm_throughput_pct",
+    SM_THROUGHPUT: "sm_throughput_pct",
     "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed": "memory_throughput_pct",
-    "dram__throughput.avg.pct_of_peak_sustained_elapsed": "dram_throughput_pct",
+    DRAM_THROUGHPUT: "dram_throughput_pct",
     "l1tex__t_sector_hit_rate.pct": "l1_hit_rate_pct",
     "lts__t_sector_hit_rate.pct": "l2_hit_rate_pct",
     "sm__warps_active.avg.pct_of_peak_sustained_active": "achieved_occupancy_pct",
@@ -159,12 +166,6 @@ def parse(text: str) -> dict:
             metrics[key] = round(sum(d * v for d, v in vals) / weight, 2)
     return {"kernels": len(kernels), "duration_ms": round(total / 1e6, 4), "metrics": metrics}
 
-
-# What decides a kernel's bound: the SMs' throughput and DRAM's, each against its peak. Not the
-# memory system's as a whole: a large GEMM keeps L2 and shared memory busy (95% on an H100, as
-# busy as its SMs at 94%) while reading DRAM at 27%; what a co-runner contends for is DRAM.
-SM_THROUGHPUT = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
-DRAM_THROUGHPUT = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
 
 # The longest kernel name the colocation shim keeps (its profile entries hold 159 bytes and a
 # longer name in its file would not load).
