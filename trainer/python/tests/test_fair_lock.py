@@ -2,9 +2,12 @@
 it was asked for, so a latency-critical request is not starved by a best-effort loop that asks
 again the moment it lets go."""
 import threading
+import time
 import unittest
 
-from schooner_interfere.measure import FairLock
+import torch
+
+from schooner_interfere.measure import FairLock, latency_run
 
 
 class FairLockTest(unittest.TestCase):
@@ -47,6 +50,29 @@ class FairLockTest(unittest.TestCase):
         for t in ts:
             t.join()
         self.assertEqual(sorted(seen), list(range(16)))
+
+    def test_a_request_counts_its_wait_for_the_unit_in_progress(self):
+        # A request that arrives while a best-effort unit holds the device waits for it, and
+        # that wait is part of what the request's client sees.
+        class Instant:
+            def run(self):
+                pass
+
+        lock, hold = FairLock(), 0.05
+        holding, release = threading.Event(), threading.Event()
+
+        def unit():
+            with lock:
+                holding.set()
+                release.wait()
+
+        t = threading.Thread(target=unit)
+        t.start()
+        holding.wait()
+        threading.Timer(hold, release.set).start()
+        out = latency_run(Instant(), {"requests": 1, "warmup": 0, "think_ms": 0}, torch.device("cpu"), lock=lock)
+        t.join()
+        self.assertGreaterEqual(out["p50_ms"], hold * 1e3 * 0.9)
 
 
 if __name__ == "__main__":
