@@ -192,6 +192,9 @@ func run(ctx context.Context, o options) (result, error) {
 
 	time.Sleep(2 * time.Second) // let the start-up settle
 	r.Start = s.sample(true)
+	if o.profiles != "" {
+		writeProfile(filepath.Join(o.profiles, "heap-start.pprof"), "heap", 0)
+	}
 	r.IdleStart = measureIdle(o.idle, nil)
 	fmt.Printf("start: RSS %.0f MiB, heap %.0f MiB, %d goroutines, idle CPU %.1f%%\n",
 		r.Start.RSSMiB, r.Start.HeapInuseMiB, r.Start.Goroutines, r.IdleStart.Percent)
@@ -204,6 +207,9 @@ func run(ctx context.Context, o options) (result, error) {
 		last := rnd == max(o.rounds, 1)
 		time.Sleep(o.settle)
 		after := s.sample(true)
+		if o.profiles != "" { // one a round: `go tool pprof -diff_base` shows what a round kept
+			writeProfile(filepath.Join(o.profiles, fmt.Sprintf("heap-round-%d.pprof", rnd)), "heap", 0)
+		}
 		idle := measureIdle(o.idle, func() {
 			if o.profiles == "" || !last {
 				return
