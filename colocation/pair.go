@@ -114,7 +114,18 @@ type Status struct {
 	BEWaits      int64         `json:"be_waits"`
 	BEWaited     time.Duration `json:"be_waited"`
 	BEBeside     int64         `json:"be_admitted_beside"`
+	BEWaitsBy    WaitReasons   `json:"be_waits_by"`
 	Events       []string      `json:"events,omitempty"` // the supervisor's state changes, and exits
+}
+
+// WaitReasons counts the BE launches that had to wait (Status.BEWaits), by what first held
+// each: it tells a rule that never lets BE work beside the HP side (SMs) from one that has no
+// complementary kernel to offer (HP) or a queue at its cap (Budget).
+type WaitReasons struct {
+	HP     int64 `json:"hp"`     // HP work running that the kernel's bound does not complement
+	SMs    int64 `json:"sms"`    // complementary, but over the SMs BE may hold beside HP work
+	Budget int64 `json:"budget"` // the queued BE work at its cap
+	Paused int64 `json:"paused"` // the BE side throttled or evicted
 }
 
 // Result is a finished pair.

@@ -169,6 +169,10 @@ func printColocation(w io.Writer, r colocation.Result) {
 	}
 	fmt.Fprintf(w, "BE: %s, %d kernels (%d beside HP work), waited %s in %d waits, final state %s\n",
 		beExit, r.BEKernels, r.BEBeside, r.BEWaited.Round(time.Millisecond), r.BEWaits, r.BEState)
+	if by := r.BEWaitsBy; r.BEWaits > 0 {
+		fmt.Fprintf(w, "BE waits held first by: HP work not complemented %d, the SM limit %d, the budget %d, a pause %d\n",
+			by.HP, by.SMs, by.Budget, by.Paused)
+	}
 	fmt.Fprintf(w, "GPU: %d SMs, MPS %v", r.SMs, r.MPS)
 	if r.Note != "" {
 		fmt.Fprintf(w, " (%s)", r.Note)

@@ -94,10 +94,24 @@ void sch_be_completed(sch_board *b, int verdict, int64_t charge_ns, int64_t sms)
 	ADD(&b->be_kernels, 1);
 }
 
-void sch_be_waited(sch_board *b, int64_t wait_ns)
+void sch_be_waited(sch_board *b, int64_t wait_ns, int first)
 {
 	ADD(&b->be_waits, 1);
 	ADD(&b->be_wait_ns, wait_ns);
+	switch (first) {
+	case SCH_WAIT_HP:
+		ADD(&b->be_waits_hp, 1);
+		break;
+	case SCH_WAIT_SMS:
+		ADD(&b->be_waits_sms, 1);
+		break;
+	case SCH_WAIT_BUDGET:
+		ADD(&b->be_waits_budget, 1);
+		break;
+	case SCH_WAIT_PAUSED:
+		ADD(&b->be_waits_paused, 1);
+		break;
+	}
 }
 
 void sch_hp_launched(sch_board *b, int bound)
@@ -164,5 +178,9 @@ void sch_snapshot_read(const sch_board *b, sch_snapshot *s)
 	s->be_admitted_beside = LOAD(&m->be_admitted_beside);
 	s->be_waits = LOAD(&m->be_waits);
 	s->be_wait_ns = LOAD(&m->be_wait_ns);
+	s->be_waits_hp = LOAD(&m->be_waits_hp);
+	s->be_waits_sms = LOAD(&m->be_waits_sms);
+	s->be_waits_budget = LOAD(&m->be_waits_budget);
+	s->be_waits_paused = LOAD(&m->be_waits_paused);
 	s->sm_count = __atomic_load_n(&m->sm_count, __ATOMIC_ACQUIRE);
 }

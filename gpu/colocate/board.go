@@ -111,8 +111,11 @@ func (b *Board) BECompleted(v Verdict, charge time.Duration, sms int) {
 	C.sch_be_completed(b.b, C.int(v), C.int64_t(charge.Nanoseconds()), C.int64_t(sms))
 }
 
-// BEWaited records that a BE launch waited this long before it was admitted.
-func (b *Board) BEWaited(d time.Duration) { C.sch_be_waited(b.b, C.int64_t(d.Nanoseconds())) }
+// BEWaited records that a BE launch waited this long before it was admitted; first is the
+// verdict that first held it.
+func (b *Board) BEWaited(d time.Duration, first Verdict) {
+	C.sch_be_waited(b.b, C.int64_t(d.Nanoseconds()), C.int(first))
+}
 
 // HPLaunched and HPCompleted keep the books of an HP kernel: completed with the time from
 // eligible to done and the fastest time seen for that kernel and shape.
@@ -154,6 +157,7 @@ type Snapshot struct {
 	BEOutstandingWork                         time.Duration
 	BEAdmittedIdle, BEAdmittedBeside, BEWaits int64
 	BEWaited                                  time.Duration
+	BEWaitsBy                                 colocation.WaitReasons
 }
 
 // Snapshot reads the counters.
@@ -176,5 +180,7 @@ func (b *Board) Snapshot() Snapshot {
 		BEAdmittedBeside:  int64(s.be_admitted_beside),
 		BEWaits:           int64(s.be_waits),
 		BEWaited:          time.Duration(s.be_wait_ns),
+		BEWaitsBy: colocation.WaitReasons{HP: int64(s.be_waits_hp), SMs: int64(s.be_waits_sms),
+			Budget: int64(s.be_waits_budget), Paused: int64(s.be_waits_paused)},
 	}
 }

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #define SCH_BOARD_MAGIC 0x3130434f4c4f4353ULL /* "SCOLOC01" little-endian */
-#define SCH_BOARD_VERSION 2
+#define SCH_BOARD_VERSION 3
 
 /* Kernel bounds, as colocation.Bound. */
 enum { SCH_UNKNOWN = 0, SCH_COMPUTE = 1, SCH_MEMORY = 2 };
@@ -60,8 +60,11 @@ typedef struct {
 	int64_t be_admitted_beside;
 	int64_t be_waits;   /* launches that had to wait at least once */
 	int64_t be_wait_ns; /* total time BE launches waited */
+	/* Those waits by the verdict that first held them: HP work running that the kernel did
+	 * not complement, the SM limit beside it, the budget, the BE side paused. */
+	int64_t be_waits_hp, be_waits_sms, be_waits_budget, be_waits_paused;
 
-	int64_t reserved[15];
+	int64_t reserved[11];
 } sch_board;
 
 /* A copy of the board's counters at one moment, for the supervisor. */
@@ -70,6 +73,7 @@ typedef struct {
 	int64_t hp_outstanding, hp_kernels, hp_measured_ns, hp_fastest_ns;
 	int64_t be_outstanding, be_outstanding_ns, be_kernels;
 	int64_t be_admitted_idle, be_admitted_beside, be_waits, be_wait_ns;
+	int64_t be_waits_hp, be_waits_sms, be_waits_budget, be_waits_paused;
 	int64_t sm_count;
 } sch_snapshot;
 
@@ -91,7 +95,9 @@ int sch_admit(sch_board *b, int64_t charge_ns, int64_t sms, int bound);
  * completed with the same arguments once the kernel is done. */
 void sch_be_launched(sch_board *b, int verdict, int64_t charge_ns, int64_t sms);
 void sch_be_completed(sch_board *b, int verdict, int64_t charge_ns, int64_t sms);
-void sch_be_waited(sch_board *b, int64_t wait_ns);
+/* A BE launch waited wait_ns before its admission; first is the SCH_WAIT_* verdict that first
+ * held it. */
+void sch_be_waited(sch_board *b, int64_t wait_ns, int first);
 
 /* Bookkeeping of the HP side: every HP kernel at launch and at completion, with the time it
  * took from eligible to complete and the fastest time seen for it. */

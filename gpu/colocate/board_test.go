@@ -118,3 +118,17 @@ func TestResetTakesADeadSidesWorkOffTheBooks(t *testing.T) {
 	require.Zero(t, s.HPOutstanding)
 	require.Zero(t, s.BEOutstanding)
 }
+
+func TestWaitsAreCountedByWhatFirstHeldThem(t *testing.T) {
+	b := NewBoard(132, 400*us, 66)
+	defer b.Close()
+	b.BEWaited(30*us, WaitSMs)
+	b.BEWaited(10*us, WaitSMs)
+	b.BEWaited(5*us, WaitHP)
+	b.BEWaited(1*us, WaitBudget)
+	b.BEWaited(2*us, WaitPaused)
+	s := b.Snapshot()
+	require.Equal(t, int64(5), s.BEWaits)
+	require.Equal(t, 48*us, s.BEWaited)
+	require.Equal(t, colocation.WaitReasons{HP: 1, SMs: 2, Budget: 1, Paused: 1}, s.BEWaitsBy)
+}

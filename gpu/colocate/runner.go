@@ -262,7 +262,7 @@ func (s *supervision) status(snap Snapshot) {
 		st.MeanSlowdown = float64(snap.HPMeasured) / float64(snap.HPFastest)
 	}
 	st.Budget, st.SMLimit, st.BEState = snap.Budget, snap.SMLimit, snap.BEState.String()
-	st.BEWaits, st.BEWaited, st.BEBeside = snap.BEWaits, snap.BEWaited, snap.BEAdmittedBeside
+	st.BEWaits, st.BEWaited, st.BEBeside, st.BEWaitsBy = snap.BEWaits, snap.BEWaited, snap.BEAdmittedBeside, snap.BEWaitsBy
 }
 
 func readShimStats(path string) map[string]any {

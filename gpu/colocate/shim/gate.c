@@ -304,13 +304,14 @@ sch_ticket *sch_before(const sch_shape *shape, CUstream stream)
 	int64_t charge = 0;
 	if (role == ROLE_BE) {
 		int64_t waited_from = 0;
+		int first = 0; /* the verdict that first held this launch */
 		for (;;) {
 			charge = sch_charge_ns(board, fastest);
 			verdict = sch_admit(board, charge, sms, bound);
 			if (verdict > 0)
 				break;
 			if (!waited_from)
-				waited_from = now_ns();
+				waited_from = now_ns(), first = verdict;
 			pthread_mutex_lock(&mu);
 			poll_locked();
 			pthread_mutex_unlock(&mu);
@@ -318,7 +319,7 @@ sch_ticket *sch_before(const sch_shape *shape, CUstream stream)
 		}
 		if (waited_from) {
 			int64_t w = now_ns() - waited_from;
-			sch_be_waited(board, w);
+			sch_be_waited(board, w, first);
 			stats.waits++;
 			stats.wait_ns += w;
 		}

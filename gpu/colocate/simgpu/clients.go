@@ -72,6 +72,7 @@ type beClient struct {
 	outstanding int
 	work        time.Duration // alone-time of the kernels completed: the BE side's progress
 	waitingFrom time.Duration
+	firstWait   colocate.Verdict // what first held the launch now waiting
 	waiting     bool
 	trying      bool
 }
@@ -94,13 +95,13 @@ func (c *beClient) fill() {
 			v = c.board.Admit(charge, sms, k.Bound)
 			if !v.Admitted() {
 				if !c.waiting {
-					c.waiting, c.waitingFrom = true, c.g.now
+					c.waiting, c.waitingFrom, c.firstWait = true, c.g.now, v
 				}
 				c.retryAt(c.g.now + c.sc.Poll)
 				return
 			}
 			if c.waiting {
-				c.board.BEWaited(c.g.now - c.waitingFrom)
+				c.board.BEWaited(c.g.now-c.waitingFrom, c.firstWait)
 				c.waiting = false
 			}
 			c.board.BELaunched(v, charge, sms)

@@ -1,19 +1,21 @@
 """Reads the runtime's current budget from the shared board the launch shim maps.
 
-The board's layout is gpu/colocate/board.h (version 1): magic (8 bytes), version (4), SM count
-(4), then budget_ns (8, little-endian signed) at offset 16.
+The board's layout is gpu/colocate/board.h (version 3): magic (8 bytes), version (4), SM count
+(4), then budget_ns (8, little-endian signed) at offset 16. The version must move with the
+header's SCH_BOARD_VERSION (a test reads the header): when it lagged, open() refused every real
+board and the splitter cut to a fixed 100 µs instead of the supervisor's budget.
 """
 import mmap
 import os
 import struct
 
 MAGIC = 0x3130434F4C4F4353
-VERSION = 1
+VERSION = 3
 BUDGET_OFFSET = 16
 
 
 class Board:
-    """The board at path, or None from open() when it is missing or not a version-1 board."""
+    """The board at path, or None from open() when it is missing or not a board of this VERSION."""
 
     def __init__(self, mem):
         self._mem = mem

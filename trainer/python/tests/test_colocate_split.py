@@ -1,5 +1,6 @@
 """The best-effort side's GEMM splitter, on CPU: the products it cuts are the same products."""
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -8,7 +9,7 @@ import unittest
 
 import torch
 
-from schooner_colocate.board import Board, BUDGET_OFFSET, MAGIC
+from schooner_colocate.board import Board, BUDGET_OFFSET, MAGIC, VERSION
 from schooner_colocate.split import GemmSplitter
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -88,16 +89,31 @@ class BoardTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "board")
             mem = bytearray(256)
-            struct.pack_into("<QII", mem, 0, MAGIC, 1, 132)
+            struct.pack_into("<QII", mem, 0, MAGIC, VERSION, 132)
             struct.pack_into("<q", mem, BUDGET_OFFSET, 250_000)
             with open(path, "wb") as f:
                 f.write(mem)
             self.assertAlmostEqual(Board.open(path).budget_s(), 250e-6)
-            struct.pack_into("<I", mem, 8, 2)
+            struct.pack_into("<I", mem, 8, VERSION + 1)
             with open(path, "wb") as f:
                 f.write(mem)
             self.assertIsNone(Board.open(path), "another version")
             self.assertIsNone(Board.open(os.path.join(d, "missing")))
+
+    def test_the_layout_is_the_headers(self):
+        # board.h is what the shim and the supervisor map; this reader must follow its version
+        # and the offset of budget_ns, or it refuses every real board.
+        header = os.path.join(os.path.dirname(__file__), "..", "..", "..", "gpu", "colocate", "board.h")
+        with open(header) as f:
+            text = f.read()
+        self.assertEqual(VERSION, int(re.search(r"#define SCH_BOARD_VERSION (\d+)", text).group(1)))
+        body = text[text.index("typedef struct {"):text.index("} sch_board;")]
+        offset = 0
+        for m in re.finditer(r"^\s*(u?int(?:64|32)_t) ([a-z_]+)", body, re.M):
+            if m.group(2) == "budget_ns":
+                break
+            offset += 8 if "64" in m.group(1) else 4
+        self.assertEqual(BUDGET_OFFSET, offset)
 
 
 # register() replaces the kernels of aten::mm, addmm and bmm for the whole process: each check
