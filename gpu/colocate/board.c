@@ -98,20 +98,8 @@ void sch_be_waited(sch_board *b, int64_t wait_ns, int first)
 {
 	ADD(&b->be_waits, 1);
 	ADD(&b->be_wait_ns, wait_ns);
-	switch (first) {
-	case SCH_WAIT_HP:
-		ADD(&b->be_waits_hp, 1);
-		break;
-	case SCH_WAIT_SMS:
-		ADD(&b->be_waits_sms, 1);
-		break;
-	case SCH_WAIT_BUDGET:
-		ADD(&b->be_waits_budget, 1);
-		break;
-	case SCH_WAIT_PAUSED:
-		ADD(&b->be_waits_paused, 1);
-		break;
-	}
+	if (first >= SCH_WAIT_PAUSED && first <= SCH_WAIT_BUDGET)
+		ADD(&b->be_waits_by[-first - 1], 1);
 }
 
 void sch_hp_launched(sch_board *b, int bound)
@@ -178,9 +166,7 @@ void sch_snapshot_read(const sch_board *b, sch_snapshot *s)
 	s->be_admitted_beside = LOAD(&m->be_admitted_beside);
 	s->be_waits = LOAD(&m->be_waits);
 	s->be_wait_ns = LOAD(&m->be_wait_ns);
-	s->be_waits_hp = LOAD(&m->be_waits_hp);
-	s->be_waits_sms = LOAD(&m->be_waits_sms);
-	s->be_waits_budget = LOAD(&m->be_waits_budget);
-	s->be_waits_paused = LOAD(&m->be_waits_paused);
+	for (int i = 0; i < 4; i++)
+		s->be_waits_by[i] = LOAD(&m->be_waits_by[i]);
 	s->sm_count = __atomic_load_n(&m->sm_count, __ATOMIC_ACQUIRE);
 }

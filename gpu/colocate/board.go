@@ -180,7 +180,7 @@ func (b *Board) Snapshot() Snapshot {
 		BEAdmittedBeside:  int64(s.be_admitted_beside),
 		BEWaits:           int64(s.be_waits),
 		BEWaited:          time.Duration(s.be_wait_ns),
-		BEWaitsBy: colocation.WaitReasons{HP: int64(s.be_waits_hp), SMs: int64(s.be_waits_sms),
-			Budget: int64(s.be_waits_budget), Paused: int64(s.be_waits_paused)},
+		BEWaitsBy: colocation.WaitReasons{Budget: int64(s.be_waits_by[-WaitBudget-1]), HP: int64(s.be_waits_by[-WaitHP-1]),
+			SMs: int64(s.be_waits_by[-WaitSMs-1]), Paused: int64(s.be_waits_by[-WaitPaused-1])},
 	}
 }

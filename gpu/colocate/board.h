@@ -60,9 +60,10 @@ typedef struct {
 	int64_t be_admitted_beside;
 	int64_t be_waits;   /* launches that had to wait at least once */
 	int64_t be_wait_ns; /* total time BE launches waited */
-	/* Those waits by the verdict that first held them: HP work running that the kernel did
-	 * not complement, the SM limit beside it, the budget, the BE side paused. */
-	int64_t be_waits_hp, be_waits_sms, be_waits_budget, be_waits_paused;
+	/* Those waits by the SCH_WAIT_* verdict that first held them, at index -verdict - 1:
+	 * the budget, HP work running that the kernel did not complement, the SM limit beside
+	 * it, the BE side paused. */
+	int64_t be_waits_by[4];
 
 	int64_t reserved[11];
 } sch_board;
@@ -73,7 +74,7 @@ typedef struct {
 	int64_t hp_outstanding, hp_kernels, hp_measured_ns, hp_fastest_ns;
 	int64_t be_outstanding, be_outstanding_ns, be_kernels;
 	int64_t be_admitted_idle, be_admitted_beside, be_waits, be_wait_ns;
-	int64_t be_waits_hp, be_waits_sms, be_waits_budget, be_waits_paused;
+	int64_t be_waits_by[4]; /* as the board's */
 	int64_t sm_count;
 } sch_snapshot;
 
