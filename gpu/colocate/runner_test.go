@@ -30,7 +30,10 @@ func TestRunnerRunsAPairToTheHPSidesEndAndKeepsTheProfiles(t *testing.T) {
 	var progress []colocation.Status
 	profiles := filepath.Join(t.TempDir(), "profiles")
 	pair := colocation.Pair{
-		HP:         fakeProgram(g, "runtime", "hp_gemm_kernel", "20", "15", "132"),
+		// HP runs 20 kernels of 50 ms: a second, so the BE program's ten short kernels end
+		// before it even when a loaded CI machine is slow to start the BE process (with 15 ms
+		// kernels the HP side ended at 320 ms, before the BE side had finished, once in CI).
+		HP:         fakeProgram(g, "runtime", "hp_gemm_kernel", "20", "50", "132"),
 		BE:         fakeProgram(g, "dlsym", "be_vectorized_elementwise", "10", "0.05", "10"),
 		MPS:        colocation.MPSOff,
 		ProfileDir: profiles,
