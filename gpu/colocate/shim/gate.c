@@ -310,8 +310,10 @@ sch_ticket *sch_before(const sch_shape *shape, CUstream stream)
 			verdict = sch_admit(board, charge, sms, bound);
 			if (verdict > 0)
 				break;
-			if (!waited_from)
-				waited_from = now_ns(), first = verdict;
+			if (!waited_from) {
+				waited_from = now_ns();
+				first = verdict;
+			}
 			pthread_mutex_lock(&mu);
 			poll_locked();
 			pthread_mutex_unlock(&mu);

@@ -186,8 +186,9 @@ def _dims(s: str) -> tuple[int, int, int] | None:
 def kernel_profiles(text: str) -> list[dict]:
     """Each kernel shape of ncu's raw CSV (name, grid, block, dynamic shared memory) with its
     fastest profiled time and its bound: compute when the SMs' throughput (share of their peak)
-    is at least DRAM's, memory otherwise, over the duration-weighted rows of that shape. This is what the colocation shim cannot learn by itself: a kernel's name only hints
-    at its bound (decode's skinny GEMMs are named like any GEMM and are memory-bound)."""
+    is at least DRAM's, memory otherwise, over the duration-weighted rows of that shape. This is
+    what the colocation shim cannot learn by itself: a kernel's name only hints at its bound
+    (decode's skinny GEMMs are named like any GEMM and are memory-bound)."""
     col, kernels = _kernel_rows(text)
     for need in ("Kernel Name", "Grid Size", "Block Size"):
         if need not in col:
@@ -200,22 +201,22 @@ def kernel_profiles(text: str) -> list[dict]:
         smem = int(_number(r[col[SMEM]]) or 0) if SMEM in col else 0
         name = r[col["Kernel Name"]].strip().encode()[:SHIM_NAME_MAX].decode(errors="ignore")
         sm = _number(r[col[SM_THROUGHPUT]]) if SM_THROUGHPUT in col else None
-        mem = _number(r[col[DRAM_THROUGHPUT]]) if DRAM_THROUGHPUT in col else None
-        if sm is None or mem is None:
+        dram = _number(r[col[DRAM_THROUGHPUT]]) if DRAM_THROUGHPUT in col else None
+        if sm is None or dram is None:
             continue
         k = shapes.setdefault((name, grid, block, smem), {"name": name, "grid": grid, "block": block, "smem": smem,
-                                                          "fastest_ns": d, "sm": 0.0, "mem": 0.0, "weight": 0.0})
+                                                          "fastest_ns": d, "sm": 0.0, "dram": 0.0, "weight": 0.0})
         k["fastest_ns"] = min(k["fastest_ns"], d)
         k["sm"] += d * sm
-        k["mem"] += d * mem
+        k["dram"] += d * dram
         k["weight"] += d
     out = []
     for k in shapes.values():
-        bound = "compute" if k["sm"] >= k["mem"] else "memory"
+        bound = "compute" if k["sm"] >= k["dram"] else "memory"
         out.append({"name": k["name"], "grid": k["grid"], "block": k["block"], "smem": k["smem"],
                     "fastest_ns": int(k["fastest_ns"]), "bound": bound,
-                    "sm_throughput_pct": round(k["sm"] / k["weight"], 2),
-                    "dram_throughput_pct": round(k["mem"] / k["weight"], 2)})
+                    METRICS[SM_THROUGHPUT]: round(k["sm"] / k["weight"], 2),
+                    METRICS[DRAM_THROUGHPUT]: round(k["dram"] / k["weight"], 2)})
     out.sort(key=lambda k: (k["name"], k["grid"], k["block"], k["smem"]))
     return out
 
