@@ -8,9 +8,14 @@
 # it works, and at 10 ms with MPS off, once more with the shim's completion poll every 50 µs
 # instead of 5 (its tracker holds the lock the launch path takes while it polls); and at the
 # default cap with the GEMM splitter as registered kernels (SCHOONER_COLOCATE_SPLIT=kernels)
-# instead of a dispatch mode, which costs every operator a call into Python. Each BE child
-# prints its units per second after its warm-up (be-*.json). With HP idle the runtime admits
-# every BE kernel the cap allows, so what separates these runs is the cap, the shim's and the
+# instead of a dispatch mode, which costs every operator a call into Python; and with the
+# splitter off (SCHOONER_COLOCATE_SPLIT=0) at both caps, which leaves the shim's and the cap's
+# cost alone. Outside the runtime, the program alone with the splitter on (its boot folder on
+# PYTHONPATH, no shim, pieces cut to a fixed 100 µs), as a dispatch mode and as kernels: the
+# splitter's cost alone. RUNS narrows the runtime's runs ("budget mps poll split", separated
+# by ';', e.g. RUNS="0 auto 5 0;10ms auto 5 0"); SPLIT_ALONE=0 skips the splitter-alone runs. Each BE child prints its
+# units per second after its warm-up (be-*.json). With HP idle the runtime admits every BE
+# kernel the cap allows, so what separates these runs is the cap, the shim's and the
 # splitter's own costs and MPS. Needs bin/schooner-agent.gz and python3 with torch.
 set -u
 source "$(dirname "$0")/../gpu/setup.sh"
@@ -26,7 +31,19 @@ for be in ${BE_WORKLOADS:-train-step gemm}; do
   pid=$!
   sleep "$secs"; kill -TERM $pid; wait $pid
   log "   exit $?"
-  for run in "0 auto 5 1" "0 auto 5 kernels" "10ms auto 5 1" "10ms off 5 1" "10ms off 50 1"; do
+  if [ "${SPLIT_ALONE:-1}" != 0 ]; then
+    for how in 1 kernels; do
+      name="be-$be-alone-split-$how"
+      log "== $be alone with the splitter ($how), no shim, pieces of 100 µs"
+      PYTHONPATH="$root/trainer/python/schooner_colocate/boot:$PYTHONPATH" SCHOONER_COLOCATE_ROLE=be SCHOONER_COLOCATE_SPLIT=$how \
+        python3 -m schooner_interfere.child be --workload "$be" --scale "$scale" $device --until-signal > "$out/$name.json" 2> "$out/$name.err" &
+      pid=$!
+      sleep "$secs"; kill -TERM $pid; wait $pid
+      log "   exit $?"
+    done
+  fi
+  IFS=';' read -ra runs <<< "${RUNS:-0 auto 5 1;0 auto 5 kernels;0 auto 5 0;10ms auto 5 0;10ms auto 5 1;10ms off 5 1;10ms off 50 1}"
+  for run in "${runs[@]}"; do
     set -- $run
     name="be-$be-runtime-idle-budget-$1-mps-$2-poll-$3us-split-$4"
     log "== $be under the runtime, HP idle, idle budget $1 (0: the 100 µs budget), MPS $2, shim poll $3 µs, splitter $4"

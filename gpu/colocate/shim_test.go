@@ -230,7 +230,35 @@ func TestShimStopsTimingABEKernelOnceItsProfileIsKnown(t *testing.T) {
 	require.Regexp(t, `(?m)^be_gemm_kernel\t10,1,1\t256,1,1\t0\t2\d{5}\t`, string(prof), "the fastest time, from the timed runs")
 
 	hp := g.start(t, "hp", "proc-address", "hp_gemm_kernel", 40, 0.05, 132)
-	require.Zero(t, hp.wait(t)["untimed"])
+	hst := hp.wait(t)
+	require.Zero(t, hst["untimed"])
+	require.Equal(t, -1.0, hst["min_excess_ns"], "no fastest time came from a profile file")
+}
+
+// For shapes whose fastest time a profile file gave (from Nsight Compute: the kernel alone), the
+// shim reports the least a timed run took beyond it: what its events add to a kernel's time.
+func TestShimReportsTheLeastExcessOverASeededFastestTime(t *testing.T) {
+	g := newFakeGPU(t)
+	require.NoError(t, os.WriteFile(filepath.Join(g.dir, "hp-profiles.tsv"),
+		[]byte("# from ncu\nhp_gemm_kernel\t132,1,1\t256,1,1\t0\t40000\t0\tcompute\n"), 0o644))
+	st := g.start(t, "hp", "proc-address", "hp_gemm_kernel", 40, 0.05, 132).wait(t)
+	// The fake runs it 50 µs; the file said 40: each run exceeds it by 10 µs and a little.
+	require.GreaterOrEqual(t, st["min_excess_ns"], 10_000.0)
+	require.Less(t, st["min_excess_ns"], 30_000.0)
+}
+
+// A poll asks about the oldest launch still running on a stream, not about every launch queued
+// behind it: 200 launches of 1 ms queued at once on one stream cost a poll one query (a few
+// more when it finds some completed), where asking about each held the lock the launch path
+// takes through 200 driver calls. Every launch is still completed on the books.
+func TestShimAsksOnlyAboutTheOldestLaunchOfABusyStream(t *testing.T) {
+	g := newFakeGPU(t)
+	st := g.start(t, "hp", "proc-address", "hp_gemm_kernel", 200, 1, 132).wait(t)
+	require.Less(t, st["max_poll_queries"], 20.0, "queries in one poll with 200 launches queued on one stream")
+	require.Positive(t, st["event_queries"])
+	snap := g.board.Snapshot()
+	require.Equal(t, int64(200), snap.HPKernels)
+	require.Zero(t, snap.HPOutstanding)
 }
 
 // Throttled, the BE side launches nothing until the supervisor lets it go again.

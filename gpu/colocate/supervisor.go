@@ -10,8 +10,9 @@ import (
 
 // Supervisor adapts the admission rule to the HP side's measured slowdown, one window at a
 // time: it halves the budget (and the SMs BE may hold beside HP work) when a window misses the
-// target, and gives back one minimum budget per window that meets it (additive increase,
-// multiplicative decrease). When the budget is already at its floor and the target is still
+// target, and grows it on a window that meets it by one minimum budget plus a part of itself
+// that scales with the headroom left under the target (growth), so a budget far below what
+// the HP side tolerates reaches it in a few windows and one close to the target creeps. When the budget is already at its floor and the target is still
 // missed for ThrottleAfter windows, it pauses the BE side for a cooldown; after EvictAfter
 // throttles in a row, it evicts it. It holds no clock: Step takes the time and the board's
 // counters, so the simulated GPU and the real runtime drive the same code.
@@ -98,12 +99,23 @@ func (s *Supervisor) Step(now time.Time, snap Snapshot) Decision {
 		// Grow only on evidence: a window without HP kernels says nothing about what BE
 		// work costs the HP side, and a budget grown while HP slept would hit its return.
 		if slowdown > 0 {
-			s.budget = min(s.p.MaxBudget, s.budget+s.p.MinBudget)
+			s.budget = min(s.p.MaxBudget, s.budget+growth(s.p, s.budget, slowdown))
 			s.smLimit = min(shareOf(s.p.SMShare, s.smCount), s.smLimit+max(1, s.smCount/16))
 		}
 	}
 	d.Budget, d.SMLimit, d.State = s.budget, s.smLimit, s.state
 	return d
+}
+
+// growth is what a window that met the target at slowdown adds to the budget: one minimum
+// budget (the additive step), plus up to half the budget in proportion to the headroom, the
+// share of the tolerated slowdown the window left unused. An additive step alone took 36
+// windows (3.6 s) from 100 µs to 1 ms: on an H100 a burst of 500 decode requests ended
+// before it got there, the BE side held at a tenth of what the HP side tolerated
+// (BENCHMARKS.md, colocation, 2026-12-06).
+func growth(p colocation.Params, budget time.Duration, slowdown float64) time.Duration {
+	headroom := min(1, max(0, (p.TargetSlowdown-slowdown)/(p.TargetSlowdown-1)))
+	return p.MinBudget + time.Duration(float64(budget)*headroom/2)
 }
 
 // windowSlowdown is the HP kernels' measured time over their fastest time in the window

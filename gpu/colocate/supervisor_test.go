@@ -30,7 +30,7 @@ func testParams() colocation.Params {
 	return p
 }
 
-func TestSupervisorHalvesOnAMissAndGrowsByTheMinimumOnAHit(t *testing.T) {
+func TestSupervisorHalvesOnAMissAndGrowsWithTheHeadroomOnAHit(t *testing.T) {
 	p := testParams()
 	s, err := NewSupervisor(p, 132)
 	require.NoError(t, err)
@@ -41,16 +41,23 @@ func TestSupervisorHalvesOnAMissAndGrowsByTheMinimumOnAHit(t *testing.T) {
 	require.InDelta(t, 1.30, d.Slowdown, 1e-9)
 	require.Equal(t, 200*us, d.Budget)
 	require.Equal(t, 33, d.SMLimit)
+	// Half the tolerated 10% left unused: the minimum plus a quarter of the budget.
 	d = s.Step(w.next(p, 1.05))
-	require.Equal(t, 250*us, d.Budget)
+	require.Equal(t, 300*us, d.Budget)
 	require.Equal(t, 41, d.SMLimit)
 	require.Equal(t, colocation.Running, d.State)
+	// At the target: the minimum alone.
+	d = s.Step(w.next(p, 1.10))
+	require.Equal(t, 350*us, d.Budget)
+	// No slowdown at all (or a faster window): the minimum plus half the budget.
+	d = s.Step(w.next(p, 0.98))
+	require.Equal(t, 575*us, d.Budget)
 
 	// A window with no HP kernel is no evidence: nothing moves.
 	w.now = w.now.Add(p.Window)
 	d = s.Step(w.now, w.snap)
 	require.Zero(t, d.Slowdown)
-	require.Equal(t, 250*us, d.Budget)
+	require.Equal(t, 575*us, d.Budget)
 
 	for range 100 {
 		d = s.Step(w.next(p, 1.0))
@@ -99,7 +106,9 @@ func TestSupervisorForgivesAThrottleAfterEnoughGoodWindows(t *testing.T) {
 	var w fakeWindows
 	require.Equal(t, colocation.Throttled, s.Step(w.next(p, 2)).State)
 	require.Equal(t, colocation.Running, s.Step(w.next(p, 1)).State)
-	s.Step(w.next(p, 1)) // a good window redeems the throttle (ThrottleAfter = 1), budget +50 µs
+	// A good window (at the target: no headroom, the budget grows by the minimum alone, 50 µs)
+	// redeems the throttle (ThrottleAfter = 1).
+	s.Step(w.next(p, p.TargetSlowdown))
 	require.Equal(t, colocation.Running, s.Step(w.next(p, 2)).State, "back to the floor first")
 	require.Equal(t, colocation.Throttled, s.Step(w.next(p, 2)).State, "a fresh first throttle, not an eviction")
 }

@@ -28,6 +28,7 @@
 
 struct sch_ticket {
 	sch_profile *p;
+	CUstream stream;
 	CUevent start, end;
 	int verdict;
 	int64_t charge;
@@ -47,8 +48,11 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER; /* tickets, pending, even
 static pthread_cond_t have_pending = PTHREAD_COND_INITIALIZER;
 static sch_ticket tickets[TICKETS];
 static sch_ticket *free_tickets;
-static sch_ticket *pending[TICKETS];
+static sch_ticket *pending[TICKETS]; /* in launch order */
 static int npending;
+/* A poll asks about at most this many streams that are still busy before it stops asking;
+ * past it, every ticket is queried (correct, only slower). */
+#define BUSY_STREAMS 32
 static CUevent event_pool[2 * TICKETS];
 static int nevents;
 static CUcontext ctx;
@@ -83,6 +87,12 @@ static struct {
 	int64_t via_proc_address, via_dlsym;
 	int64_t untracked, failed_events, captured, untimed;
 	int64_t waits, wait_ns;
+	int64_t event_queries, max_poll_queries;
+	/* The least a timed launch of a shape whose fastest time came from a profile file took
+	 * beyond that time (negative: faster). With times from Nsight Compute (the kernel alone),
+	 * what the start and end events add to a kernel's own time at the least. */
+	int64_t min_excess_ns;
+	int excess_seen;
 } stats;
 
 static int64_t now_ns(void)
@@ -207,17 +217,37 @@ static void retire_locked(sch_ticket *t, int64_t measured, int64_t fastest)
 }
 
 /* Completes what has completed; call with mu held. Nothing is queried while a capture may be
- * open (capture_quiet_until). */
+ * open (capture_quiet_until). A stream runs its work in order, so once a launch on a stream is
+ * found still running, the launches after it on that stream are not asked about: a poll costs
+ * a query per busy stream and per completion, not per launch in flight. It used to ask about
+ * every pending launch while holding the lock the launch path takes; on an H100 a training
+ * step of many small kernels, hundreds queued, then ran at a quarter of its speed under the
+ * runtime with HP idle (BENCHMARKS.md, colocation, 2026-12-06). Launches on the legacy or
+ * per-thread default stream share one handle; treating them as one stream only delays
+ * noticing a completion, never notices one early. */
 static void poll_locked(void)
 {
 	if (__atomic_load_n(&captures_open, __ATOMIC_ACQUIRE) > 0 ||
 	    now_ns() < __atomic_load_n(&capture_quiet_until, __ATOMIC_ACQUIRE))
 		return;
-	for (int i = 0; i < npending;) {
+	CUstream busy[BUSY_STREAMS];
+	int nbusy = 0, kept = 0;
+	int64_t queries = 0;
+	for (int i = 0; i < npending; i++) {
 		sch_ticket *t = pending[i];
+		int skip = 0;
+		for (int b = 0; b < nbusy && !skip; b++)
+			skip = busy[b] == t->stream;
+		if (skip) {
+			pending[kept++] = t;
+			continue;
+		}
+		queries++;
 		CUresult r = drv_cuEventQuery(t->end);
 		if (r == CUDA_ERROR_NOT_READY) {
-			i++;
+			if (nbusy < BUSY_STREAMS)
+				busy[nbusy++] = t->stream;
+			pending[kept++] = t;
 			continue;
 		}
 		float ms = 0;
@@ -230,6 +260,10 @@ static void poll_locked(void)
 		int64_t fastest = 0;
 		if (ns > 0) {
 			sch_profile_lock();
+			if (t->p->seeded_ns > 0 && (!stats.excess_seen || ns - t->p->seeded_ns < stats.min_excess_ns)) {
+				stats.min_excess_ns = ns - t->p->seeded_ns;
+				stats.excess_seen = 1;
+			}
 			if (t->p->fastest_ns == 0 || ns < t->p->fastest_ns)
 				t->p->fastest_ns = ns;
 			__atomic_fetch_add(&t->p->runs, 1, __ATOMIC_RELAXED);
@@ -237,8 +271,11 @@ static void poll_locked(void)
 			sch_profile_unlock();
 		}
 		retire_locked(t, ns, ns > 0 ? fastest : 0);
-		pending[i] = pending[--npending];
 	}
+	npending = kept;
+	stats.event_queries += queries;
+	if (queries > stats.max_poll_queries)
+		stats.max_poll_queries = queries;
 }
 
 static void write_files(void);
@@ -352,8 +389,8 @@ sch_ticket *sch_before(const sch_shape *shape, CUstream stream)
 	}
 	free_tickets = t->next_free;
 	pthread_mutex_unlock(&mu);
-	*t = (sch_ticket){.p = p, .start = start, .end = end, .verdict = verdict, .charge = charge, .sms = sms,
-			  .bound = bound};
+	*t = (sch_ticket){.p = p, .stream = stream, .start = start, .end = end, .verdict = verdict, .charge = charge,
+			  .sms = sms, .bound = bound};
 	if (role == ROLE_HP)
 		sch_hp_launched(board, bound);
 	else
@@ -430,9 +467,11 @@ static void write_stats(void)
 		(long long)stats.via_proc_address, (long long)stats.via_dlsym);
 	fprintf(f,
 		"\"untracked\":%lld,\"captured\":%lld,\"failed_events\":%lld,\"untimed\":%lld,\"waits\":%lld,"
-		"\"wait_ns\":%lld}\n",
+		"\"wait_ns\":%lld,\"event_queries\":%lld,\"max_poll_queries\":%lld,\"min_excess_ns\":%lld}\n",
 		(long long)stats.untracked, (long long)stats.captured, (long long)stats.failed_events,
-		(long long)stats.untimed, (long long)stats.waits, (long long)stats.wait_ns);
+		(long long)stats.untimed, (long long)stats.waits, (long long)stats.wait_ns,
+		(long long)stats.event_queries, (long long)stats.max_poll_queries,
+		(long long)(stats.excess_seen ? stats.min_excess_ns : -1));
 	if (fclose(f) == 0)
 		rename(tmp, stats_out);
 }

@@ -181,6 +181,7 @@ sch_profile *sch_profile_of(const sch_shape *s, int sm_count)
 		for (int j = 0; j < nloaded; j++) {
 			if (same_named_shape(&loaded[j], p)) {
 				p->fastest_ns = loaded[j].fastest_ns;
+				p->seeded_ns = loaded[j].fastest_ns;
 				p->bound = loaded[j].bound;
 				if (loaded[j].sms > 0)
 					p->sms = loaded[j].sms;

@@ -28,6 +28,7 @@ struct sch_profile {
 	sch_shape shape;
 	char name[160];
 	int64_t fastest_ns; /* 0: not yet measured */
+	int64_t seeded_ns;  /* the fastest time a profile file gave (0: none), kept as read */
 	int64_t runs;
 	int sms;   /* SMs the grid occupies, from the occupancy API */
 	int bound; /* SCH_COMPUTE, SCH_MEMORY, SCH_UNKNOWN */

@@ -78,6 +78,27 @@ class ChunkPlacer:
                                  f"this stage needs {self.first}:{self.end}")
 
 
+def step_runs(chunks, slot_bytes=None) -> list[list]:
+    """The chunks in order, as groups to place together: a run of one-token chunks of the same
+    layers, shape and dtype whose tokens follow each other (a request's decode steps) is one
+    group, at most as many as fit slot_bytes (None: no bound); every other chunk is a group of
+    its own."""
+    groups: list[list] = []
+    for ch in chunks:
+        layers, (t0, t1), host = ch
+        last = groups[-1] if groups else None
+        if t1 - t0 == 1 and host.is_contiguous() and last is not None:
+            pl, (_, pt1), ph = last[-1]
+            step = host.numel() * host.element_size()
+            if (pl == layers and pt1 == t0 and pt1 - last[0][1][0] == len(last) and ph.shape == host.shape
+                    and ph.dtype == host.dtype and ph.is_contiguous()
+                    and (slot_bytes is None or (len(last) + 1) * step <= slot_bytes)):
+                last.append(ch)
+                continue
+        groups.append([ch])
+    return groups
+
+
 def pool_order(part):
     """A chunk's [L, 2, kv_heads, T, head_dim] as the pool's [L, 2, T, kv_heads, head_dim]."""
     return part.permute(0, 1, 3, 2, 4)
@@ -144,7 +165,11 @@ class StreamedScatter:
 
     def landed(self, chunks) -> None:
         t = time.perf_counter()
-        for layers, tokens, host in chunks:
+        for group in step_runs(chunks, self.slots.slot_bytes if self.slots.cuda else None):
+            if len(group) > 1:
+                self._steps(group)
+                continue
+            layers, tokens, host = group[0]
             for a, s, n, toff, p0, p1 in self.placer.take(layers, tokens):
                 self.pieces += 1
                 if self.slots.cuda:
@@ -153,6 +178,48 @@ class StreamedScatter:
                     part = host[a:a + n, :, :, toff:toff + p1 - p0]
                     self.pool.kv[s:s + n, :, self.idx[p0:p1]] = pool_order(part).to(self.pool.kv.dtype)
         self.place_s += time.perf_counter() - t
+
+    def _steps(self, group) -> None:
+        """Consecutive one-token chunks of the same layers (decode steps, see step_runs) placed as
+        one piece: each chunk's bytes go to its place in one slot (one copy each), and one
+        scatter a run of layers writes all their positions, where a piece each cost a copy,
+        two event waits and a scatter, about 80 µs of host time on an H100 (BENCHMARKS.md,
+        serving, 2026-12-06). On a CPU the steps are joined on the host, then placed once."""
+        layers, (t0, _), first = group[0]
+        tokens = (t0, t0 + len(group))
+        runs = self.placer.take(layers, tokens)
+        if not runs:
+            return
+        if not self.slots.cuda:
+            joined = torch.cat([host for _, _, host in group], dim=3)
+            for a, s, n, toff, p0, p1 in runs:
+                self.pieces += 1
+                part = joined[a:a + n, :, :, toff:toff + p1 - p0]
+                self.pool.kv[s:s + n, :, self.idx[p0:p1]] = pool_order(part).to(self.pool.kv.dtype)
+            return
+        sl = self.slots
+        step = first.numel() * first.element_size()
+        self.slot_copies += 1
+        k = sl.next
+        sl.next = (k + 1) % len(sl.bufs)
+        with torch.cuda.stream(sl.copies):
+            if sl.read[k] is not None:
+                sl.copies.wait_event(sl.read[k])
+            for i, (_, _, host) in enumerate(group):
+                sl.bufs[k][i * step:(i + 1) * step].copy_(host.reshape(-1).view(torch.uint8), non_blocking=True)
+            sl.landed[k].record(sl.copies)
+        # The slot holds [G, L, 2, kv_heads, head_dim], step after step; as the chunks' layout:
+        L, two, kvh, _, hd = first.shape
+        steps = sl.bufs[k][:len(group) * step].view(first.dtype).view(len(group), L, two, kvh, hd).permute(1, 2, 3, 0, 4)
+        with torch.cuda.stream(sl.scatters):
+            sl.scatters.wait_event(sl.landed[k])
+            for a, s, n, toff, p0, p1 in runs:
+                self.pieces += 1
+                part = steps[a:a + n, :, :, toff:toff + p1 - p0]
+                self.pool.kv[s:s + n, :, self.idx[p0:p1]] = pool_order(part).to(self.pool.kv.dtype)
+            ev = torch.cuda.Event()
+            ev.record(sl.scatters)
+            sl.read[k] = ev
 
     def _through_slots(self, host, a: int, s: int, n: int, toff: int, p0: int, p1: int) -> None:
         """The chunk's layers [a, a+n) to the stage's [s, s+n), as many layers a slot as fit."""

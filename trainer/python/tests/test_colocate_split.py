@@ -161,13 +161,19 @@ class BootTest(unittest.TestCase):
             env["SCHOONER_COLOCATE_ROLE"] = role
             out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
             self.assertEqual(out.stdout.strip(), want, out.stderr)
-        # =kernels registers the cutting kernels instead of entering a mode (here on CPU's key)
+        # By default (and =kernels) it registers the cutting kernels (here on CPU's key); =mode
+        # (or =1) enters a dispatch mode instead; =0 leaves the products whole.
         code = "\n".join(["import sitecustomize as s, torch",
                            "from torch.utils._python_dispatch import _get_current_dispatch_mode",
-                           "print(type(s.splitter).__name__, _get_current_dispatch_mode() is None)"])
-        env.update(SCHOONER_COLOCATE_ROLE="be", SCHOONER_COLOCATE_SPLIT="kernels", SCHOONER_COLOCATE_SPLIT_KEY="CPU")
-        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-        self.assertEqual(out.stdout.strip(), "GemmSplitter True", out.stderr)
+                           "print(type(getattr(s, 'splitter', None)).__name__, _get_current_dispatch_mode() is None)"])
+        env.update(SCHOONER_COLOCATE_ROLE="be", SCHOONER_COLOCATE_SPLIT_KEY="CPU")
+        for how, want in ((None, "GemmSplitter True"), ("kernels", "GemmSplitter True"),
+                          ("mode", "GemmSplitter False"), ("1", "GemmSplitter False"), ("0", "NoneType True")):
+            env.pop("SCHOONER_COLOCATE_SPLIT", None)
+            if how is not None:
+                env["SCHOONER_COLOCATE_SPLIT"] = how
+            out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+            self.assertEqual(out.stdout.strip(), want, f"SCHOONER_COLOCATE_SPLIT={how}: {out.stderr}")
 
     def test_the_splitter_cuts_in_threads_the_program_starts(self):
         # The interference study's best-effort loop runs in a thread of its own: a dispatch mode
@@ -184,7 +190,7 @@ class BootTest(unittest.TestCase):
             "print(got['split'], s.splitter.split, len(split.splitters))",
         ])
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "schooner_colocate", "boot"), ROOT]),
-                   SCHOONER_COLOCATE_ROLE="be", SCHOONER_COLOCATE_SPLIT_US="0.001")
+                   SCHOONER_COLOCATE_ROLE="be", SCHOONER_COLOCATE_SPLIT="mode", SCHOONER_COLOCATE_SPLIT_US="0.001")
         env.pop("SCHOONER_COLOCATE_BOARD", None)
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
         in_thread, in_main, count = (int(x) for x in out.stdout.split())

@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 
 from schooner_serve.kvpool import KVPool  # noqa: E402
 from schooner_serve.restore_stream import (ChunkPlacer, PlacementError, RestoreSlots,  # noqa: E402
-                                           StreamedScatter, pool_order)
+                                           StreamedScatter, pool_order, step_runs)
 
 KVH, HD, BLOCK = 2, 8, 4
 
@@ -87,6 +87,39 @@ def test_streamed_on_cpu_fills_the_pages_the_replica_holds():
     assert not pages(p, "a", 23)[:, :, 20:].any()
 
 
+def test_decode_steps_are_grouped_and_nothing_else_is():
+    _, chunks = replica((0, 2), 12, [6, 7, 8, 9, 11])  # a prompt, three steps, two tokens, a step
+    groups = step_runs(chunks)
+    assert [[c[1] for c in g] for g in groups] == [[(0, 6)], [(6, 7), (7, 8), (8, 9)], [(9, 11)], [(11, 12)]]
+    step = chunks[1][2].numel() * chunks[1][2].element_size()
+    assert [len(g) for g in step_runs(chunks, slot_bytes=2 * step)] == [1, 2, 1, 1, 1]  # a slot holds two
+    # a hole between steps, or other layers, starts a new group
+    holed = [c for c in chunks if c[1] != (7, 8)]
+    assert [len(g) for g in step_runs(holed)] == [1, 1, 1, 1, 1]
+    other = chunks[:2] + [((0, 1), (7, 8), chunks[2][2][:1].contiguous())]
+    assert [len(g) for g in step_runs(other)] == [1, 1, 1]
+
+
+def test_streamed_places_a_run_of_decode_steps_as_one_piece():
+    full, chunks = replica((0, 2), 40, [16] + list(range(17, 40)))  # a prompt, then 24 steps
+    p = pool_with("a", 40)
+    s = StreamedScatter(p, "a", 0, 2, 38, RestoreSlots("cpu"))
+    s.landed(chunks[:5])  # the prompt and 4 steps
+    s.landed(chunks[5:])  # 20 steps, the last two past need
+    assert s.finish() == 38
+    assert torch.equal(pages(p, "a", 38), pool_order(full[:, :, :, :38]))
+    assert not pages(p, "a", 40)[:, :, 38:].any()
+    assert s.pieces == 3, "the prompt, then one piece for each landing's steps"
+    # a lost step: the steps after it are not placed
+    lost = [c for c in chunks if c[1] != (20, 21)]
+    q = pool_with("b", 40)
+    h = StreamedScatter(q, "b", 0, 2, 38, RestoreSlots("cpu"))
+    h.landed(lost)
+    assert h.finish() == 20
+    assert torch.equal(pages(q, "b", 20), pool_order(full[:, :, :, :20]))
+    assert not pages(q, "b", 40)[:, :, 20:].any()
+
+
 def test_streamed_notes_a_replica_that_does_not_fit_and_reads_on():
     _, chunks = replica((1, 3), 8, [4])
     s = StreamedScatter(pool_with("a", 8), "a", 0, 2, 8, RestoreSlots("cpu"))
@@ -117,3 +150,26 @@ def test_streamed_through_small_device_slots_matches_the_cpu():
         torch.cuda.current_stream().synchronize()
         assert torch.equal(pages(got, request, n), pages(ref, "a", n))
     assert slots.slot_bytes >= chunks[2][2][0].numel() * 2
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the device slots need CUDA")
+def test_decode_steps_through_a_device_slot_match_the_cpu():
+    layers, n = 4, 48
+    full, chunks = replica((0, layers), n, list(range(16, n)), dtype=torch.bfloat16, pin=True)  # 32 steps
+    ref = pool_with("a", n, layers, dtype=torch.bfloat16)
+    c = StreamedScatter(ref, "a", 0, layers, n - 2, RestoreSlots("cpu"))
+    c.landed(chunks)
+    assert c.finish() == n - 2
+    step = chunks[1][2].numel() * 2
+    # slots of 8 steps (a layer of the prompt fits one): the 32 steps go as four groups, cycling
+    # through the two slots, the last clipped at need
+    assert chunks[0][2][0].numel() * 2 <= 8 * step
+    slots = RestoreSlots("cuda", slots=2, slot_bytes=8 * step)
+    got = pool_with("a", n, layers, device="cuda", dtype=torch.bfloat16)
+    s = StreamedScatter(got, "a", 0, layers, n - 2, slots)
+    s.landed(chunks[:1])
+    s.landed(chunks[1:])
+    assert s.finish() == n - 2
+    torch.cuda.current_stream().synchronize()
+    assert torch.equal(pages(got, "a", n - 2), pages(ref, "a", n - 2))
+    assert s.pieces == 1 + 4

@@ -2,10 +2,12 @@
 
 The runtime puts this folder first on PYTHONPATH of the BE side only; Python imports
 sitecustomize at start, so an unmodified program runs with its large products cut to the
-runtime's budget. SCHOONER_COLOCATE_SPLIT=0 leaves them whole; =kernels cuts them from kernels
-registered in place of CUDA's for aten::mm, addmm and bmm instead of a dispatch mode, which
-costs every other operator a call into Python (schooner_colocate.split). A sitecustomize the
-program's environment already had is imported after this one.
+runtime's budget, from kernels registered in place of CUDA's for aten::mm, addmm and bmm.
+SCHOONER_COLOCATE_SPLIT=0 leaves them whole; =mode (or =1) cuts them from a dispatch mode
+instead, which costs every other operator a call into Python (schooner_colocate.split): on an
+H100 the training step under the runtime ran 120 steps/s with the mode and 175 with the kernels
+(BENCHMARKS.md, colocation, 2026-12-06). A sitecustomize the program's environment already had
+is imported after this one.
 """
 import importlib.util
 import os
@@ -13,7 +15,7 @@ import sys
 
 
 def _start():
-    how = os.environ.get("SCHOONER_COLOCATE_SPLIT", "1")
+    how = os.environ.get("SCHOONER_COLOCATE_SPLIT", "kernels")
     if os.environ.get("SCHOONER_COLOCATE_ROLE") != "be" or how == "0":
         return
     try:
@@ -26,12 +28,15 @@ def _start():
     board = Board.from_env()
     fixed = float(os.environ.get("SCHOONER_COLOCATE_SPLIT_US", "100")) / 1e6
     target = board.budget_s if board else (lambda: fixed)
-    if how == "kernels":
-        # Process-wide: every thread's products, no other operator touched.
-        sys.modules[__name__].splitter = register(target, key=os.environ.get("SCHOONER_COLOCATE_SPLIT_KEY", "CUDA"))
-    else:
+    if how in ("mode", "1"):
         # In this thread and every thread the program starts (a dispatch mode is per thread).
         sys.modules[__name__].splitter = install(target)
+        return
+    if how != "kernels":
+        print(f"schooner_colocate: SCHOONER_COLOCATE_SPLIT={how!r} is not 0, kernels or mode: cutting "
+              "from kernels", file=sys.stderr)
+    # Process-wide: every thread's products, no other operator touched.
+    sys.modules[__name__].splitter = register(target, key=os.environ.get("SCHOONER_COLOCATE_SPLIT_KEY", "CUDA"))
 
 
 def _chain():
