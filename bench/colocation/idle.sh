@@ -13,10 +13,11 @@
 # cost alone. Outside the runtime, the program alone with the splitter on (its boot folder on
 # PYTHONPATH, no shim, pieces cut to a fixed 100 µs), as a dispatch mode and as kernels: the
 # splitter's cost alone. RUNS narrows the runtime's runs ("budget mps poll split", separated
-# by ';', e.g. RUNS="0 auto 5 0;10ms auto 5 0"); SPLIT_ALONE=0 skips the splitter-alone runs. Each BE child prints its
-# units per second after its warm-up (be-*.json). With HP idle the runtime admits every BE
-# kernel the cap allows, so what separates these runs is the cap, the shim's and the
-# splitter's own costs and MPS. Needs bin/schooner-agent.gz and python3 with torch.
+# by ';', e.g. RUNS="0 auto 5 0;10ms auto 5 0"); SPLIT_ALONE=0 skips the splitter-alone runs.
+# Each BE child prints its units per second after its warm-up (be-*.json). With HP idle the
+# runtime admits every BE kernel the cap allows, so what separates these runs is the cap, the
+# shim's and the splitter's own costs and MPS. Needs bin/schooner-agent.gz and python3 with
+# torch.
 set -u
 source "$(dirname "$0")/../gpu/setup.sh"
 export SCHOONER_PYTHONPATH="$root/trainer/python" PYTHONPATH="$root/trainer/python${PYTHONPATH:+:$PYTHONPATH}"

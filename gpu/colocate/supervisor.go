@@ -12,10 +12,11 @@ import (
 // time: it halves the budget (and the SMs BE may hold beside HP work) when a window misses the
 // target, and grows it on a window that meets it by one minimum budget plus a part of itself
 // that scales with the headroom left under the target (growth), so a budget far below what
-// the HP side tolerates reaches it in a few windows and one close to the target creeps. When the budget is already at its floor and the target is still
-// missed for ThrottleAfter windows, it pauses the BE side for a cooldown; after EvictAfter
-// throttles in a row, it evicts it. It holds no clock: Step takes the time and the board's
-// counters, so the simulated GPU and the real runtime drive the same code.
+// the HP side tolerates reaches it in a few windows and one close to the target creeps. When
+// the budget is already at its floor and the target is still missed for ThrottleAfter
+// windows, it pauses the BE side for a cooldown; after EvictAfter throttles in a row, it
+// evicts it. It holds no clock: Step takes the time and the board's counters, so the
+// simulated GPU and the real runtime drive the same code.
 type Supervisor struct {
 	p          colocation.Params
 	smCount    int

@@ -220,9 +220,9 @@ static void retire_locked(sch_ticket *t, int64_t measured, int64_t fastest)
  * open (capture_quiet_until). A stream runs its work in order, so once a launch on a stream is
  * found still running, the launches after it on that stream are not asked about: a poll costs
  * a query per busy stream and per completion, not per launch in flight. It used to ask about
- * every pending launch while holding the lock the launch path takes; on an H100 a training
- * step of many small kernels, hundreds queued, then ran at a quarter of its speed under the
- * runtime with HP idle (BENCHMARKS.md, colocation, 2026-12-06). Launches on the legacy or
+ * every pending launch while holding the lock the launch path takes, the likeliest part of why
+ * a training step of many small kernels ran at a quarter of its speed under the runtime with
+ * HP idle on an H100 (BENCHMARKS.md, colocation, 2026-12-06). Launches on the legacy or
  * per-thread default stream share one handle; treating them as one stream only delays
  * noticing a completion, never notices one early. */
 static void poll_locked(void)
