@@ -106,7 +106,8 @@ func (e *servingEnv) instanceOf(ctx context.Context, stage int) string {
 
 // settledInstance waits until replica 0's pipeline is settled and returns the machine of
 // stage which. Settled: the deployment serving (by the status query, not the memo); every
-// stage ready, with no standby coming up, on a machine the market runs with no notice on it;
+// stage ready, not noticed, with no standby coming up, on a machine the market runs with no
+// notice on it;
 // the router routing to those machines; and every stage's node agent having given its worker
 // the current successor (the next stage's worker and the KV-cache holder on its node, which
 // the stage replicates to and a replacement restores from), as its RunStage heartbeat says.
@@ -146,7 +147,7 @@ func (e *servingEnv) settledInstance(ctx context.Context, which int) string {
 		}
 		var ids []string
 		for _, s := range stages {
-			if s.State != serving.StateReady || s.Standby != "" || s.InstanceID == "" || routed[s.Stage] != s.InstanceID {
+			if s.State != serving.StateReady || s.Standby != "" || !s.NoticedAt.IsZero() || s.InstanceID == "" || routed[s.Stage] != s.InstanceID {
 				why = fmt.Sprintf("stage %d: %+v, routed to %q", s.Stage, s, routed[s.Stage])
 				return false
 			}

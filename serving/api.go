@@ -199,6 +199,10 @@ type StageStatus struct {
 	Epoch int    `json:"epoch,omitempty"`
 	// Standby is the replacement being brought up ahead of a preemption notice's deadline.
 	Standby string `json:"standby,omitempty"`
+	// NoticedAt is when a preemption notice for the stage's machine came (zero: none). The
+	// stage keeps serving there, and reads ready, until its replacement is ready; then the
+	// machine is released. A client about to use or fault this machine should wait for it.
+	NoticedAt time.Time `json:"noticed_at,omitzero"`
 }
 
 // Failover is one replacement of a stage's machine.

@@ -83,8 +83,8 @@ func (d *serveDemo) readyInstance(ctx context.Context, stage int) string {
 		if s.Replica != 0 {
 			continue
 		}
-		if s.State != serving.StateReady || s.Standby != "" {
-			return ""
+		if s.State != serving.StateReady || s.Standby != "" || !s.NoticedAt.IsZero() {
+			return "" // not settled: a noticed machine is about to be released
 		}
 		if s.Stage == stage {
 			id = s.InstanceID

@@ -35,8 +35,13 @@ func printServingStatus(out io.Writer, st serving.Status) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "REPLICA\tSTAGE\tLAYERS\tSTATE\tINSTANCE\tZONE\tCAPACITY\tWORKER\tHOLDER")
 	for _, s := range st.Stages {
+		state := orDash(s.State)
+		if !s.NoticedAt.IsZero() {
+			// Still serving on a machine that is going: say so, and what replaces it.
+			state += ", noticed " + s.NoticedAt.Local().Format(time.TimeOnly) + " → " + orDash(s.Standby)
+		}
 		fmt.Fprintf(tw, "%d\t%d\t%d-%d\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Replica, s.Stage, s.Layers.First, s.Layers.End-1,
-			orDash(s.State), orDash(s.InstanceID), orDash(s.Zone), orDash(string(s.Capacity)), orDash(s.WorkerAddr), orDash(s.HolderAddr))
+			state, orDash(s.InstanceID), orDash(s.Zone), orDash(string(s.Capacity)), orDash(s.WorkerAddr), orDash(s.HolderAddr))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -255,9 +255,24 @@ func TestStageLostWithoutNoticeIsReplacedAndTheFailoverRecorded(t *testing.T) {
 func TestNoticeMigratesTheStageBeforeTheMachineIsReleased(t *testing.T) {
 	w, env := newWorldEnv(t)
 	noticed := noticeAt(env, w, 1, time.Minute)
+	migrating := queryAt[serving.Status](t, env, serving.QueryStatus, time.Minute+time.Second)
 	mid := queryAt[serving.Status](t, env, serving.QueryStatus, 2*time.Minute)
 	st := runUntilStopped(t, env, deployInput(), 3*time.Minute, nil)
 
+	// While it migrates, the noticed stage still reads ready on its machine, and says noticed.
+	require.Len(t, migrating.Stages, 2)
+	for _, s := range migrating.Stages {
+		if s.Stage == 1 {
+			assert.Equal(t, noticed().InstanceID, s.InstanceID)
+			assert.Equal(t, serving.StateReady, s.State)
+			assert.False(t, s.NoticedAt.IsZero(), "the noticed stage says so: %+v", s)
+		} else {
+			assert.True(t, s.NoticedAt.IsZero(), "%+v", s)
+		}
+	}
+	for _, s := range st.Stages {
+		assert.True(t, s.NoticedAt.IsZero(), "after the migration no stage is noticed: %+v", s)
+	}
 	assert.Equal(t, serving.PhaseServing, mid.Phase)
 	assert.Equal(t, 1, st.Notices)
 	assert.Zero(t, st.Preemptions)

@@ -222,7 +222,7 @@ func (d *dep) refresh(now time.Time) {
 	d.status.Stages = make([]serving.StageStatus, 0, len(d.slots))
 	for _, s := range d.slots {
 		st := serving.StageStatus{Replica: s.replica, Stage: s.stage, InstanceID: s.inst.ID, Zone: s.inst.Zone, Capacity: s.inst.Capacity,
-			WorkerAddr: s.workerAddr, HolderAddr: s.holderAddr, State: s.state}
+			WorkerAddr: s.workerAddr, HolderAddr: s.holderAddr, State: s.state, NoticedAt: s.noticedAt}
 		if s.stage < len(d.layers) {
 			st.Layers = d.layers[s.stage]
 		}
