@@ -150,15 +150,52 @@ func runtimeLine(st interference.Study, p interference.Pair, dir string) (Line, 
 		return Line{}, err
 	}
 	var res struct {
-		Evicted bool   `json:"evicted"`
-		MPS     bool   `json:"mps"`
-		BEState string `json:"be_state"`
+		Evicted   bool             `json:"evicted"`
+		MPS       bool             `json:"mps"`
+		BEState   string           `json:"be_state"`
+		BEWaitsBy map[string]int64 `json:"be_waits_by"`
+		HPShim    struct {
+			MinExcessNS *int64 `json:"min_excess_ns"`
+		} `json:"hp_shim"`
 	}
 	if lastJSON(filepath.Join(dir, "result.json"), &res) == nil {
 		notes = append(notes, fmt.Sprintf("MPS %v, BE %s", res.MPS, res.BEState))
+		if held := heldBy(res.BEWaitsBy); held != "" {
+			notes = append(notes, held)
+		}
+		if e := res.HPShim.MinExcessNS; e != nil && *e >= 0 {
+			notes = append(notes, fmt.Sprintf("HP events add ≥ %.1f µs to ncu's times", float64(*e)/1e3))
+		}
 	}
 	l.Note = strings.Join(notes, "; ")
 	return l, nil
+}
+
+// heldBy says what held the BE side's waiting launches back, largest share first ("" when
+// none waited): the budget, HP work of its bound, the SM limit, a pause.
+func heldBy(waits map[string]int64) string {
+	var total int64
+	reasons := make([]string, 0, len(waits))
+	for r, n := range waits {
+		if n > 0 {
+			total += n
+			reasons = append(reasons, r)
+		}
+	}
+	if total == 0 {
+		return ""
+	}
+	sort.Slice(reasons, func(i, j int) bool {
+		if waits[reasons[i]] != waits[reasons[j]] {
+			return waits[reasons[i]] > waits[reasons[j]]
+		}
+		return reasons[i] < reasons[j]
+	})
+	parts := make([]string, len(reasons))
+	for i, r := range reasons {
+		parts[i] = fmt.Sprintf("%s %.0f%%", r, 100*float64(waits[r])/float64(total))
+	}
+	return "BE held by " + strings.Join(parts, ", ")
 }
 
 // lastJSON decodes the last JSON line of a file (a BE child prints {"ready": true} first); a

@@ -38,7 +38,8 @@ func TestLinesPutTheRuntimeBesideTheStudysMechanisms(t *testing.T) {
 	write := func(name, s string) { require.NoError(t, os.WriteFile(filepath.Join(run, name), []byte(s), 0o644)) }
 	write("hp.json", `{"requests": 100, "p50_ms": 2, "p99_ms": 3, "mean_ms": 2.2}`)
 	write("be.json", "{\"ready\": true}\n{\"per_second\": 100, \"unit\": \"TFLOP/s\"}\n")
-	write("result.json", `{"evicted": false, "mps": true, "be_state": "running"}`)
+	write("result.json", `{"evicted": false, "mps": true, "be_state": "running",
+		"be_waits_by": {"hp": 10, "sms": 0, "budget": 90, "paused": 0}, "hp_shim": {"min_excess_ns": 3150}}`)
 
 	lines, err := Lines(st, dir)
 	require.NoError(t, err)
@@ -52,7 +53,8 @@ func TestLinesPutTheRuntimeBesideTheStudysMechanisms(t *testing.T) {
 	require.InDelta(t, 2/lc.P50Ms, rt.P50x, 1e-9)
 	require.InDelta(t, 3/lc.P99Ms, rt.P99x, 1e-9)
 	require.InDelta(t, 100/be.PerSecond, rt.BEShare, 1e-9)
-	require.Equal(t, "BE over its whole run (no timeline: HP idle for part of it); MPS true, BE running", rt.Note)
+	require.Equal(t, "BE over its whole run (no timeline: HP idle for part of it); MPS true, BE running; "+
+		"BE held by budget 90%, hp 10%; HP events add ≥ 3.1 µs to ncu's times", rt.Note)
 }
 
 func TestTheBEShareIsReadOverTheHPWindowWhenBothSidesGaveTimelines(t *testing.T) {
