@@ -49,13 +49,26 @@ class StageEngine:
         self.pool = KVPool(local, kv_blocks, block, c.kv_heads, c.head_dim, dtype, device)
         self.params: dict[str, dict] = {}
         self.holder, self.deployment, self.stage = holder, deployment, stage
-        self.writer = HolderWriter(holder, deployment, stage, queue_size) if holder and replicate else None
         self._replicate, self._queue_size = replicate, queue_size
+        self.writer = self._writer(holder) if holder and replicate else None
         self.restore_stats: list[dict] = []
         self.reader = self._lend()
         # Decode steps replay CUDA graphs on a GPU (SCHOONER_CUDA_GRAPHS=0: eager, as on a CPU).
         graphs = device.type == "cuda" and os.environ.get("SCHOONER_CUDA_GRAPHS", "1") != "0"
         self.graphs = DecodeGraphs(self) if graphs else None
+
+    def _writer(self, addr: str) -> HolderWriter | None:
+        """A writer to the holder at addr; None, said on stdout, where it cannot be reached. A
+        stage started or told a holder that is gone (a replacement given the address of a
+        neighbour's machine that migrated meanwhile) then serves without replicating until its
+        node agent tells it the current holder (set_holder), which re-sends every request's
+        cache in full: it used to die at start, and was replaced again."""
+        try:
+            return HolderWriter(addr, self.deployment, self.stage, self._queue_size)
+        except OSError as e:
+            print(f"schooner_serve: KV-cache holder {addr}: {e}; not replicating until a holder is given",
+                  flush=True)
+            return None
 
     def _lend(self) -> LentReader | None:
         """A LentReader on a holder over a unix socket, made now so a restore finds its memory
@@ -103,7 +116,7 @@ class StageEngine:
         replicate = old is not None or self._replicate
         if old is not None:
             old.close()
-        self.writer = HolderWriter(addr, self.deployment, self.stage, self._queue_size) if replicate else None
+        self.writer = self._writer(addr) if replicate else None
         if self.reader is not None:
             self.reader.close()
         self.reader = self._lend()

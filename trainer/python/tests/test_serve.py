@@ -662,6 +662,29 @@ def test_streamed_restore_of_a_replica_that_does_not_fit_fails_and_reads_on(tmp_
         h.close()
 
 
+def test_a_stage_given_a_holder_that_is_gone_serves_and_replicates_once_told_a_live_one(capsys):
+    """A replacement can be started with the holder address of a neighbour's machine that has
+    migrated meanwhile: it serves without replicating (said on stdout) rather than dying, and the
+    holder its node agent gives it next gets every request's cache in full."""
+    gone = f"127.0.0.1:{free_port()}"  # nothing listens there
+    e = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=64, holder=gone)
+    assert e.writer is None
+    assert gone in capsys.readouterr().out
+    e.begin("r", 16, {"temperature": 0.0, "seed": 0, "max_tokens": 8, "stop": [], "reserve": 16})
+    ents = [{"request": "r", "step": 0, "positions": [0, 8]}]
+    first = e.sample(ents, e.forward("prefill", ents, list(range(1, 9))))
+    assert len(first) == 1
+    h = FakeHolder()
+    try:
+        e.set_holder(h.addr)
+        assert e.writer is not None and e.writer.active
+        assert e.writer.flush(30)
+        assert h.acked_step("r", stage=0) == 0, "the prompt's cache, held before a holder was given, sent in full"
+        e.close()
+    finally:
+        h.close()
+
+
 def test_peers_tell_a_stage_its_successor_late(reference):
     """The last stage starts before the first exists (no --next): the node agent's peers frame
     gives it the first stage's address later, and the pipeline then serves exactly as one
