@@ -9,6 +9,7 @@ prefill entry covers many positions (and may start after a cached prefix); a dec
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 import torch
@@ -50,6 +51,7 @@ class StageEngine:
         self.params: dict[str, dict] = {}
         self.holder, self.deployment, self.stage = holder, deployment, stage
         self._replicate, self._queue_size = replicate, queue_size
+        self._holder_retry_at, self._prober, self._probed = 0.0, None, None
         self.writer = self._writer(holder) if holder and replicate else None
         self.restore_stats: list[dict] = []
         self.reader = self._lend()
@@ -57,18 +59,22 @@ class StageEngine:
         graphs = device.type == "cuda" and os.environ.get("SCHOONER_CUDA_GRAPHS", "1") != "0"
         self.graphs = DecodeGraphs(self) if graphs else None
 
-    def _writer(self, addr: str) -> HolderWriter | None:
+    def _writer(self, addr: str, quiet: bool = False) -> HolderWriter | None:
         """A writer to the holder at addr; None, said on stdout, where it cannot be reached. A
         stage started or told a holder that is gone (a replacement given the address of a
         neighbour's machine that migrated meanwhile) then serves without replicating until its
         node agent tells it the current holder (set_holder), which re-sends every request's
         cache in full: it used to die at start, and was replaced again."""
         try:
-            return HolderWriter(addr, self.deployment, self.stage, self._queue_size)
+            w = HolderWriter(addr, self.deployment, self.stage, self._queue_size)
         except OSError as e:
-            print(f"schooner_serve: KV-cache holder {addr}: {e}; not replicating until a holder is given",
-                  flush=True)
+            if not quiet:
+                print(f"schooner_serve: KV-cache holder {addr}: {e}; not replicating until it answers "
+                      "or another is given", flush=True)
             return None
+        if quiet:
+            print(f"schooner_serve: KV-cache holder {addr} answers again: replicating", flush=True)
+        return w
 
     def _lend(self) -> LentReader | None:
         """A LentReader on a holder over a unix socket, made now so a restore finds its memory
@@ -104,6 +110,9 @@ class StageEngine:
         """Stop replicating and give back the lent memory (the replicas stay with the holder)."""
         if self.writer is not None:
             self.writer.close()
+        probed, self._probed = self._probed, None
+        if probed is not None:
+            probed[1].close()
         if self.reader is not None:
             self.reader.close()
             self.reader = None
@@ -120,6 +129,10 @@ class StageEngine:
         if self.reader is not None:
             self.reader.close()
         self.reader = self._lend()
+        self._resend()
+
+    def _resend(self) -> None:
+        """Every request's cache held here, in full, to the writer's holder (a new one)."""
         if self.writer is None:
             return
         for request in list(self.pool.tables):
@@ -148,9 +161,40 @@ class StageEngine:
     def begin(self, request: str, reserve: int, params: dict | None = None) -> None:
         """Reserve the KV room of a request (prompt + max_tokens positions) and note its sampling
         parameters; PoolFull when the free list is short."""
+        self._retry_holder()
         if params is not None:
             self.params[request] = params
         self.pool.allocate(request, reserve)
+
+    def _retry_holder(self) -> None:
+        """Where the holder could not be reached, try it again, at most once a second, from a
+        thread (a connect to a machine that is gone can take its whole timeout): a holder back
+        at the same address (its node agent restarted) gets no new address from the agent, so
+        nothing else would bring replication back. A writer the thread made is taken up here,
+        as a request begins, and every cache held is sent to it in full."""
+        if self.writer is not None or not self._replicate or not self.holder:
+            return
+        probed, self._probed = self._probed, None
+        if probed is not None:
+            addr, w = probed
+            if addr == self.holder:
+                self.writer = w
+                self._resend()
+                return
+            w.close()  # set_holder named another meanwhile
+        now = time.monotonic()
+        if now < self._holder_retry_at or (self._prober is not None and self._prober.is_alive()):
+            return
+        self._holder_retry_at = now + 1.0
+        addr = self.holder
+
+        def probe():
+            w = self._writer(addr, quiet=True)
+            if w is not None:
+                self._probed = (addr, w)
+
+        self._prober = threading.Thread(target=probe, name="kv-holder-retry", daemon=True)
+        self._prober.start()
 
     def release(self, request: str) -> None:
         known = self.pool.has(request) or request in self.params

@@ -685,6 +685,33 @@ def test_a_stage_given_a_holder_that_is_gone_serves_and_replicates_once_told_a_l
         h.close()
 
 
+def test_a_stage_replicates_again_once_its_holder_answers_at_the_same_address(capsys):
+    """A holder back at the address the stage has (its node agent restarted) gets no new address
+    from the agent: the stage tries it again as requests begin, at most once a second."""
+    addr = f"127.0.0.1:{free_port()}"
+    e = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=64, holder=addr)
+    assert e.writer is None
+    e.begin("r", 16, {"temperature": 0.0, "seed": 0, "max_tokens": 8, "stop": [], "reserve": 16})
+    ents = [{"request": "r", "step": 0, "positions": [0, 8]}]
+    e.sample(ents, e.forward("prefill", ents, list(range(1, 9))))
+    e._prober.join(10)  # the first try, as "r" began: nothing listened yet
+    h = FakeHolder(listen=addr)
+    try:
+        e.begin("s", 16)  # within the second: not tried again
+        assert e.writer is None and not e._prober.is_alive()
+        e._holder_retry_at = 0.0  # the second has passed: tried from a thread
+        e.begin("t", 16)
+        e._prober.join(10)
+        assert e.writer is None, "taken up as the next request begins, not from the thread"
+        e.begin("u", 16)
+        assert e.writer is not None and e.writer.flush(30)
+        assert h.acked_step("r", stage=0) == 0, "the cache held meanwhile sent in full"
+        assert "answers again" in capsys.readouterr().out
+        e.close()
+    finally:
+        h.close()
+
+
 def test_peers_tell_a_stage_its_successor_late(reference):
     """The last stage starts before the first exists (no --next): the node agent's peers frame
     gives it the first stage's address later, and the pipeline then serves exactly as one
