@@ -154,9 +154,8 @@ func runtimeLine(st interference.Study, p interference.Pair, dir string) (Line, 
 		MPS       bool             `json:"mps"`
 		BEState   string           `json:"be_state"`
 		BEWaitsBy map[string]int64 `json:"be_waits_by"`
-		HPShim    struct {
-			MinExcessNS *int64 `json:"min_excess_ns"`
-		} `json:"hp_shim"`
+		HPShim    shimStats        `json:"hp_shim"`
+		BEShim    shimStats        `json:"be_shim"`
 	}
 	if lastJSON(filepath.Join(dir, "result.json"), &res) == nil {
 		notes = append(notes, fmt.Sprintf("MPS %v, BE %s", res.MPS, res.BEState))
@@ -166,10 +165,23 @@ func runtimeLine(st interference.Study, p interference.Pair, dir string) (Line, 
 		if e := res.HPShim.MinExcessNS; e != nil && *e >= 0 {
 			notes = append(notes, fmt.Sprintf("HP events add ≥ %.1f µs to ncu's times", float64(*e)/1e3))
 		}
+		if res.HPShim.Launches > 0 && res.BEShim.Launches > 0 {
+			notes = append(notes, fmt.Sprintf("the shim costs a launch %.1f µs (HP), %.1f µs (BE)",
+				res.HPShim.perLaunchUS(), res.BEShim.perLaunchUS()))
+		}
 	}
 	l.Note = strings.Join(notes, "; ")
 	return l, nil
 }
+
+// shimStats are the launch shim's statistics the report reads (gpu/colocate/shim/gate.c).
+type shimStats struct {
+	MinExcessNS *int64 `json:"min_excess_ns"`
+	ShimNS      int64  `json:"shim_ns"`
+	Launches    int64  `json:"shim_launches"`
+}
+
+func (s shimStats) perLaunchUS() float64 { return float64(s.ShimNS) / float64(s.Launches) / 1e3 }
 
 // heldBy says what held the BE side's waiting launches back, largest share first ("" when
 // none waited): the budget, HP work of its bound, the SM limit, a pause.

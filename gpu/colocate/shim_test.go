@@ -256,6 +256,11 @@ func TestShimAsksOnlyAboutTheOldestLaunchOfABusyStream(t *testing.T) {
 	st := g.start(t, "hp", "proc-address", "hp_gemm_kernel", 200, 1, 132).wait(t)
 	require.Less(t, st["max_poll_queries"], 20.0, "queries in one poll with 200 launches queued on one stream")
 	require.Positive(t, st["event_queries"])
+	// What the shim cost each launch on the launching thread: counted for every launch, and
+	// small against the fake driver (well under the 1 ms kernels).
+	require.Equal(t, 200.0, st["shim_launches"])
+	require.Positive(t, st["shim_ns"])
+	require.Less(t, st["shim_ns"].(float64)/200, 500_000.0)
 	snap := g.board.Snapshot()
 	require.Equal(t, int64(200), snap.HPKernels)
 	require.Zero(t, snap.HPOutstanding)

@@ -33,6 +33,7 @@ struct sch_ticket {
 	int verdict;
 	int64_t charge;
 	int sms, bound;
+	int64_t shim_ns; /* the launch's time in sch_before, less any wait for the rule */
 	sch_ticket *next_free;
 };
 
@@ -93,6 +94,10 @@ static struct {
 	 * what the start and end events add to a kernel's own time at the least. */
 	int64_t min_excess_ns;
 	int excess_seen;
+	/* What the shim itself costs a tracked launch on the launching thread (before and after
+	 * the real launch call, less waits for the rule): a launch-bound program pays it at every
+	 * kernel. */
+	int64_t shim_ns, shim_launches;
 } stats;
 
 static int64_t now_ns(void)
@@ -323,6 +328,7 @@ sch_ticket *sch_before(const sch_shape *shape, CUstream stream)
 	__atomic_fetch_add(&stats.seen[shape->src], 1, __ATOMIC_RELAXED);
 	if (sch_role() == ROLE_OFF || !drv_cuEventCreate)
 		return NULL;
+	int64_t entered = now_ns(), waited = 0;
 	int capture = 0;
 	if (drv_cuStreamIsCapturing && drv_cuStreamIsCapturing(stream, &capture) == CUDA_SUCCESS && capture != 0) {
 		/* Recorded into a graph, not run now: pass it through untouched. */
@@ -358,6 +364,7 @@ sch_ticket *sch_before(const sch_shape *shape, CUstream stream)
 		}
 		if (waited_from) {
 			int64_t w = now_ns() - waited_from;
+			waited = w;
 			sch_be_waited(board, w, first);
 			stats.waits++;
 			stats.wait_ns += w;
@@ -399,6 +406,7 @@ sch_ticket *sch_before(const sch_shape *shape, CUstream stream)
 		drv_cuEventRecord(t->start, stream);
 	else
 		__atomic_fetch_add(&stats.untimed, 1, __ATOMIC_RELAXED);
+	t->shim_ns = now_ns() - entered - waited;
 	return t;
 }
 
@@ -406,16 +414,19 @@ void sch_after(sch_ticket *t, int launched, CUstream stream)
 {
 	if (!t)
 		return;
+	int64_t entered = now_ns();
 	if (launched)
 		launched = drv_cuEventRecord(t->end, stream) == CUDA_SUCCESS;
 	pthread_mutex_lock(&mu);
+	int64_t cost = t->shim_ns;
 	if (!launched) {
 		retire_locked(t, 0, 0); /* the kernel never ran: balance the books at once */
-		pthread_mutex_unlock(&mu);
-		return;
+	} else {
+		pending[npending++] = t;
+		pthread_cond_signal(&have_pending);
 	}
-	pending[npending++] = t;
-	pthread_cond_signal(&have_pending);
+	stats.shim_ns += cost + now_ns() - entered;
+	stats.shim_launches++;
 	pthread_mutex_unlock(&mu);
 }
 
@@ -467,11 +478,13 @@ static void write_stats(void)
 		(long long)stats.via_proc_address, (long long)stats.via_dlsym);
 	fprintf(f,
 		"\"untracked\":%lld,\"captured\":%lld,\"failed_events\":%lld,\"untimed\":%lld,\"waits\":%lld,"
-		"\"wait_ns\":%lld,\"event_queries\":%lld,\"max_poll_queries\":%lld,\"min_excess_ns\":%lld}\n",
+		"\"wait_ns\":%lld,\"event_queries\":%lld,\"max_poll_queries\":%lld,\"min_excess_ns\":%lld,"
+		"\"shim_ns\":%lld,\"shim_launches\":%lld}\n",
 		(long long)stats.untracked, (long long)stats.captured, (long long)stats.failed_events,
 		(long long)stats.untimed, (long long)stats.waits, (long long)stats.wait_ns,
 		(long long)stats.event_queries, (long long)stats.max_poll_queries,
-		(long long)(stats.excess_seen ? stats.min_excess_ns : -1));
+		(long long)(stats.excess_seen ? stats.min_excess_ns : -1), (long long)stats.shim_ns,
+		(long long)stats.shim_launches);
 	if (fclose(f) == 0)
 		rename(tmp, stats_out);
 }
