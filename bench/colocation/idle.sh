@@ -26,21 +26,25 @@ scale=${SCALE:-h200}
 device=${DEVICE:+--device $DEVICE}  # DEVICE=cpu SCALE=tiny runs the plumbing without a GPU
 log() { echo "$* ($(date -u +%T))" >> "$out/steps.log"; }
 
-for be in ${BE_WORKLOADS:-train-step gemm}; do
-  log "== $be alone"
-  python3 -m schooner_interfere.child be --workload "$be" --scale "$scale" $device --until-signal > "$out/be-$be-alone.json" 2> "$out/be-$be-alone.err" &
+# alone NAME [VAR=value ...]: the BE child $be outside the runtime for $secs seconds, with
+# those variables set, its rate in $out/NAME.json.
+alone() {
+  local name=$1 pid
+  shift
+  env "$@" python3 -m schooner_interfere.child be --workload "$be" --scale "$scale" $device --until-signal > "$out/$name.json" 2> "$out/$name.err" &
   pid=$!
   sleep "$secs"; kill -TERM $pid; wait $pid
   log "   exit $?"
+}
+
+for be in ${BE_WORKLOADS:-train-step gemm}; do
+  log "== $be alone"
+  alone "be-$be-alone"
   if [ "${SPLIT_ALONE:-1}" != 0 ]; then
     for how in 1 kernels; do
-      name="be-$be-alone-split-$how"
       log "== $be alone with the splitter ($how), no shim, pieces of 100 µs"
-      PYTHONPATH="$root/trainer/python/schooner_colocate/boot:$PYTHONPATH" SCHOONER_COLOCATE_ROLE=be SCHOONER_COLOCATE_SPLIT=$how \
-        python3 -m schooner_interfere.child be --workload "$be" --scale "$scale" $device --until-signal > "$out/$name.json" 2> "$out/$name.err" &
-      pid=$!
-      sleep "$secs"; kill -TERM $pid; wait $pid
-      log "   exit $?"
+      alone "be-$be-alone-split-$how" PYTHONPATH="$root/trainer/python/schooner_colocate/boot:$PYTHONPATH" \
+        SCHOONER_COLOCATE_ROLE=be SCHOONER_COLOCATE_SPLIT=$how
     done
   fi
   IFS=';' read -ra runs <<< "${RUNS:-0 auto 5 1;0 auto 5 kernels;0 auto 5 0;10ms auto 5 0;10ms auto 5 1;10ms off 5 1;10ms off 50 1}"

@@ -175,9 +175,38 @@ class StreamedScatter:
                 if self.slots.cuda:
                     self._through_slots(host, a, s, n, toff, p0, p1)
                 else:
-                    part = host[a:a + n, :, :, toff:toff + p1 - p0]
-                    self.pool.kv[s:s + n, :, self.idx[p0:p1]] = pool_order(part).to(self.pool.kv.dtype)
+                    self._put(host[a:a + n, :, :, toff:toff + p1 - p0], s, n, p0, p1)
         self.place_s += time.perf_counter() - t
+
+    def _put(self, part, s: int, n: int, p0: int, p1: int) -> None:
+        """Part [n, 2, kv_heads, p1-p0, head_dim] into the stage's layers [s, s+n), positions
+        [p0, p1) of the request's pages (on the scatter stream when called inside it)."""
+        self.pool.kv[s:s + n, :, self.idx[p0:p1]] = pool_order(part).to(self.pool.kv.dtype)
+
+    def _into_slot(self, fill):
+        """The next device slot, once its last scatter has read it, filled on the copy stream by
+        fill(slot bytes), whose result is returned with the slot's number."""
+        sl = self.slots
+        self.slot_copies += 1
+        k = sl.next
+        sl.next = (k + 1) % len(sl.bufs)
+        with torch.cuda.stream(sl.copies):
+            if sl.read[k] is not None:
+                sl.copies.wait_event(sl.read[k])  # the slot's last scatter has read it
+            got = fill(sl.bufs[k])
+            sl.landed[k].record(sl.copies)
+        return k, got
+
+    def _out_of_slot(self, k: int, scatter) -> None:
+        """scatter() on the scatter stream once slot k has landed; the slot is free again once
+        it has run."""
+        sl = self.slots
+        with torch.cuda.stream(sl.scatters):
+            sl.scatters.wait_event(sl.landed[k])
+            scatter()
+            ev = torch.cuda.Event()
+            ev.record(sl.scatters)
+            sl.read[k] = ev
 
     def _steps(self, group) -> None:
         """Consecutive one-token chunks of the same layers (decode steps, see step_runs) placed as
@@ -186,40 +215,31 @@ class StreamedScatter:
         two event waits and a scatter, about 80 µs of host time on an H100 (BENCHMARKS.md,
         serving, 2026-12-06). On a CPU the steps are joined on the host, then placed once."""
         layers, (t0, _), first = group[0]
-        tokens = (t0, t0 + len(group))
-        runs = self.placer.take(layers, tokens)
+        runs = self.placer.take(layers, (t0, t0 + len(group)))
         if not runs:
             return
+        self.pieces += len(runs)
         if not self.slots.cuda:
             joined = torch.cat([host for _, _, host in group], dim=3)
             for a, s, n, toff, p0, p1 in runs:
-                self.pieces += 1
-                part = joined[a:a + n, :, :, toff:toff + p1 - p0]
-                self.pool.kv[s:s + n, :, self.idx[p0:p1]] = pool_order(part).to(self.pool.kv.dtype)
+                self._put(joined[a:a + n, :, :, toff:toff + p1 - p0], s, n, p0, p1)
             return
-        sl = self.slots
         step = first.numel() * first.element_size()
-        self.slot_copies += 1
-        k = sl.next
-        sl.next = (k + 1) % len(sl.bufs)
-        with torch.cuda.stream(sl.copies):
-            if sl.read[k] is not None:
-                sl.copies.wait_event(sl.read[k])
+
+        def fill(buf):
             for i, (_, _, host) in enumerate(group):
-                sl.bufs[k][i * step:(i + 1) * step].copy_(host.reshape(-1).view(torch.uint8), non_blocking=True)
-            sl.landed[k].record(sl.copies)
-        # The slot holds [G, L, 2, kv_heads, head_dim], step after step; as the chunks' layout:
-        L, two, kvh, _, hd = first.shape
-        steps = sl.bufs[k][:len(group) * step].view(first.dtype).view(len(group), L, two, kvh, hd).permute(1, 2, 3, 0, 4)
-        with torch.cuda.stream(sl.scatters):
-            sl.scatters.wait_event(sl.landed[k])
+                buf[i * step:(i + 1) * step].copy_(host.reshape(-1).view(torch.uint8), non_blocking=True)
+            # The slot holds [G, L, 2, kv_heads, head_dim], step after step; as the chunks' layout:
+            L, two, kvh, _, hd = first.shape
+            return buf[:len(group) * step].view(first.dtype).view(len(group), L, two, kvh, hd).permute(1, 2, 3, 0, 4)
+
+        k, steps = self._into_slot(fill)
+
+        def scatter():
             for a, s, n, toff, p0, p1 in runs:
-                self.pieces += 1
-                part = steps[a:a + n, :, :, toff:toff + p1 - p0]
-                self.pool.kv[s:s + n, :, self.idx[p0:p1]] = pool_order(part).to(self.pool.kv.dtype)
-            ev = torch.cuda.Event()
-            ev.record(sl.scatters)
-            sl.read[k] = ev
+                self._put(steps[a:a + n, :, :, toff:toff + p1 - p0], s, n, p0, p1)
+
+        self._out_of_slot(k, scatter)
 
     def _through_slots(self, host, a: int, s: int, n: int, toff: int, p0: int, p1: int) -> None:
         """The chunk's layers [a, a+n) to the stage's [s, s+n), as many layers a slot as fit."""
@@ -229,23 +249,10 @@ class StreamedScatter:
         group = max(1, sl.slot_bytes // per_layer)
         for g0 in range(0, n, group):
             g1 = min(n, g0 + group)
-            self.slot_copies += 1
-            k = sl.next
-            sl.next = (k + 1) % len(sl.bufs)
             src = host[a + g0:a + g1]
-            with torch.cuda.stream(sl.copies):
-                if sl.read[k] is not None:
-                    sl.copies.wait_event(sl.read[k])  # the slot's last scatter has read it
-                dst = sl.bufs[k][:src.numel() * src.element_size()].view(src.dtype).view(src.shape)
-                dst.copy_(src, non_blocking=True)
-                sl.landed[k].record(sl.copies)
-            with torch.cuda.stream(sl.scatters):
-                sl.scatters.wait_event(sl.landed[k])
-                part = dst[:, :, :, toff:toff + p1 - p0]
-                self.pool.kv[s + g0:s + g1, :, self.idx[p0:p1]] = pool_order(part).to(self.pool.kv.dtype)
-                ev = torch.cuda.Event()
-                ev.record(sl.scatters)
-                sl.read[k] = ev
+            nbytes = src.numel() * src.element_size()
+            k, dst = self._into_slot(lambda buf: buf[:nbytes].view(src.dtype).view(src.shape).copy_(src, non_blocking=True))
+            self._out_of_slot(k, lambda: self._put(dst[:, :, :, toff:toff + p1 - p0], s + g0, g1 - g0, p0, p1))
 
     def finish(self) -> int:
         """Wait for the copies out of the lent memory (the holder may write it again after this),
