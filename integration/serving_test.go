@@ -117,8 +117,9 @@ func (e *servingEnv) instanceOf(ctx context.Context, stage int) string {
 // time). A noticed stage keeps serving, and reads ready, on its old machine until its
 // standby is ready; then that machine is terminated, so a victim picked mid-migration may be
 // gone by the time it is preempted. And after a migration, the predecessor's agent learns
-// the new holder only at its next stages query (every stage.DefaultPeersEvery): a stage lost
-// before then has no replica to restore from, and its requests are re-prefilled.
+// the new holder only at its next stages query (every stage.DefaultPeersFastEvery while the
+// successor moves): a stage lost before then has no replica to restore from, and its
+// requests are re-prefilled.
 func (e *servingEnv) settledInstance(ctx context.Context, which int) string {
 	e.t.Helper()
 	var id, why string

@@ -298,6 +298,10 @@ type StageAddr struct {
 	Node   string `json:"node,omitempty"`
 	Holder string `json:"holder,omitempty"`
 	Ready  bool   `json:"ready"`
+	// Moving is set while a standby is being brought up for the stage (its machine was
+	// noticed, or it returns to spot): its addresses change soon, so its ring predecessor's
+	// agent polls faster until they have.
+	Moving bool `json:"moving,omitempty"`
 }
 
 // ModelID is the model id the deployment serves: the built-in model's name, or the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/schooner-ml/schooner/internal/pace"
 	"github.com/schooner-ml/schooner/serving"
 )
 
@@ -141,11 +142,12 @@ func (r *stageRun) supervise(ctx context.Context, res serving.StageResult) (serv
 	ping := time.NewTicker(r.s.HeartbeatEvery)
 	defer ping.Stop()
 	var peersC <-chan time.Time
+	var peers *time.Timer
+	cadence := &pace.Pace{Every: r.s.PeersEvery, Fast: r.s.PeersFastEvery, FastFor: r.s.PeersFastFor}
 	if r.a.Depth > 1 {
-		t := time.NewTicker(r.s.PeersEvery)
-		defer t.Stop()
-		peersC = t.C
-		r.syncPeers(ctx)
+		peers = time.NewTimer(cadence.Next(r.syncPeers(ctx), time.Now()))
+		defer peers.Stop()
+		peersC = peers.C
 	}
 	for {
 		select {
@@ -158,7 +160,7 @@ func (r *stageRun) supervise(ctx context.Context, res serving.StageResult) (serv
 		case <-ping.C:
 			r.ping(ctx)
 		case <-peersC:
-			r.syncPeers(ctx)
+			peers.Reset(cadence.Next(r.syncPeers(ctx), time.Now()))
 		}
 	}
 }
@@ -247,23 +249,34 @@ func (r *stageRun) ping(ctx context.Context) {
 // Successor is the ring successor of (replica, stage) in a pipeline of depth stages: its
 // ready addresses, ok false while it is not ready.
 func Successor(p serving.Pipeline, replica, stage, depth int) (Peers, bool) {
+	a, ok := successorAddr(p, replica, stage, depth)
+	if !ok || !a.Ready || a.Addr == "" {
+		return Peers{}, false
+	}
+	return Peers{Next: a.Addr, Holder: a.Holder}, true
+}
+
+// successorAddr is the pipeline's entry for the ring successor of (replica, stage).
+func successorAddr(p serving.Pipeline, replica, stage, depth int) (serving.StageAddr, bool) {
 	next := (stage + 1) % depth
 	for _, rs := range p.Replicas {
 		if rs.Replica != replica {
 			continue
 		}
 		for _, st := range rs.Stages {
-			if st.Stage == next && st.Ready && st.Addr != "" {
-				return Peers{Next: st.Addr, Holder: st.Holder}, true
+			if st.Stage == next {
+				return st, true
 			}
 		}
 	}
-	return Peers{}, false
+	return serving.StageAddr{}, false
 }
 
 // syncPeers reads the stages query and sends peers to the worker when its ready successor's
-// worker or holder address differs from what the worker has.
-func (r *stageRun) syncPeers(ctx context.Context) {
+// worker or holder address differs from what the worker has. It says whether the successor
+// is settled: ready, not moving, and at the addresses the worker now has. A failed query
+// counts as settled, so a struggling server is not asked faster.
+func (r *stageRun) syncPeers(ctx context.Context) bool {
 	qctx, cancel := context.WithTimeout(ctx, queryTimeout)
 	pl, err := r.s.Deployment.Stages(qctx, r.a.Deployment)
 	cancel()
@@ -271,11 +284,12 @@ func (r *stageRun) syncPeers(ctx context.Context) {
 		if ctx.Err() == nil {
 			r.log.Debug().Err(err).Msg("querying the deployment's stages")
 		}
-		return
+		return true
 	}
+	at, _ := successorAddr(pl, r.a.Replica, r.a.Stage, r.a.Depth)
 	want, ok := Successor(pl, r.a.Replica, r.a.Stage, r.a.Depth)
 	if !ok {
-		return
+		return false
 	}
 	r.s.mu.Lock()
 	have := r.p.peers
@@ -284,11 +298,11 @@ func (r *stageRun) syncPeers(ctx context.Context) {
 		want.Holder = have.Holder
 	}
 	if want == have {
-		return
+		return !at.Moving
 	}
 	c := r.nodeConn(ctx)
 	if c == nil {
-		return
+		return false
 	}
 	send := Peers{}
 	if want.Next != have.Next {
@@ -300,11 +314,12 @@ func (r *stageRun) syncPeers(ctx context.Context) {
 	if err := c.peers(send); err != nil {
 		r.log.Warn().Err(err).Str("next", want.Next).Str("next_holder", want.Holder).Msg("sending peers to the inference worker")
 		r.dropConn()
-		return
+		return false
 	}
 	r.s.mu.Lock()
 	r.p.peers = want
 	r.s.mu.Unlock()
 	r.setState(func(h *Heartbeat) { h.Next, h.NextHolder = want.Next, want.Holder })
 	r.log.Info().Str("next", want.Next).Str("next_holder", want.Holder).Msg("inference worker told its new successor")
+	return !at.Moving
 }

@@ -48,6 +48,8 @@ const (
 	DefaultGrace          = 10 * time.Second
 	DefaultHeartbeatEvery = time.Second
 	DefaultPeersEvery     = 500 * time.Millisecond
+	DefaultPeersFastEvery = 100 * time.Millisecond
+	DefaultPeersFastFor   = 5 * time.Minute
 	signalTimeout         = 5 * time.Second
 	queryTimeout          = 2 * time.Second
 )
@@ -76,11 +78,18 @@ type Supervisor struct {
 	Python     string
 	PythonPath string
 	// ReadyTimeout bounds the wait for a new worker to listen; Grace is SIGTERM to SIGKILL;
-	// HeartbeatEvery the cadence of heartbeats (and load pings); PeersEvery of stages queries.
+	// HeartbeatEvery the cadence of heartbeats (and load pings); PeersEvery of stages queries
+	// while the stage's ring successor is settled, PeersFastEvery while it is not (not ready,
+	// moving to a standby, or at addresses the worker does not have yet): the window in which
+	// the worker sends to a gone successor and replicates to a gone holder is one fast period,
+	// and the queries cost that rate only during a failover or migration, for at most
+	// PeersFastFor of one (a successor that cannot be replaced is asked about at the usual rate).
 	ReadyTimeout   time.Duration
 	Grace          time.Duration
 	HeartbeatEvery time.Duration
 	PeersEvery     time.Duration
+	PeersFastEvery time.Duration
+	PeersFastFor   time.Duration
 	Logger         zerolog.Logger
 
 	mu     sync.Mutex
@@ -118,6 +127,8 @@ func (s *Supervisor) withDefaults() {
 	defaults.Positive(&s.Grace, DefaultGrace)
 	defaults.Positive(&s.HeartbeatEvery, DefaultHeartbeatEvery)
 	defaults.Positive(&s.PeersEvery, DefaultPeersEvery)
+	defaults.Positive(&s.PeersFastEvery, min(DefaultPeersFastEvery, s.PeersEvery))
+	defaults.Positive(&s.PeersFastFor, DefaultPeersFastFor)
 	if s.procs == nil {
 		s.procs = map[procKey]*proc{}
 	}

@@ -326,6 +326,36 @@ func TestRunSendsPeersWhenTheSuccessorChanges(t *testing.T) {
 	waitEnd(t, done)
 }
 
+// While the successor is not settled (moving to a standby here; not ready is the same case)
+// the stages query is read every PeersFastEvery; once it is settled again, every PeersEvery.
+func TestRunQueriesFasterWhileTheSuccessorMoves(t *testing.T) {
+	h := newHarness(t, "serve")
+	h.sup.PeersEvery, h.sup.PeersFastEvery = time.Hour, 10*time.Millisecond
+	queries := func() int { h.dep.mu.Lock(); defer h.dep.mu.Unlock(); return h.dep.queries }
+	stage0 := func(addr string, moving bool) serving.Pipeline {
+		return serving.Pipeline{Deployment: "dep-1", Replicas: []serving.ReplicaStages{{Replica: 0, Ready: true, Stages: []serving.StageAddr{
+			{Stage: 0, Addr: addr, Holder: addr + "0", Node: "i-0", Ready: true, Moving: moving}, {Stage: 1, Addr: "x", Holder: "y", Ready: true}}}}}
+	}
+	h.dep.set(stage0("10.0.0.1:7001", true))
+	done, cancel := h.startCancelable(assignment(1, 2))
+	h.waitReady(done)
+	require.Eventually(t, func() bool { return len(h.peers()) == 1 }, 10*time.Second, 10*time.Millisecond)
+	q := queries()
+	require.Eventually(t, func() bool { return queries() >= q+5 }, 10*time.Second, 5*time.Millisecond,
+		"a moving successor is asked about every PeersFastEvery")
+
+	// The standby is ready: the worker is told at the next fast query, then the pace drops.
+	h.dep.set(stage0("10.0.0.2:7001", false))
+	require.Eventually(t, func() bool { return len(h.peers()) == 2 }, 10*time.Second, 5*time.Millisecond)
+	assert.Equal(t, peersOp{Op: "peers", Next: "10.0.0.2:7001", Holder: "10.0.0.2:70010"}, h.peers()[1])
+	q = queries()
+	time.Sleep(200 * time.Millisecond)
+	assert.LessOrEqual(t, queries(), q+1, "a settled successor is asked about every PeersEvery")
+
+	cancel()
+	waitEnd(t, done)
+}
+
 func TestRunPassesKnownSuccessorAndRestore(t *testing.T) {
 	h := newHarness(t, "serve")
 	a := assignment(0, 2)

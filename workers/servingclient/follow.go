@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/schooner-ml/schooner/internal/pace"
 	"github.com/schooner-ml/schooner/serving"
 	"github.com/schooner-ml/schooner/serving/router"
 )
@@ -14,28 +15,49 @@ type ReplicaSetter interface {
 }
 
 // Follow keeps r pointed at the deployment's replicas: it polls the stages query every
-// interval and calls SetReplicas when the pipeline's version moves, until ctx ends. A failed
-// query (a busy control plane) keeps the router as it is; the next poll tries again. It
-// returns the last pipeline it saw.
+// interval (a fifth of it while a replica is not ready or a stage moves, for at most five
+// minutes of such a spell, so a replacement is routed to soon after it is ready) and calls
+// SetReplicas when the pipeline's version moves, until ctx ends. A failed query (a busy
+// control plane) keeps the router as it is; the next poll, at the usual interval, tries
+// again. It returns the last pipeline it saw.
 func (c *Client) Follow(ctx context.Context, id string, r ReplicaSetter, every time.Duration) serving.Pipeline {
 	var last serving.Pipeline
 	version := -1
-	tick := time.NewTicker(every)
-	defer tick.Stop()
+	cadence := pace.New(every)
+	wait := time.NewTimer(0)
+	defer wait.Stop()
 	for {
+		select {
+		case <-ctx.Done():
+			return last
+		case <-wait.C:
+		}
+		settled := true
 		if p, err := c.Pipeline(ctx, id); err == nil {
 			last = p
 			if p.Version != version {
 				version = p.Version
 				r.SetReplicas(RoutesOf(p))
 			}
+			settled = Settled(p)
 		}
-		select {
-		case <-ctx.Done():
-			return last
-		case <-tick.C:
+		wait.Reset(cadence.Next(settled, time.Now()))
+	}
+}
+
+// Settled says whether every replica of p is ready and no stage is moving to a standby.
+func Settled(p serving.Pipeline) bool {
+	for _, rep := range p.Replicas {
+		if !rep.Ready {
+			return false
+		}
+		for _, s := range rep.Stages {
+			if s.Moving {
+				return false
+			}
 		}
 	}
+	return true
 }
 
 // RoutesOf is every replica of the pipeline with its ordered stage addresses once all of its

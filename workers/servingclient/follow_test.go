@@ -20,3 +20,13 @@ func TestRoutesOfListsEveryReplicaWithStagesOnlyOnceReady(t *testing.T) {
 	}, RoutesOf(p))
 	assert.Empty(t, RoutesOf(serving.Pipeline{}), "no replica yet: the pool keeps what it has")
 }
+
+func TestSettledOnlyWithEveryReplicaReadyAndNoStageMoving(t *testing.T) {
+	ready := func(moving bool) serving.ReplicaStages {
+		return serving.ReplicaStages{Ready: true, Stages: []serving.StageAddr{{Stage: 0, Ready: true}, {Stage: 1, Ready: true, Moving: moving}}}
+	}
+	assert.True(t, Settled(serving.Pipeline{}))
+	assert.True(t, Settled(serving.Pipeline{Replicas: []serving.ReplicaStages{ready(false), ready(false)}}))
+	assert.False(t, Settled(serving.Pipeline{Replicas: []serving.ReplicaStages{ready(false), ready(true)}}), "a stage moves to a standby")
+	assert.False(t, Settled(serving.Pipeline{Replicas: []serving.ReplicaStages{ready(false), {Replica: 1}}}), "a replica is down")
+}

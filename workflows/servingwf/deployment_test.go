@@ -257,7 +257,18 @@ func TestNoticeMigratesTheStageBeforeTheMachineIsReleased(t *testing.T) {
 	noticed := noticeAt(env, w, 1, time.Minute)
 	migrating := queryAt[serving.Status](t, env, serving.QueryStatus, time.Minute+time.Second)
 	mid := queryAt[serving.Status](t, env, serving.QueryStatus, 2*time.Minute)
+	pipeMoving := queryAt[serving.Pipeline](t, env, serving.QueryStages, time.Minute+time.Second)
+	pipeAfter := queryAt[serving.Pipeline](t, env, serving.QueryStages, 3*time.Minute-time.Second)
 	st := runUntilStopped(t, env, deployInput(), 3*time.Minute, nil)
+
+	// The stages query says the noticed stage is moving (its predecessor's agent then asks
+	// faster), and no longer once it has moved.
+	require.Len(t, pipeMoving.Replicas, 1)
+	require.Len(t, pipeAfter.Replicas, 1)
+	for i, s := range pipeMoving.Replicas[0].Stages {
+		assert.Equal(t, s.Stage == 1, s.Moving, "mid-migration: %+v", s)
+		assert.False(t, pipeAfter.Replicas[0].Stages[i].Moving, "after: %+v", pipeAfter.Replicas[0].Stages[i])
+	}
 
 	// While it migrates, the noticed stage still reads ready on its machine, and says noticed.
 	require.Len(t, migrating.Stages, 2)

@@ -277,7 +277,7 @@ func (d *dep) pipeline() serving.Pipeline {
 		rs := serving.ReplicaStages{Replica: r, Ready: true}
 		for st := range d.depth() {
 			s := d.slotAt(r, st)
-			a := serving.StageAddr{Stage: st, Ready: s.state == serving.StateReady}
+			a := serving.StageAddr{Stage: st, Ready: s.state == serving.StateReady, Moving: s.standby != nil}
 			if a.Ready {
 				a.Addr, a.Node, a.Holder = s.workerAddr, s.inst.ID, s.holderAddr
 			}
