@@ -231,8 +231,14 @@ func TestShimStopsTimingABEKernelOnceItsProfileIsKnown(t *testing.T) {
 
 	hp := g.start(t, "hp", "proc-address", "hp_gemm_kernel", 40, 0.05, 132)
 	hst := hp.wait(t)
-	require.Zero(t, hst["untimed"])
+	// HP launches: the first 16 timed, then one in 8 (the 16th, 24th and 32nd of those after).
+	require.Equal(t, 21.0, hst["untimed"], "40 HP launches, 19 timed")
+	require.Zero(t, hst["failed_events"])
 	require.Equal(t, -1.0, hst["min_excess_ns"], "no fastest time came from a profile file")
+	snap := g.board.Snapshot()
+	require.Equal(t, int64(40), snap.HPKernels, "every HP launch completes on the books")
+	require.Zero(t, snap.HPOutstanding)
+	require.InDelta(t, 1, float64(snap.HPMeasured)/float64(snap.HPFastest), 0.5, "the slowdown signal from the timed ones")
 }
 
 // For shapes whose fastest time a profile file gave (from Nsight Compute: the kernel alone), the

@@ -30,6 +30,7 @@ struct sch_profile {
 	int64_t fastest_ns; /* 0: not yet measured */
 	int64_t seeded_ns;  /* the fastest time a profile file gave (0: none), kept as read */
 	int64_t runs;
+	int64_t hp_launches; /* HP launches of the shape so far (which of them to time) */
 	int sms;   /* SMs the grid occupies, from the occupancy API */
 	int bound; /* SCH_COMPUTE, SCH_MEMORY, SCH_UNKNOWN */
 	int used;

@@ -15,6 +15,7 @@ typedef int CUresult;
 
 typedef struct {
 	int64_t at;
+	unsigned flags; /* 2: CU_EVENT_DISABLE_TIMING, which the real driver cannot time */
 } fake_event;
 
 static int64_t busy_until[64];
@@ -51,11 +52,11 @@ CUresult cuLaunchKernelEx(const launch_config *c, void *f, void **p, void **e)
 
 CUresult cuEventCreate(void **e, unsigned flags)
 {
-	(void)flags;
 	static fake_event pool[1 << 16];
 	static int used;
 	if (used == (1 << 16))
 		return 2; /* out of memory */
+	pool[used].flags = flags;
 	*e = &pool[used++];
 	return 0;
 }
@@ -104,6 +105,8 @@ CUresult cuStreamIsCapturing(void *s, int *status)
 
 CUresult cuEventElapsedTime(float *ms, void *a, void *b)
 {
+	if ((((fake_event *)a)->flags | ((fake_event *)b)->flags) & 2)
+		return 400; /* CUDA_ERROR_INVALID_HANDLE, as for an event created without timing */
 	*ms = (float)(((fake_event *)b)->at - ((fake_event *)a)->at) / 1e6f;
 	return 0;
 }
