@@ -162,6 +162,9 @@ func runtimeLine(st interference.Study, p interference.Pair, dir string) (Line, 
 		if held := heldBy(res.BEWaitsBy); held != "" {
 			notes = append(notes, held)
 		}
+		if res.HPShim.Baseline == "events" {
+			notes = append(notes, "HP slowdown over its own event times")
+		}
 		if e := res.HPShim.MinExcessNS; e != nil && *e >= 0 {
 			notes = append(notes, fmt.Sprintf("HP events add ≥ %.1f µs to ncu's times", float64(*e)/1e3))
 		}
@@ -179,6 +182,9 @@ type shimStats struct {
 	MinExcessNS *int64 `json:"min_excess_ns"`
 	ShimNS      int64  `json:"shim_ns"`
 	Launches    int64  `json:"shim_launches"`
+	// Baseline is what the HP slowdown was measured against: profile (the default) or events
+	// (SCHOONER_COLOCATE_HP_BASELINE=events).
+	Baseline string `json:"hp_baseline"`
 }
 
 func (s shimStats) perLaunchUS() float64 { return float64(s.ShimNS) / float64(s.Launches) / 1e3 }

@@ -40,7 +40,7 @@ func TestLinesPutTheRuntimeBesideTheStudysMechanisms(t *testing.T) {
 	write("be.json", "{\"ready\": true}\n{\"per_second\": 100, \"unit\": \"TFLOP/s\"}\n")
 	write("result.json", `{"evicted": false, "mps": true, "be_state": "running",
 		"be_waits_by": {"hp": 10, "sms": 0, "budget": 90, "paused": 0},
-		"hp_shim": {"min_excess_ns": 3150, "shim_ns": 8000, "shim_launches": 4}, "be_shim": {"shim_ns": 3000, "shim_launches": 2}}`)
+		"hp_shim": {"min_excess_ns": 3150, "shim_ns": 8000, "shim_launches": 4, "hp_baseline": "events"}, "be_shim": {"shim_ns": 3000, "shim_launches": 2}}`)
 
 	lines, err := Lines(st, dir)
 	require.NoError(t, err)
@@ -55,7 +55,7 @@ func TestLinesPutTheRuntimeBesideTheStudysMechanisms(t *testing.T) {
 	require.InDelta(t, 3/lc.P99Ms, rt.P99x, 1e-9)
 	require.InDelta(t, 100/be.PerSecond, rt.BEShare, 1e-9)
 	require.Equal(t, "BE over its whole run (no timeline: HP idle for part of it); MPS true, BE running; "+
-		"BE held by budget 90%, hp 10%; HP events add ≥ 3.1 µs to ncu's times; the shim costs a launch 2.0 µs (HP), 1.5 µs (BE)", rt.Note)
+		"BE held by budget 90%, hp 10%; HP slowdown over its own event times; HP events add ≥ 3.1 µs to ncu's times; the shim costs a launch 2.0 µs (HP), 1.5 µs (BE)", rt.Note)
 }
 
 func TestTheBEShareIsReadOverTheHPWindowWhenBothSidesGaveTimelines(t *testing.T) {

@@ -251,6 +251,24 @@ func TestShimReportsTheLeastExcessOverASeededFastestTime(t *testing.T) {
 	// The fake runs it 50 µs; the file said 40: each run exceeds it by 10 µs and a little.
 	require.GreaterOrEqual(t, st["min_excess_ns"], 10_000.0)
 	require.Less(t, st["min_excess_ns"], 30_000.0)
+	// By default the slowdown signal is over the profile's 40 µs: about 1.25 though nothing ran beside.
+	require.Equal(t, "profile", st["hp_baseline"])
+	snap := g.board.Snapshot()
+	require.Greater(t, float64(snap.HPMeasured)/float64(snap.HPFastest), 1.2)
+}
+
+// With SCHOONER_COLOCATE_HP_BASELINE=events the HP slowdown is over the fastest event-timed run
+// of the shape: a kernel alone reads as not slowed down whatever the profile file said.
+func TestShimCanMeasureHPSlowdownAgainstItsOwnEventTimes(t *testing.T) {
+	g := newFakeGPU(t)
+	require.NoError(t, os.WriteFile(filepath.Join(g.dir, "hp-profiles.tsv"),
+		[]byte("# from ncu\nhp_gemm_kernel\t132,1,1\t256,1,1\t0\t40000\t0\tcompute\n"), 0o644))
+	t.Setenv("SCHOONER_COLOCATE_HP_BASELINE", "events")
+	st := g.start(t, "hp", "proc-address", "hp_gemm_kernel", 40, 0.05, 132).wait(t)
+	require.Equal(t, "events", st["hp_baseline"])
+	snap := g.board.Snapshot()
+	require.Less(t, float64(snap.HPMeasured)/float64(snap.HPFastest), 1.1)
+	require.GreaterOrEqual(t, float64(snap.HPMeasured)/float64(snap.HPFastest), 1.0)
 }
 
 // A poll asks about the oldest launch still running on a stream, not about every launch queued

@@ -29,6 +29,7 @@ struct sch_profile {
 	char name[160];
 	int64_t fastest_ns; /* 0: not yet measured */
 	int64_t seeded_ns;  /* the fastest time a profile file gave (0: none), kept as read */
+	int64_t timed_fastest_ns; /* the fastest event-timed run of this process (0: none) */
 	int64_t runs;
 	int64_t hp_launches; /* HP launches of the shape so far (which of them to time) */
 	int sms;   /* SMs the grid occupies, from the occupancy API */
