@@ -99,6 +99,11 @@ def step_runs(chunks, slot_bytes=None) -> list[list]:
     return groups
 
 
+def _steps_only(group) -> bool:
+    """Whether a group of step_runs is decode steps, which the next chunks may continue."""
+    return all(t1 - t0 == 1 and host.is_contiguous() for _, (t0, t1), host in group)
+
+
 def pool_order(part):
     """A chunk's [L, 2, kv_heads, T, head_dim] as the pool's [L, 2, T, kv_heads, head_dim]."""
     return part.permute(0, 1, 3, 2, 4)
@@ -153,6 +158,7 @@ class StreamedScatter:
         # positions), the slot copies issued, and the time spent issuing them, all inside the
         # holder's fetch. Per piece, that is the cost of a copy and a scatter's launches.
         self.pieces, self.slot_copies, self.place_s = 0, 0, 0.0
+        self._held: list = []  # a run of decode steps landed and not yet placed
         # Every slot of positions [0, need), on the device, made on the stream that reads it
         # and from page-locked memory, so the host does not wait for the previous request's
         # scatters (a blocking copy on that stream would).
@@ -164,19 +170,28 @@ class StreamedScatter:
             self.idx = idx
 
     def landed(self, chunks) -> None:
+        """Places what landed. The holder says each decode step's chunk landed on its own, so a
+        run of steps that may go on is held back (its chunks stay valid in the lent memory until
+        the next fetch) and placed with the steps after it, or by finish(): one piece a run, not
+        one a step (on an H100 a request of 32 steps was placed as 33 pieces before)."""
         t = time.perf_counter()
-        for group in step_runs(chunks, self.slots.slot_bytes if self.slots.cuda else None):
-            if len(group) > 1:
-                self._steps(group)
-                continue
-            layers, tokens, host = group[0]
-            for a, s, n, toff, p0, p1 in self.placer.take(layers, tokens):
-                self.pieces += 1
-                if self.slots.cuda:
-                    self._through_slots(host, a, s, n, toff, p0, p1)
-                else:
-                    self._put(host[a:a + n, :, :, toff:toff + p1 - p0], s, n, p0, p1)
+        groups = step_runs(self._held + list(chunks), self.slots.slot_bytes if self.slots.cuda else None)
+        self._held = groups.pop() if groups and _steps_only(groups[-1]) else []
+        for group in groups:
+            self._place(group)
         self.place_s += time.perf_counter() - t
+
+    def _place(self, group) -> None:
+        if len(group) > 1:
+            self._steps(group)
+            return
+        layers, tokens, host = group[0]
+        for a, s, n, toff, p0, p1 in self.placer.take(layers, tokens):
+            self.pieces += 1
+            if self.slots.cuda:
+                self._through_slots(host, a, s, n, toff, p0, p1)
+            else:
+                self._put(host[a:a + n, :, :, toff:toff + p1 - p0], s, n, p0, p1)
 
     def _put(self, part, s: int, n: int, p0: int, p1: int) -> None:
         """Part [n, 2, kv_heads, p1-p0, head_dim] into the stage's layers [s, s+n), positions
@@ -258,6 +273,11 @@ class StreamedScatter:
         """Wait for the copies out of the lent memory (the holder may write it again after this),
         not for the scatters: the current stream waits for those on the device. PlacementError
         when the replica did not fit the stage."""
+        if self._held:
+            t = time.perf_counter()
+            self._place(self._held)
+            self._held = []
+            self.place_s += time.perf_counter() - t
         if self.slots.cuda:
             self.slots.copies.synchronize()
             torch.cuda.current_stream(self.slots.device).wait_stream(self.slots.scatters)
@@ -266,6 +286,7 @@ class StreamedScatter:
 
     def abandon(self) -> None:
         """After a failed fetch: no copy may still read the lent memory, no scatter the slots."""
+        self._held = []
         if self.slots.cuda:
             self.slots.copies.synchronize()
             self.slots.scatters.synchronize()

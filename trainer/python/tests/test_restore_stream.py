@@ -109,7 +109,16 @@ def test_streamed_places_a_run_of_decode_steps_as_one_piece():
     assert s.finish() == 38
     assert torch.equal(pages(p, "a", 38), pool_order(full[:, :, :, :38]))
     assert not pages(p, "a", 40)[:, :, 38:].any()
-    assert s.pieces == 3, "the prompt, then one piece for each landing's steps"
+    assert s.pieces == 2, "the prompt, then the steps of both landings as one piece"
+    # as the holder streams: every chunk lands on its own
+    one = pool_with("c", 40)
+    s = StreamedScatter(one, "c", 0, 2, 38, RestoreSlots("cpu"))
+    for ch in chunks:
+        s.landed([ch])
+    assert s.pieces == 1, "the steps wait for the ones after them"
+    assert s.finish() == 38
+    assert s.pieces == 2
+    assert torch.equal(pages(one, "c", 38), pool_order(full[:, :, :, :38]))
     # a lost step: the steps after it are not placed
     lost = [c for c in chunks if c[1] != (20, 21)]
     q = pool_with("b", 40)
@@ -167,8 +176,8 @@ def test_decode_steps_through_a_device_slot_match_the_cpu():
     slots = RestoreSlots("cuda", slots=2, slot_bytes=8 * step)
     got = pool_with("a", n, layers, device="cuda", dtype=torch.bfloat16)
     s = StreamedScatter(got, "a", 0, layers, n - 2, slots)
-    s.landed(chunks[:1])
-    s.landed(chunks[1:])
+    for ch in chunks:  # as the holder streams: one chunk a landing
+        s.landed([ch])
     assert s.finish() == n - 2
     torch.cuda.current_stream().synchronize()
     assert torch.equal(pages(got, "a", n - 2), pages(ref, "a", n - 2))
