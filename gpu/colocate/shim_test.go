@@ -290,6 +290,22 @@ func TestShimAsksOnlyAboutTheOldestLaunchOfABusyStream(t *testing.T) {
 	require.Zero(t, snap.HPOutstanding)
 }
 
+// A launch does not wait for the completion poll's event queries: with each query taking 5 ms
+// (a slow driver) and launches 100 µs apart, the shim still costs a launch far less than one
+// query. When the poll held the launch path's lock through its queries, a launch waited for
+// the query in progress: 2.5 ms on average here.
+func TestShimLaunchesDoNotWaitForThePollsQueries(t *testing.T) {
+	g := newFakeGPU(t)
+	t.Setenv("FAKE_QUERY_US", "5000")
+	t.Setenv("FAKE_LAUNCH_GAP_US", "100")
+	st := g.start(t, "hp", "proc-address", "hp_gemm_kernel", 150, 1, 132).wait(t)
+	require.Equal(t, 150.0, st["shim_launches"])
+	require.Less(t, st["shim_ns"].(float64)/150, 1_000_000.0, "the shim's cost a launch, in ns")
+	snap := g.board.Snapshot()
+	require.Equal(t, int64(150), snap.HPKernels)
+	require.Zero(t, snap.HPOutstanding)
+}
+
 // Throttled, the BE side launches nothing until the supervisor lets it go again.
 func TestShimHoldsTheBESideWhileThrottled(t *testing.T) {
 	g := newFakeGPU(t)

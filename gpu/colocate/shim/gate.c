@@ -61,6 +61,10 @@ static pthread_once_t device_once = PTHREAD_ONCE_INIT;
 static const char *profiles_out, *stats_out;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER; /* tickets, pending, events */
+/* Held by the one poll at a time through its event queries, and by a capture's begin: the
+ * queries run without mu, so a launch never waits for the driver's answers to them. Taken
+ * before mu, never after it. */
+static pthread_mutex_t qmu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t have_pending = PTHREAD_COND_INITIALIZER;
 static sch_ticket tickets[TICKETS];
 static sch_ticket *free_tickets;
@@ -83,15 +87,15 @@ static CUcontext ctx;
 static int64_t capture_quiet_until;
 static int64_t captures_open; /* graph captures begun and not yet ended */
 
-/* Under mu: a poll holds it from its look at captures_open through its last query, so a poll
+/* Under qmu: a poll holds it from its look at captures_open through its last query, so a poll
  * that looked before the capture opened ends before the capture begins, and every later one
  * sees it open. Counted without the lock, a query could fall between the look and the begin
  * and invalidate the capture (seen once in CI, under load). */
 void sch_capture_begin(void)
 {
-	pthread_mutex_lock(&mu);
+	pthread_mutex_lock(&qmu);
 	__atomic_fetch_add(&captures_open, 1, __ATOMIC_ACQ_REL);
-	pthread_mutex_unlock(&mu);
+	pthread_mutex_unlock(&qmu);
 }
 
 void sch_capture_end(void)
@@ -251,68 +255,106 @@ static void retire_locked(sch_ticket *t, int64_t measured, int64_t fastest)
 	free_tickets = t;
 }
 
-/* Completes what has completed; call with mu held. Nothing is queried while a capture may be
- * open (capture_quiet_until). A stream runs its work in order, so once a launch on a stream is
- * found still running, the launches after it on that stream are not asked about: a poll costs
- * a query per busy stream and per completion, not per launch in flight. It used to ask about
- * every pending launch while holding the lock the launch path takes, the likeliest part of why
- * a training step of many small kernels ran at a quarter of its speed under the runtime with
- * HP idle on an H100 (BENCHMARKS.md, colocation, 2026-12-06). Launches on the legacy or
- * per-thread default stream share one handle; treating them as one stream only delays
- * noticing a completion, never notices one early. */
-static void poll_locked(void)
+/* Takes a completed launch off the books: its time (0: not timed) into its profile, then
+ * retire_locked; call with mu held. */
+static void complete_locked(sch_ticket *t, int64_t ns)
 {
+	int64_t fastest = 0;
+	if (ns > 0) {
+		sch_profile_lock();
+		if (t->p->seeded_ns > 0 && (!stats.excess_seen || ns - t->p->seeded_ns < stats.min_excess_ns)) {
+			stats.min_excess_ns = ns - t->p->seeded_ns;
+			stats.excess_seen = 1;
+		}
+		if (t->p->fastest_ns == 0 || ns < t->p->fastest_ns)
+			t->p->fastest_ns = ns;
+		if (t->p->timed_fastest_ns == 0 || ns < t->p->timed_fastest_ns)
+			t->p->timed_fastest_ns = ns;
+		__atomic_fetch_add(&t->p->runs, 1, __ATOMIC_RELAXED);
+		fastest = hp_baseline_events ? t->p->timed_fastest_ns : t->p->fastest_ns;
+		sch_profile_unlock();
+	}
+	retire_locked(t, ns, ns > 0 ? fastest : 0);
+}
+
+/* Under qmu: the pending launches one poll looks at, and what it found of each (its time, 0
+ * when not timed; -1 still running). */
+static sch_ticket *polled[TICKETS];
+static int64_t polled_ns[TICKETS];
+
+/* Completes what has completed; call with neither lock held. Nothing is queried while a
+ * capture may be open (capture_quiet_until). A stream runs its work in order, so once a launch
+ * on a stream is found still running, the launches after it on that stream are not asked
+ * about: a poll costs a query per busy stream and per completion, not per launch in flight.
+ * The queries run under qmu alone: mu is held only to copy the pending launches and to retire
+ * the completed ones, so a launch waits for neither the queries nor the driver. Polls used to
+ * hold mu through every query (and before that queried every pending launch): a launch paid
+ * 4-8 us of host time in the shim on an H100, more than a CNN's kernels (BENCHMARKS.md,
+ * colocation, 2026-12-06). Launches on the legacy or per-thread default stream share one
+ * handle; treating them as one stream only delays noticing a completion, never notices one
+ * early. */
+static void poll_completions(void)
+{
+	pthread_mutex_lock(&qmu);
 	if (__atomic_load_n(&captures_open, __ATOMIC_ACQUIRE) > 0 ||
-	    now_ns() < __atomic_load_n(&capture_quiet_until, __ATOMIC_ACQUIRE))
+	    now_ns() < __atomic_load_n(&capture_quiet_until, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_unlock(&qmu);
 		return;
+	}
+	/* Only a poll removes pending launches, and polls hold qmu: pending's first n entries stay
+	 * these, in this order, while launches append after them. */
+	pthread_mutex_lock(&mu);
+	int n = npending;
+	memcpy(polled, pending, (size_t)n * sizeof *polled);
+	pthread_mutex_unlock(&mu);
+
 	CUstream busy[BUSY_STREAMS];
-	int nbusy = 0, kept = 0;
-	int64_t queries = 0;
-	for (int i = 0; i < npending; i++) {
-		sch_ticket *t = pending[i];
+	int nbusy = 0, done = 0;
+	int64_t queries = 0, failed = 0;
+	for (int i = 0; i < n; i++) {
+		sch_ticket *t = polled[i];
+		polled_ns[i] = -1;
 		int skip = 0;
 		for (int b = 0; b < nbusy && !skip; b++)
 			skip = busy[b] == t->stream;
-		if (skip) {
-			pending[kept++] = t;
+		if (skip)
 			continue;
-		}
 		queries++;
 		CUresult r = drv_cuEventQuery(t->end);
 		if (r == CUDA_ERROR_NOT_READY) {
 			if (nbusy < BUSY_STREAMS)
 				busy[nbusy++] = t->stream;
-			pending[kept++] = t;
 			continue;
 		}
 		float ms = 0;
-		int64_t ns = 0;
+		polled_ns[i] = 0;
 		if (r == CUDA_SUCCESS && t->start &&
 		    drv_cuEventElapsedTime(&ms, t->start, t->end) == CUDA_SUCCESS && ms > 0)
-			ns = (int64_t)(ms * 1e6);
+			polled_ns[i] = (int64_t)(ms * 1e6);
 		else if (r != CUDA_SUCCESS)
-			stats.failed_events++;
-		int64_t fastest = 0;
-		if (ns > 0) {
-			sch_profile_lock();
-			if (t->p->seeded_ns > 0 && (!stats.excess_seen || ns - t->p->seeded_ns < stats.min_excess_ns)) {
-				stats.min_excess_ns = ns - t->p->seeded_ns;
-				stats.excess_seen = 1;
-			}
-			if (t->p->fastest_ns == 0 || ns < t->p->fastest_ns)
-				t->p->fastest_ns = ns;
-			if (t->p->timed_fastest_ns == 0 || ns < t->p->timed_fastest_ns)
-				t->p->timed_fastest_ns = ns;
-			__atomic_fetch_add(&t->p->runs, 1, __ATOMIC_RELAXED);
-			fastest = hp_baseline_events ? t->p->timed_fastest_ns : t->p->fastest_ns;
-			sch_profile_unlock();
-		}
-		retire_locked(t, ns, ns > 0 ? fastest : 0);
+			failed++;
+		done++;
 	}
-	npending = kept;
+
+	pthread_mutex_lock(&mu);
+	if (done) {
+		int kept = 0;
+		for (int i = 0; i < n; i++) {
+			if (polled_ns[i] < 0)
+				pending[kept++] = polled[i];
+			else
+				complete_locked(polled[i], polled_ns[i]);
+		}
+		for (int i = n; i < npending; i++)
+			pending[kept++] = pending[i];
+		npending = kept;
+	}
+	stats.failed_events += failed;
 	stats.event_queries += queries;
 	if (queries > stats.max_poll_queries)
 		stats.max_poll_queries = queries;
+	pthread_mutex_unlock(&mu);
+	pthread_mutex_unlock(&qmu);
 }
 
 static void write_files(void);
@@ -335,8 +377,8 @@ static void *tracker(void *arg)
 			until.tv_sec += 1;
 			pthread_cond_timedwait(&have_pending, &mu, &until);
 		}
-		poll_locked();
 		pthread_mutex_unlock(&mu);
+		poll_completions();
 		if (now_ns() >= next_write) {
 			write_files();
 			next_write = now_ns() + 1000000000LL;
@@ -389,9 +431,7 @@ sch_ticket *sch_before(const sch_shape *shape, CUstream stream)
 				waited_from = now_ns();
 				first = verdict;
 			}
-			pthread_mutex_lock(&mu);
-			poll_locked();
-			pthread_mutex_unlock(&mu);
+			poll_completions();
 			spin_poll();
 		}
 		if (waited_from) {
@@ -408,7 +448,9 @@ sch_ticket *sch_before(const sch_shape *shape, CUstream stream)
 	 * launch untracked, which for the HP side would hide busy work from the BE side. The
 	 * driver's own launch queue is shallower than the tickets, so this is rare. */
 	for (int64_t give_up = now_ns() + 1000000000LL; !free_tickets && now_ns() < give_up;) {
-		poll_locked();
+		pthread_mutex_unlock(&mu);
+		poll_completions();
+		pthread_mutex_lock(&mu);
 		if (!free_tickets) {
 			pthread_mutex_unlock(&mu);
 			spin_poll();
@@ -474,8 +516,8 @@ static const char *src_names[SRC_COUNT] = {"runtime", "runtime_ex", "driver", "d
  * off the books (the supervisor also resets a side whose process died without this). */
 static void drain(void)
 {
+	poll_completions();
 	pthread_mutex_lock(&mu);
-	poll_locked();
 	for (int i = 0; i < npending; i++)
 		retire_locked(pending[i], 0, 0);
 	npending = 0;

@@ -79,6 +79,10 @@ int main(int argc, char **argv)
 		printf("done %lld\n", (long long)now_ns());
 		return 0;
 	}
+	/* FAKE_LAUNCH_GAP_US: a pause after each launch (under a second), as a program that computes
+	 * between them. */
+	const char *g = getenv("FAKE_LAUNCH_GAP_US");
+	struct timespec gap = {0, g ? (atol(g) % 1000000) * 1000 : 0};
 	for (int i = 0; i < count; i++) {
 		int r;
 		if (strcmp(argv[1], "runtime") == 0) {
@@ -101,6 +105,8 @@ int main(int argc, char **argv)
 		}
 		printf("launched %lld\n", (long long)now_ns());
 		fflush(stdout);
+		if (gap.tv_nsec)
+			nanosleep(&gap, NULL);
 	}
 	sync();
 	printf("done %lld\n", (long long)now_ns());

@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -68,8 +69,24 @@ CUresult cuEventRecord(void *e, void *s)
 	return 0;
 }
 
+/* FAKE_QUERY_US: how long each event query takes (default none), as a driver whose answers are
+ * slow (under MPS, or a busy host) would. */
+static void query_delay(void)
+{
+	static long us = -1;
+	if (us < 0) {
+		const char *v = getenv("FAKE_QUERY_US");
+		us = v ? atol(v) : 0;
+	}
+	if (us > 0) {
+		struct timespec d = {us / 1000000, (us % 1000000) * 1000};
+		nanosleep(&d, NULL);
+	}
+}
+
 CUresult cuEventQuery(void *e)
 {
+	query_delay();
 	if (captures_open) {
 		capture_invalidated = 1;
 		return 900; /* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED */
