@@ -6,7 +6,7 @@
 # `schooner colocate run` beside an HP side that only sleeps, with the cap on queued BE work
 # while HP is idle at the budget's 100 µs (the default) and at 10 ms (--idle-budget), MPS where
 # it works, and at 10 ms with MPS off, once more with the shim's completion poll every 50 µs
-# instead of 5 (its tracker holds the lock the launch path takes while it polls); and at the
+# instead of 5 (its tracker used to hold the lock the launch path takes while it polled); and at the
 # default cap with the GEMM splitter as registered kernels (SCHOONER_COLOCATE_SPLIT=kernels)
 # instead of a dispatch mode, which costs every operator a call into Python; and with the
 # splitter off (SCHOONER_COLOCATE_SPLIT=0) at both caps, which leaves the shim's and the cap's

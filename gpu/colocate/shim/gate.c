@@ -23,7 +23,7 @@
 /* A BE kernel shape's launches are timed (a start event as well as the end event) until it has
  * this many timed runs: enough for its fastest time, the charge the rule uses. After that only
  * its completion matters, and under MPS every event record is one more command a launch pays
- * for. HP launches are always timed: their times are the supervisor's signal. */
+ * for. HP launches are sampled instead (below): their times are the supervisor's signal. */
 #define BE_TIMED_RUNS 16
 /* An HP kernel shape's first HP_TIMED_LAUNCHES launches are timed, then one in HP_TIME_EVERY:
  * the supervisor's slowdown signal is a ratio of sums, which a sample keeps, and every event a

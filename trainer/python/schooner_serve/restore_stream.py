@@ -85,13 +85,13 @@ def step_runs(chunks, slot_bytes=None) -> list[list]:
     its own."""
     groups: list[list] = []
     for ch in chunks:
-        layers, (t0, t1), host = ch
+        layers, (t0, _), host = ch
         last = groups[-1] if groups else None
-        if t1 - t0 == 1 and host.is_contiguous() and last is not None:
+        if _is_step(ch) and last is not None and _is_step(last[-1]):
             pl, (_, pt1), ph = last[-1]
             step = host.numel() * host.element_size()
             if (pl == layers and pt1 == t0 and pt1 - last[0][1][0] == len(last) and ph.shape == host.shape
-                    and ph.dtype == host.dtype and ph.is_contiguous()
+                    and ph.dtype == host.dtype
                     and (slot_bytes is None or (len(last) + 1) * step <= slot_bytes)):
                 last.append(ch)
                 continue
@@ -99,9 +99,15 @@ def step_runs(chunks, slot_bytes=None) -> list[list]:
     return groups
 
 
+def _is_step(chunk) -> bool:
+    """Whether a chunk is one decode step: one token, contiguous (a step run's member)."""
+    _, (t0, t1), host = chunk
+    return t1 - t0 == 1 and host.is_contiguous()
+
+
 def _steps_only(group) -> bool:
     """Whether a group of step_runs is decode steps, which the next chunks may continue."""
-    return all(t1 - t0 == 1 and host.is_contiguous() for _, (t0, t1), host in group)
+    return all(_is_step(ch) for ch in group)
 
 
 def pool_order(part):
