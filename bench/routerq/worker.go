@@ -1,28 +1,26 @@
 package main
 
 import (
-	"bufio"
 	"errors"
-	"net"
 	"sync"
 	"time"
 
 	"github.com/schooner-ml/schooner/internal/frame"
+	"github.com/schooner-ml/schooner/serving/router/fakestage"
 )
 
 // worker is a fake stage worker, one stage that is both first and last, speaking section 1 of
-// docs/serving-protocol.md as the router's test fake does (serving/router/fakeworker_test.go),
+// docs/serving-protocol.md through serving/router/fakestage as the router's test fake does,
 // but shaped like a decoding engine with continuous batching: it holds up to slots requests
 // and every step it emits one token of each; a submit while every slot is taken is answered
 // "overloaded". Its capacity is slots / (max_tokens × step) requests a second, so a burst
 // above that waits in the router's queue (the router runs with MaxRunning = slots).
 type worker struct {
-	ln    net.Listener
+	srv   *fakestage.Worker
 	slots int
 	step  time.Duration
 
 	mu        sync.Mutex
-	conns     []*workerConn
 	running   []*job // in submit order, so a step serves them in that order
 	overloads int
 	closed    bool
@@ -36,66 +34,22 @@ type job struct {
 	seed int64
 	next int
 	n    int
-	conn *workerConn // the router connection it came on; tokens go back there
+	conn *fakestage.Conn // the router connection it came on; tokens go back there
 }
-
-// workerConn is one router connection; the reader and the step loop both write to it.
-type workerConn struct {
-	nc  net.Conn
-	wmu sync.Mutex
-	bw  *bufio.Writer
-}
-
-// Frames the worker sends. Structs, not maps: the step loop encodes thousands a second.
-type (
-	tokenFrame struct {
-		Op      string `json:"op"`
-		Request string `json:"request"`
-		Step    int    `json:"step"`
-		Token   int    `json:"token"`
-	}
-	doneFrame struct {
-		Op      string `json:"op"`
-		Request string `json:"request"`
-		Reason  string `json:"reason"`
-		Steps   int    `json:"steps"`
-	}
-	requestFrame struct {
-		Op      string `json:"op"`
-		Request string `json:"request"`
-		Code    string `json:"code,omitempty"`
-		Message string `json:"message,omitempty"`
-	}
-	pongFrame struct {
-		Op   string         `json:"op"`
-		Load map[string]int `json:"load"`
-	}
-	helloOKFrame struct {
-		Op      string `json:"op"`
-		Version int    `json:"version"`
-	}
-	// submitFrame is the part of section 1's submit the worker reads.
-	submitFrame struct {
-		Request    string `json:"request"`
-		MaxTokens  int    `json:"max_tokens"`
-		Seed       int64  `json:"seed"`
-		ResumeFrom int    `json:"resume_from"`
-	}
-)
 
 // startWorker listens on a free loopback port and serves until close.
 func startWorker(slots int, step time.Duration) (*worker, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	srv, err := fakestage.Listen()
 	if err != nil {
 		return nil, err
 	}
-	w := &worker{ln: ln, slots: slots, step: step, wake: make(chan struct{}, 1), done: make(chan struct{})}
-	go w.accept()
+	w := &worker{srv: srv, slots: slots, step: step, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	srv.Serve(w)
 	go w.stepLoop()
 	return w, nil
 }
 
-func (w *worker) addr() string { return w.ln.Addr().String() }
+func (w *worker) addr() string { return w.srv.Addr() }
 
 // overloaded is how many submits found every slot taken.
 func (w *worker) overloaded() int {
@@ -112,11 +66,8 @@ func (w *worker) close() {
 		return
 	}
 	w.closed = true
-	_ = w.ln.Close()
-	for _, c := range w.conns {
-		_ = c.nc.Close()
-	}
 	w.mu.Unlock()
+	w.srv.Close()
 	w.kick()
 	<-w.done
 }
@@ -128,93 +79,29 @@ func (w *worker) kick() {
 	}
 }
 
-func (w *worker) accept() {
-	for {
-		nc, err := w.ln.Accept()
-		if err != nil {
-			return
-		}
-		c := &workerConn{nc: nc, bw: bufio.NewWriterSize(nc, 64<<10)}
-		w.mu.Lock()
-		if w.closed {
-			w.mu.Unlock()
-			_ = nc.Close()
-			return
-		}
-		w.conns = append(w.conns, c)
-		w.mu.Unlock()
-		go w.serve(c)
-	}
+// Load reports the slots taken and free, for a pong.
+func (w *worker) Load() map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return map[string]int{"running": len(w.running), "waiting": 0, "kv_blocks_free": w.slots - len(w.running)}
 }
 
-// write sends frames in one flush.
-func (c *workerConn) write(frames ...any) error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	for _, f := range frames {
-		if err := frame.Write(c.bw, f, nil); err != nil {
-			return err
-		}
+// Submit takes the request into a free slot, or answers "overloaded" when there is none.
+func (w *worker) Submit(c *fakestage.Conn, h frame.Header) error {
+	var s fakestage.Submit
+	if err := h.Decode(&s); err != nil {
+		return err
 	}
-	return c.bw.Flush()
-}
-
-// serve answers one router connection: hello, pings, submits and cancels.
-func (w *worker) serve(c *workerConn) {
-	fr := frame.NewReader(c.nc, 0)
-	h, _, err := fr.Next()
-	if err != nil || h.Op != "hello" {
-		_ = c.nc.Close()
-		return
+	if !w.admit(s, c) {
+		_ = c.Write(fakestage.RequestError(s.Request, "overloaded", "every slot is taken"))
+		return nil
 	}
-	var hello frame.Hello
-	if err := h.Decode(&hello); err != nil || hello.Role != "router" || hello.Version != frame.Version {
-		_ = c.write(frame.NewError("bad_request", "unexpected hello %+v", hello))
-		_ = c.nc.Close()
-		return
-	}
-	if c.write(helloOKFrame{Op: "hello_ok", Version: frame.Version}) != nil {
-		return
-	}
-	for {
-		h, _, err := fr.Next()
-		if err != nil {
-			return
-		}
-		switch h.Op {
-		case "ping":
-			w.mu.Lock()
-			load := map[string]int{"running": len(w.running), "waiting": 0, "kv_blocks_free": w.slots - len(w.running)}
-			w.mu.Unlock()
-			_ = c.write(pongFrame{Op: "pong", Load: load})
-		case "submit":
-			var s submitFrame
-			if err := h.Decode(&s); err != nil {
-				_ = c.write(frame.NewError("bad_request", "%v", err))
-				_ = c.nc.Close()
-				return
-			}
-			if !w.admit(s, c) {
-				_ = c.write(requestFrame{Op: "error", Request: s.Request, Code: "overloaded", Message: "every slot is taken"})
-				continue
-			}
-			_ = c.write(requestFrame{Op: "accepted", Request: s.Request})
-		case "cancel":
-			var m struct {
-				Request string `json:"request"`
-			}
-			_ = h.Decode(&m)
-			w.cancel(m.Request)
-		default:
-			_ = c.write(frame.NewError("bad_request", "unknown op %q", h.Op))
-			_ = c.nc.Close()
-			return
-		}
-	}
+	_ = c.Write(fakestage.Accepted(s.Request))
+	return nil
 }
 
 // admit takes s into a free slot; false when there is none.
-func (w *worker) admit(s submitFrame, c *workerConn) bool {
+func (w *worker) admit(s fakestage.Submit, c *fakestage.Conn) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.running) >= w.slots {
@@ -226,7 +113,8 @@ func (w *worker) admit(s submitFrame, c *workerConn) bool {
 	return true
 }
 
-func (w *worker) cancel(id string) {
+// Cancel frees the request's slot.
+func (w *worker) Cancel(id string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for i, j := range w.running {
@@ -276,7 +164,7 @@ func (w *worker) stepLoop() {
 
 // runStep emits one token of every running job and retires the finished ones.
 func (w *worker) runStep() error {
-	out := map[*workerConn][]any{}
+	out := map[*fakestage.Conn][]any{}
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
@@ -284,10 +172,10 @@ func (w *worker) runStep() error {
 	}
 	keep := w.running[:0]
 	for _, j := range w.running {
-		out[j.conn] = append(out[j.conn], tokenFrame{Op: "token", Request: j.id, Step: j.next, Token: tokenOf(j.seed, j.next)})
+		out[j.conn] = append(out[j.conn], fakestage.NewToken(j.id, j.next, tokenOf(j.seed, j.next)))
 		j.next++
 		if j.next >= j.n {
-			out[j.conn] = append(out[j.conn], doneFrame{Op: "done", Request: j.id, Reason: "length", Steps: j.n})
+			out[j.conn] = append(out[j.conn], fakestage.NewDone(j.id, "length", j.n))
 			continue
 		}
 		keep = append(keep, j)
@@ -296,7 +184,7 @@ func (w *worker) runStep() error {
 	w.running = keep
 	w.mu.Unlock()
 	for c, frames := range out {
-		_ = c.write(frames...) // a broken connection: the router pauses its requests; the run reports them failed
+		_ = c.Write(frames...) // a broken connection: the router pauses its requests; the run reports them failed
 	}
 	return nil
 }

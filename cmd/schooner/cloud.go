@@ -145,10 +145,7 @@ job was killed in a way that skipped its own cleanup. --dry-run only lists.`,
 			fmt.Fprintf(out, "dry run: %d instances would be terminated\n", len(insts))
 			return nil
 		}
-		ids := make([]string, len(insts))
-		for i, inst := range insts {
-			ids[i] = inst.ID
-		}
+		ids := cloud.IDs(insts)
 		if err := p.Terminate(ctx, ids); err != nil {
 			return fmt.Errorf("terminating leaked instances of %s: %w", job, err)
 		}

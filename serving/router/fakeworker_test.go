@@ -2,11 +2,11 @@ package router_test
 
 import (
 	"hash/fnv"
-	"net"
 	"sync"
 	"testing"
 
 	"github.com/schooner-ml/schooner/internal/frame"
+	"github.com/schooner-ml/schooner/serving/router/fakestage"
 )
 
 // tokenAt is the fake model: token k of a request is a lowercase letter that depends only on
@@ -37,33 +37,18 @@ func expectedText(prompt string, seed int64, n int) string {
 	return string(out)
 }
 
-// submitFrame is section 1's submit as the fake reads it.
-type submitFrame struct {
-	Request     string   `json:"request"`
-	Prompt      []int    `json:"prompt"`
-	MaxTokens   int      `json:"max_tokens"`
-	Temperature float64  `json:"temperature"`
-	Seed        int64    `json:"seed"`
-	ResumeFrom  int      `json:"resume_from"`
-	Generated   []int    `json:"generated"`
-	ResumeMode  string   `json:"resume_mode"`
-	Route       []string `json:"route"`
-}
-
-// fakeWorker speaks section 1 over TCP. With role "first+last" it is a whole one-stage
-// deployment; a "first" fake hands each submit to its peer, a "last" fake, which emits the
-// tokens on its own router connection.
+// fakeWorker is a fake stage worker over fakestage. With role "first+last" it is a whole
+// one-stage deployment; a "first" fake hands each submit to its peer, a "last" fake, which
+// emits the tokens on its own router connection.
 type fakeWorker struct {
 	t    *testing.T
 	role string
-	ln   net.Listener
+	srv  *fakestage.Worker
 	peer *fakeWorker // the last stage, for a "first" fake
 
 	mu            sync.Mutex
-	conns         []*fakeConn
-	submits       []submitFrame
+	submits       []fakestage.Submit
 	cancels       []string
-	hellos        []frame.Hello
 	hold          int           // generate steps < hold, then wait for release
 	release       chan struct{} // closed: generate the rest
 	replay        int           // a resumed request re-sends this many earlier steps
@@ -75,30 +60,19 @@ type fakeWorker struct {
 	killed        bool
 }
 
-type fakeConn struct {
-	nc  net.Conn
-	wmu sync.Mutex
-}
-
-func (c *fakeConn) write(h any) error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	return frame.Write(c.nc, h, nil)
-}
-
 func startFake(t *testing.T, role string) *fakeWorker {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	srv, err := fakestage.Listen()
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fakeWorker{t: t, role: role, ln: ln, release: make(chan struct{}), stopped: map[string]chan struct{}{}}
-	go f.accept()
+	f := &fakeWorker{t: t, role: role, srv: srv, release: make(chan struct{}), stopped: map[string]chan struct{}{}}
+	srv.Serve(f)
 	t.Cleanup(f.kill)
 	return f
 }
 
-func (f *fakeWorker) addr() string { return f.ln.Addr().String() }
+func (f *fakeWorker) addr() string { return f.srv.Addr() }
 
 // kill is the machine going away: listener and connections close, generation stops.
 func (f *fakeWorker) kill() {
@@ -108,126 +82,66 @@ func (f *fakeWorker) kill() {
 		return
 	}
 	f.killed = true
-	_ = f.ln.Close()
-	for _, c := range f.conns {
-		_ = c.nc.Close()
-	}
+	f.srv.Close()
 	for _, ch := range f.stopped {
 		close(ch)
 	}
 	f.stopped = map[string]chan struct{}{}
 }
 
-func (f *fakeWorker) accept() {
-	for {
-		nc, err := f.ln.Accept()
-		if err != nil {
-			return
-		}
-		c := &fakeConn{nc: nc}
-		f.mu.Lock()
-		if f.killed {
-			f.mu.Unlock()
-			_ = nc.Close()
-			return
-		}
-		f.conns = append(f.conns, c)
-		f.mu.Unlock()
-		go f.serve(c)
-	}
+// Load is an idle worker's.
+func (f *fakeWorker) Load() map[string]int {
+	return map[string]int{"running": 0, "waiting": 0, "kv_blocks_free": 100}
 }
 
-// routerConn is the fake's latest router connection, where a last stage sends tokens.
-func (f *fakeWorker) routerConn() *fakeConn {
+// Submit records the submit, answers it as the fake is set to and starts generating.
+func (f *fakeWorker) Submit(c *fakestage.Conn, h frame.Header) error {
+	var s fakestage.Submit
+	if err := h.Decode(&s); err != nil {
+		f.t.Errorf("fake: %v", err)
+		return err
+	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.conns) == 0 {
+	f.submits = append(f.submits, s)
+	overload := f.overloadFirst > 0
+	if overload {
+		f.overloadFirst--
+	}
+	f.mu.Unlock()
+	if overload {
+		_ = c.Write(fakestage.RequestError(s.Request, "overloaded", "full"))
 		return nil
 	}
-	return f.conns[len(f.conns)-1]
+	f.mu.Lock()
+	noReplica := f.noReplica
+	f.mu.Unlock()
+	if noReplica && s.ResumeFrom > 0 && s.ResumeMode != "reprefill" {
+		_ = c.Write(fakestage.Accepted(s.Request))
+		_ = c.Write(fakestage.RequestError(s.Request, "restore_failed", "no replica"))
+		return nil
+	}
+	_ = c.Write(fakestage.Accepted(s.Request))
+	gen := f
+	if f.role == "first" {
+		f.mu.Lock()
+		gen = f.peer
+		f.mu.Unlock()
+	}
+	go gen.generate(s)
+	return nil
 }
 
-func (f *fakeWorker) serve(c *fakeConn) {
-	fr := frame.NewReader(c.nc, 0)
-	h, _, err := fr.Next()
-	if err != nil || h.Op != "hello" {
-		_ = c.nc.Close()
-		return
-	}
-	var hello frame.Hello
-	_ = h.Decode(&hello)
+// Cancel records the cancel and stops the request here and on the peer.
+func (f *fakeWorker) Cancel(id string) {
 	f.mu.Lock()
-	f.hellos = append(f.hellos, hello)
+	f.cancels = append(f.cancels, id)
 	f.mu.Unlock()
-	if hello.Role != "router" || hello.Version != frame.Version {
-		_ = c.write(frame.NewError("bad_request", "unexpected hello %+v", hello))
-		_ = c.nc.Close()
-		return
-	}
-	if c.write(map[string]any{"op": "hello_ok", "version": frame.Version}) != nil {
-		return
-	}
-	for {
-		h, _, err := fr.Next()
-		if err != nil {
-			return
-		}
-		switch h.Op {
-		case "ping":
-			_ = c.write(map[string]any{"op": "pong", "load": map[string]int{"running": 0, "waiting": 0, "kv_blocks_free": 100}})
-		case "submit":
-			var s submitFrame
-			if err := h.Decode(&s); err != nil {
-				f.t.Errorf("fake: %v", err)
-				return
-			}
-			f.mu.Lock()
-			f.submits = append(f.submits, s)
-			overload := f.overloadFirst > 0
-			if overload {
-				f.overloadFirst--
-			}
-			f.mu.Unlock()
-			if overload {
-				_ = c.write(map[string]any{"op": "error", "request": s.Request, "code": "overloaded", "message": "full"})
-				continue
-			}
-			f.mu.Lock()
-			noReplica := f.noReplica
-			f.mu.Unlock()
-			if noReplica && s.ResumeFrom > 0 && s.ResumeMode != "reprefill" {
-				_ = c.write(map[string]any{"op": "accepted", "request": s.Request})
-				_ = c.write(map[string]any{"op": "error", "request": s.Request, "code": "restore_failed", "message": "no replica"})
-				continue
-			}
-			_ = c.write(map[string]any{"op": "accepted", "request": s.Request})
-			gen := f
-			if f.role == "first" {
-				f.mu.Lock()
-				gen = f.peer
-				f.mu.Unlock()
-			}
-			go gen.generate(s)
-		case "cancel":
-			var m struct {
-				Request string `json:"request"`
-			}
-			_ = h.Decode(&m)
-			f.mu.Lock()
-			f.cancels = append(f.cancels, m.Request)
-			f.mu.Unlock()
-			f.stop(m.Request)
-			f.mu.Lock()
-			peer := f.peer
-			f.mu.Unlock()
-			if peer != nil {
-				peer.stop(m.Request)
-			}
-		default:
-			_ = c.write(frame.NewError("bad_request", "unknown op %q", h.Op))
-			_ = c.nc.Close()
-			return
-		}
+	f.stop(id)
+	f.mu.Lock()
+	peer := f.peer
+	f.mu.Unlock()
+	if peer != nil {
+		peer.stop(id)
 	}
 }
 
@@ -242,7 +156,7 @@ func (f *fakeWorker) stop(id string) {
 
 // generate emits the request's tokens from resume_from (minus replay) on, on this fake's
 // router connection; it checks that a resumption carries the tokens the fake model makes.
-func (f *fakeWorker) generate(s submitFrame) {
+func (f *fakeWorker) generate(s fakestage.Submit) {
 	f.mu.Lock()
 	stop := make(chan struct{})
 	if old, ok := f.stopped[s.Request]; ok {
@@ -251,7 +165,7 @@ func (f *fakeWorker) generate(s submitFrame) {
 	f.stopped[s.Request] = stop
 	hold, release, replay, stopAfter := f.hold, f.release, f.replay, f.stopAfter
 	f.mu.Unlock()
-	c := f.routerConn()
+	c := f.srv.Latest()
 	if c == nil {
 		return
 	}
@@ -281,21 +195,21 @@ func (f *fakeWorker) generate(s submitFrame) {
 			return
 		default:
 		}
-		if c.write(map[string]any{"op": "token", "request": s.Request, "step": k, "token": tokenAt(s.Prompt, s.Seed, k)}) != nil {
+		if c.Write(fakestage.NewToken(s.Request, k, tokenAt(s.Prompt, s.Seed, k))) != nil {
 			return
 		}
 		f.mu.Lock()
 		f.tokensSent++
 		f.mu.Unlock()
 	}
-	_ = c.write(map[string]any{"op": "done", "request": s.Request, "reason": reason, "steps": n})
+	_ = c.Write(fakestage.NewDone(s.Request, reason, n))
 	f.stop(s.Request)
 }
 
-func (f *fakeWorker) submitted() []submitFrame {
+func (f *fakeWorker) submitted() []fakestage.Submit {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]submitFrame(nil), f.submits...)
+	return append([]fakestage.Submit(nil), f.submits...)
 }
 
 func (f *fakeWorker) cancelled() []string {
@@ -311,11 +225,7 @@ func (f *fakeWorker) set(change func(*fakeWorker)) {
 	change(f)
 }
 
-func (f *fakeWorker) hello(i int) frame.Hello {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.hellos[i]
-}
+func (f *fakeWorker) hello(i int) frame.Hello { return f.srv.Hellos()[i] }
 
 func (f *fakeWorker) sent() int {
 	f.mu.Lock()
