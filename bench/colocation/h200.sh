@@ -16,6 +16,8 @@
 # from names. RUNTIME_FLAGS adds flags to every runtime run (e.g. "--idle-budget 2ms"),
 # RUNTIME_TAG names those runs apart (runtime-LC-BE@TAG), and SKIP_STUDY=1 runs only the runtime
 # into an OUTDIR that already has the study: two variants of the runtime against one baseline.
+# MECHANISMS narrows the study's mechanisms (e.g. "mps-25 mps-50"; each workload alone, the
+# dedicated baseline, always runs).
 set -u
 source "$(dirname "$0")/../gpu/setup.sh"
 export SCHOONER_PYTHONPATH="$root/trainer/python" PYTHONPATH="$root/trainer/python${PYTHONPATH:+:$PYTHONPATH}"
@@ -27,6 +29,7 @@ log() { echo "$* ($(date -u +%T))" >> "$out/steps.log"; }
 
 pairflags=""
 for p in $pairs; do pairflags="$pairflags --pair $p"; done
+for m in ${MECHANISMS:-}; do pairflags="$pairflags --mechanism $m"; done
 if [ -z "${SKIP_STUDY:-}" ]; then
   log "== study"
   timeout "${STUDY_LIMIT:-900}" "$bin" gpu interference run --local $pairflags --requests "$requests" --repeats "${REPEATS:-3}" \

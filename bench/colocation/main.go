@@ -168,6 +168,10 @@ func runtimeLine(st interference.Study, p interference.Pair, dir string) (Line, 
 		if e := res.HPShim.MinExcessNS; e != nil && *e >= 0 {
 			notes = append(notes, fmt.Sprintf("HP events add ≥ %.1f µs to ncu's times", float64(*e)/1e3))
 		}
+		if g := res.HPShim.Gapped; g != nil && res.HPShim.Untimed >= 0 && res.HPShim.Launches > 0 {
+			timed := res.HPShim.Launches - res.HPShim.Untimed
+			notes = append(notes, fmt.Sprintf("%d of %d timed HP launches left out of the slowdown signal (not seen queued: their time holds the launch's)", *g, timed))
+		}
 		if res.HPShim.Launches > 0 && res.BEShim.Launches > 0 {
 			notes = append(notes, fmt.Sprintf("the shim costs a launch %.1f µs (HP), %.1f µs (BE)",
 				res.HPShim.perLaunchUS(), res.BEShim.perLaunchUS()))
@@ -182,6 +186,10 @@ type shimStats struct {
 	MinExcessNS *int64 `json:"min_excess_ns"`
 	ShimNS      int64  `json:"shim_ns"`
 	Launches    int64  `json:"shim_launches"`
+	Untimed     int64  `json:"untimed"`
+	// Gapped is how many timed HP launches the slowdown signal left out (nil: a shim from
+	// before the rule).
+	Gapped *int64 `json:"gapped"`
 	// Baseline is what the HP slowdown was measured against: profile (the default) or events
 	// (SCHOONER_COLOCATE_HP_BASELINE=events).
 	Baseline string `json:"hp_baseline"`

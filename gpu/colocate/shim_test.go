@@ -352,3 +352,34 @@ func TestShimLeavesNoRuntimeErrorBehindItsLookups(t *testing.T) {
 		}
 	}
 }
+
+// A timed HP launch onto an idle stream holds the driver's own launch time (its start event
+// fires before the kernel is submitted): kernels of 20 µs launched 300 µs apart through a
+// driver that takes 50 µs a launch read 3.5× their fastest time with nothing beside them, and
+// the supervisor held the BE side back for it. Such samples stay out of the slowdown signal;
+// launches queued behind running work still count, and read their true time.
+func TestShimLeavesTheDriversLaunchTimeOutOfTheSlowdownSignal(t *testing.T) {
+	seed := func(g *fakeGPU, ns int) {
+		require.NoError(t, os.WriteFile(filepath.Join(g.dir, "hp-profiles.tsv"),
+			[]byte("# from ncu\nhp_gemm_kernel\t132,1,1\t256,1,1\t0\t"+strconv.Itoa(ns)+"\t0\tcompute\n"), 0o644))
+	}
+	t.Setenv("FAKE_LAUNCH_COST_US", "50")
+
+	apart := newFakeGPU(t)
+	seed(apart, 20_000)
+	t.Setenv("FAKE_LAUNCH_GAP_US", "300")
+	st := apart.start(t, "hp", "proc-address", "hp_gemm_kernel", 40, 0.02, 132).wait(t)
+	require.Equal(t, 19.0, st["gapped"], "every timed launch (16, then one in 8) found the stream idle")
+	snap := apart.board.Snapshot()
+	require.Equal(t, int64(40), snap.HPKernels)
+	require.Zero(t, snap.HPMeasured, "no sample with the launch's host time in it")
+
+	queued := newFakeGPU(t)
+	seed(queued, 500_000)
+	t.Setenv("FAKE_LAUNCH_GAP_US", "0")
+	st = queued.start(t, "hp", "proc-address", "hp_gemm_kernel", 40, 0.5, 132).wait(t)
+	require.LessOrEqual(t, st["gapped"], 1.0, "only the first launch found the stream idle")
+	snap = queued.board.Snapshot()
+	require.Positive(t, snap.HPMeasured)
+	require.InDelta(t, 1, float64(snap.HPMeasured)/float64(snap.HPFastest), 0.1)
+}
