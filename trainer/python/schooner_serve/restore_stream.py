@@ -11,7 +11,12 @@ allocated once, when the stage lends its memory, not at failure time, and are sm
 chunks), where the whole-replica buffer was the size of the lent memory (up to 8 GiB of device
 memory held for a restore that may never come).
 
-On a CPU the same code scatters each chunk straight from the lent memory (no copy, no streams).
+The host's cost is per piece placed (a copy, two event waits and a scatter, 80-120 µs on an
+H100), and the holder's arena hands over the prompt one piece per layer, so consecutive layers
+over the same tokens are placed together, a slot's worth at a time (`layer_groups`).
+
+On a CPU the same code scatters straight from the lent memory (no streams; a group of layers is
+joined on the host first).
 """
 
 from __future__ import annotations
@@ -22,8 +27,9 @@ import time
 import torch
 
 # Device slots a restore cycles through and the bytes of each (SCHOONER_KV_RESTORE_SLOT_MIB):
-# 4 × 64 MiB holds several of the holder's chunks (at most 64 per replica; an 8k-token replica
-# of 16 layers of an 8B model comes in 16 MiB chunks).
+# 4 × 64 MiB holds several of the holder's chunks (at most 64 per replica). A prompt layer of
+# an 8B model (8 KV heads of 128, bf16) is 8 MiB at 2k tokens and 32 MiB at 8k, so a slot
+# places 8 or 2 of the arena's one-layer pieces at once.
 RESTORE_SLOTS = 4
 RESTORE_SLOT_BYTES = int(os.environ.get("SCHOONER_KV_RESTORE_SLOT_MIB", "64")) << 20
 
@@ -34,10 +40,11 @@ class PlacementError(Exception):
 
 class ChunkPlacer:
     """Which part of each chunk a stage takes. A chunk holds a run of tokens of some layers: all
-    of the stage's (the holder's chunks) or one (the prompt's pieces in a holder's arena); each
-    layer's chunks come in token order. Each of the stage's layers [first, end) fills positions
-    [0, need) from 0 on; a chunk's part for a layer is the positions it adds there, and nothing
-    after a hole in that layer. `have` is how far every layer reaches."""
+    of the stage's (the holder's chunks), one (the prompt's pieces in a holder's arena) or a run
+    of those placed together (layer_groups); each layer's chunks come in token order. Each of
+    the stage's layers [first, end) fills positions [0, need) from 0 on; a chunk's part for a
+    layer is the positions it adds there, and nothing after a hole in that layer. `have` is how
+    far every layer reaches."""
 
     def __init__(self, first: int, end: int, need: int, request: str = ""):
         self.first, self.end, self.need, self.request = first, end, need, request
@@ -78,36 +85,36 @@ class ChunkPlacer:
                                  f"this stage needs {self.first}:{self.end}")
 
 
-def step_runs(chunks, slot_bytes=None) -> list[list]:
-    """The chunks in order, as groups to place together: a run of one-token chunks of the same
-    layers, shape and dtype whose tokens follow each other (a request's decode steps) is one
-    group, at most as many as fit slot_bytes (None: no bound); every other chunk is a group of
-    its own."""
+def layer_groups(chunks, slot_bytes=None) -> list[list]:
+    """The chunks in order, as groups each placed as one chunk: consecutive chunks of adjacent
+    layers (the next starts where the last ends) over the same tokens, with the same per-layer
+    shape and dtype, contiguous, and together at most slot_bytes (None: no bound). A streamed
+    get from the holder's arena points at the prompt one piece per layer (kvcache/shm.go
+    getArena), so these are the prompt's layers: 32 pieces of the 33 a request of the 8B model
+    (the decode steps come in chunks of many tokens; BENCHMARKS.md, serving, call 30,
+    2026-12-06). Every other chunk is a group of its own."""
     groups: list[list] = []
     for ch in chunks:
-        layers, (t0, _), host = ch
         last = groups[-1] if groups else None
-        if _is_step(ch) and last is not None and _is_step(last[-1]):
-            pl, (_, pt1), ph = last[-1]
-            step = host.numel() * host.element_size()
-            if (pl == layers and pt1 == t0 and pt1 - last[0][1][0] == len(last) and ph.shape == host.shape
-                    and ph.dtype == host.dtype
-                    and (slot_bytes is None or (len(last) + 1) * step <= slot_bytes)):
-                last.append(ch)
-                continue
-        groups.append([ch])
+        if last is not None and _joins(last, ch, slot_bytes):
+            last.append(ch)
+        else:
+            groups.append([ch])
     return groups
 
 
-def _is_step(chunk) -> bool:
-    """Whether a chunk is one decode step: one token, contiguous (a step run's member)."""
-    _, (t0, t1), host = chunk
-    return t1 - t0 == 1 and host.is_contiguous()
+def _joins(group, chunk, slot_bytes) -> bool:
+    """Whether chunk continues group's layers over the same tokens (see layer_groups)."""
+    (_, pl1), ptokens, prev = group[-1]
+    (l0, _), tokens, host = chunk
+    if not (l0 == pl1 and tokens == ptokens and host.shape[1:] == prev.shape[1:] and host.dtype == prev.dtype
+            and host.is_contiguous() and prev.is_contiguous()):
+        return False
+    return slot_bytes is None or sum(_nbytes(h) for _, _, h in group) + _nbytes(host) <= slot_bytes
 
 
-def _steps_only(group) -> bool:
-    """Whether a group of step_runs is decode steps, which the next chunks may continue."""
-    return all(_is_step(ch) for ch in group)
+def _nbytes(t) -> int:
+    return t.numel() * t.element_size()
 
 
 def pool_order(part):
@@ -152,19 +159,17 @@ class RestoreSlots:
 class StreamedScatter:
     """One request's streamed restore: `landed(chunks)` takes [(layers, tokens, host tensor
     [L, 2, kv_heads, T, head_dim])] as the holder lands them (each layer's in token order, see
-    ChunkPlacer); `finish()` returns
-    the positions placed once the lent memory may be written again. The pages are written on
-    the scatter stream; the current stream is made to wait for them, so the next forward sees
-    them without the host waiting."""
+    ChunkPlacer); `finish()` returns the positions placed once the lent memory may be written
+    again. The pages are written on the scatter stream; the current stream is made to wait for
+    them, so the next forward sees them without the host waiting."""
 
     def __init__(self, pool, request: str, first: int, end: int, need: int, slots: RestoreSlots):
         self.pool, self.slots = pool, slots
         self.placer = ChunkPlacer(first, end, need, request)
-        # Where a restore's time goes on the host: the pieces placed (runs of layers and
-        # positions), the slot copies issued, and the time spent issuing them, all inside the
-        # holder's fetch. Per piece, that is the cost of a copy and a scatter's launches.
+        # Where a restore's time goes on the host: the pieces placed (scatters issued, one a
+        # group of chunks in the usual case), the slot fills, and the time spent issuing them,
+        # all inside the holder's fetch. Each piece costs a scatter's launches and event waits.
         self.pieces, self.slot_copies, self.place_s = 0, 0, 0.0
-        self._held: list = []  # a run of decode steps landed and not yet placed
         # Every slot of positions [0, need), on the device, made on the stream that reads it
         # and from page-locked memory, so the host does not wait for the previous request's
         # scatters (a blocking copy on that stream would).
@@ -176,32 +181,37 @@ class StreamedScatter:
             self.idx = idx
 
     def landed(self, chunks) -> None:
-        """Places what landed. The holder says each decode step's chunk landed on its own, so a
-        run of steps that may go on is held back (its chunks stay valid in the lent memory until
-        the next fetch) and placed with the steps after it, or by finish(): one piece a run, not
-        one a step (on an H100 a request of 32 steps was placed as 33 pieces before)."""
+        """Places what landed, the prompt's one-layer pieces a slot's worth at a time (see
+        layer_groups): on an H100 each piece cost 80-120 µs of host time for its copy, two event
+        waits and its scatter, 33 pieces a request of the 8B model, 32 of them the prompt's
+        layers (BENCHMARKS.md, serving, call 30, 2026-12-06). The arena's pieces all come in
+        one call (replicate.LentReader.fetch), so groups need not outlast it."""
         t = time.perf_counter()
-        groups = step_runs(self._held + list(chunks), self.slots.slot_bytes if self.slots.cuda else None)
-        self._held = groups.pop() if groups and _steps_only(groups[-1]) else []
-        for group in groups:
+        for group in layer_groups(chunks, self.slots.slot_bytes if self.slots.cuda else None):
             self._place(group)
         self.place_s += time.perf_counter() - t
 
     def _place(self, group) -> None:
-        if len(group) > 1:
-            self._steps(group)
+        """A group placed as one chunk of layers (its first's l0, its last's l1)."""
+        (l0, _), tokens, host = group[0]
+        runs = self.placer.take((l0, group[-1][0][1]), tokens)
+        if not runs:
             return
-        layers, tokens, host = group[0]
-        for a, s, n, toff, p0, p1 in self.placer.take(layers, tokens):
-            self.pieces += 1
-            if self.slots.cuda:
-                self._through_slots(host, a, s, n, toff, p0, p1)
-            else:
+        if not self.slots.cuda:
+            if len(group) > 1:
+                host = torch.cat([h for _, _, h in group])
+            for a, s, n, toff, p0, p1 in runs:
                 self._put(host[a:a + n, :, :, toff:toff + p1 - p0], s, n, p0, p1)
+        elif len(group) == 1:
+            for run in runs:
+                self._through_slots(host, *run)
+        else:
+            self._group_through_slot(group, runs)
 
     def _put(self, part, s: int, n: int, p0: int, p1: int) -> None:
         """Part [n, 2, kv_heads, p1-p0, head_dim] into the stage's layers [s, s+n), positions
         [p0, p1) of the request's pages (on the scatter stream when called inside it)."""
+        self.pieces += 1
         self.pool.kv[s:s + n, :, self.idx[p0:p1]] = pool_order(part).to(self.pool.kv.dtype)
 
     def _into_slot(self, fill):
@@ -229,49 +239,39 @@ class StreamedScatter:
             ev.record(sl.scatters)
             sl.read[k] = ev
 
-    def _steps(self, group) -> None:
-        """Consecutive one-token chunks of the same layers (decode steps, see step_runs) placed as
-        one piece: each chunk's bytes go to its place in one slot (one copy each), and one
-        scatter a run of layers writes all their positions, where a piece each cost a copy,
-        two event waits and a scatter, about 80 µs of host time on an H100 (BENCHMARKS.md,
-        serving, 2026-12-06). On a CPU the steps are joined on the host, then placed once."""
-        layers, (t0, _), first = group[0]
-        runs = self.placer.take(layers, (t0, t0 + len(group)))
-        if not runs:
-            return
-        self.pieces += len(runs)
-        if not self.slots.cuda:
-            joined = torch.cat([host for _, _, host in group], dim=3)
-            for a, s, n, toff, p0, p1 in runs:
-                self._put(joined[a:a + n, :, :, toff:toff + p1 - p0], s, n, p0, p1)
-            return
-        step = first.numel() * first.element_size()
+    def _group_through_slot(self, group, runs) -> None:
+        """A group of layer_groups (it fits a slot): each chunk's bytes copied after the one
+        before it in one slot, which then holds the group's layers as one chunk, and its runs
+        scattered from there on one slot's landing."""
+        first = group[0][2]
+        layers = sum(h.shape[0] for _, _, h in group)
 
         def fill(buf):
-            for i, (_, _, host) in enumerate(group):
-                buf[i * step:(i + 1) * step].copy_(host.reshape(-1).view(torch.uint8), non_blocking=True)
-            # The slot holds [G, L, 2, kv_heads, head_dim], step after step; as the chunks' layout:
-            L, two, kvh, _, hd = first.shape
-            return buf[:len(group) * step].view(first.dtype).view(len(group), L, two, kvh, hd).permute(1, 2, 3, 0, 4)
+            off = 0
+            for _, _, host in group:
+                n = _nbytes(host)
+                buf[off:off + n].view(host.dtype).view(host.shape).copy_(host, non_blocking=True)
+                off += n
+            return buf[:off].view(first.dtype).view(layers, *first.shape[1:])
 
-        k, steps = self._into_slot(fill)
+        k, joined = self._into_slot(fill)
 
         def scatter():
             for a, s, n, toff, p0, p1 in runs:
-                self._put(steps[a:a + n, :, :, toff:toff + p1 - p0], s, n, p0, p1)
+                self._put(joined[a:a + n, :, :, toff:toff + p1 - p0], s, n, p0, p1)
 
         self._out_of_slot(k, scatter)
 
     def _through_slots(self, host, a: int, s: int, n: int, toff: int, p0: int, p1: int) -> None:
         """The chunk's layers [a, a+n) to the stage's [s, s+n), as many layers a slot as fit."""
         sl = self.slots
-        per_layer = host[0].numel() * host.element_size()
+        per_layer = _nbytes(host[0])
         sl.fit(per_layer)
         group = max(1, sl.slot_bytes // per_layer)
         for g0 in range(0, n, group):
             g1 = min(n, g0 + group)
             src = host[a + g0:a + g1]
-            nbytes = src.numel() * src.element_size()
+            nbytes = _nbytes(src)
             k, dst = self._into_slot(lambda buf: buf[:nbytes].view(src.dtype).view(src.shape).copy_(src, non_blocking=True))
             self._out_of_slot(k, lambda: self._put(dst[:, :, :, toff:toff + p1 - p0], s + g0, g1 - g0, p0, p1))
 
@@ -279,11 +279,6 @@ class StreamedScatter:
         """Wait for the copies out of the lent memory (the holder may write it again after this),
         not for the scatters: the current stream waits for those on the device. PlacementError
         when the replica did not fit the stage."""
-        if self._held:
-            t = time.perf_counter()
-            self._place(self._held)
-            self._held = []
-            self.place_s += time.perf_counter() - t
         if self.slots.cuda:
             self.slots.copies.synchronize()
             torch.cuda.current_stream(self.slots.device).wait_stream(self.slots.scatters)
@@ -292,7 +287,6 @@ class StreamedScatter:
 
     def abandon(self) -> None:
         """After a failed fetch: no copy may still read the lent memory, no scatter the slots."""
-        self._held = []
         if self.slots.cuda:
             self.slots.copies.synchronize()
             self.slots.scatters.synchronize()

@@ -1,6 +1,7 @@
 """The streamed restore's placement (schooner_serve/restore_stream.py): which part of each chunk a
-stage takes, and that chunks placed as they land fill the pages exactly as the whole-replica
-path does, on a CPU and (skipped without one) through the device slots of a GPU.
+stage takes, which of the holder's one-layer prompt pieces are placed together, and that chunks
+placed as they land fill the pages exactly as the whole-replica path does, on a CPU and
+(skipped without one) through the device slots of a GPU.
 Run: /usr/bin/python3 -m pytest tests/test_restore_stream.py"""
 
 import pytest
@@ -9,7 +10,7 @@ torch = pytest.importorskip("torch")
 
 from schooner_serve.kvpool import KVPool  # noqa: E402
 from schooner_serve.restore_stream import (ChunkPlacer, PlacementError, RestoreSlots,  # noqa: E402
-                                           StreamedScatter, pool_order, step_runs)
+                                           StreamedScatter, layer_groups, pool_order)
 
 KVH, HD, BLOCK = 2, 8, 4
 
@@ -87,46 +88,78 @@ def test_streamed_on_cpu_fills_the_pages_the_replica_holds():
     assert not pages(p, "a", 23)[:, :, 20:].any()
 
 
-def test_decode_steps_are_grouped_and_nothing_else_is():
-    _, chunks = replica((0, 2), 12, [6, 7, 8, 9, 11])  # a prompt, three steps, two tokens, a step
-    groups = step_runs(chunks)
-    assert [[c[1] for c in g] for g in groups] == [[(0, 6)], [(6, 7), (7, 8), (8, 9)], [(9, 11)], [(11, 12)]]
-    step = chunks[1][2].numel() * chunks[1][2].element_size()
-    assert [len(g) for g in step_runs(chunks, slot_bytes=2 * step)] == [1, 2, 1, 1, 1]  # a slot holds two
-    # a hole between steps, or other layers, starts a new group
-    holed = [c for c in chunks if c[1] != (7, 8)]
-    assert [len(g) for g in step_runs(holed)] == [1, 1, 1, 1, 1]
-    other = chunks[:2] + [((0, 1), (7, 8), chunks[2][2][:1].contiguous())]
-    assert [len(g) for g in step_runs(other)] == [1, 1, 1]
+def arena_replica(layers, prompt, tokens, seed=2, dtype=torch.float32, pin=False):
+    """A replica as a streamed get from the holder's arena hands it over: the prompt's tokens
+    [0, prompt) one piece per layer, then the decode steps [prompt, tokens) of every layer as one
+    chunk (kvcache/shm.go getArena)."""
+    g = torch.Generator().manual_seed(seed)
+    full = torch.randn(layers, 2, KVH, tokens, HD, generator=g).to(dtype)
+
+    def chunk(part):
+        part = part.contiguous()
+        return part.pin_memory() if pin else part
+
+    pieces = [((l, l + 1), (0, prompt), chunk(full[l:l + 1, :, :, :prompt])) for l in range(layers)]
+    return full, pieces, [((0, layers), (prompt, tokens), chunk(full[:, :, :, prompt:]))]
 
 
-def test_streamed_places_a_run_of_decode_steps_as_one_piece():
-    full, chunks = replica((0, 2), 40, [16] + list(range(17, 40)))  # a prompt, then 24 steps
-    p = pool_with("a", 40)
-    s = StreamedScatter(p, "a", 0, 2, 38, RestoreSlots("cpu"))
-    s.landed(chunks[:5])  # the prompt and 4 steps
-    s.landed(chunks[5:])  # 20 steps, the last two past need
+def test_the_prompts_layers_are_placed_as_one_piece():
+    full, pieces, steps = arena_replica(4, 16, 40)
+    p = pool_with("a", 40, layers=4)
+    s = StreamedScatter(p, "a", 0, 4, 38, RestoreSlots("cpu"))
+    s.landed(pieces)  # as replicate.LentReader.fetch hands them: the arena's pieces in one call
+    s.landed(steps)
     assert s.finish() == 38
     assert torch.equal(pages(p, "a", 38), pool_order(full[:, :, :, :38]))
     assert not pages(p, "a", 40)[:, :, 38:].any()
-    assert s.pieces == 2, "the prompt, then the steps of both landings as one piece"
-    # as the holder streams: every chunk lands on its own
-    one = pool_with("c", 40)
-    s = StreamedScatter(one, "c", 0, 2, 38, RestoreSlots("cpu"))
-    for ch in chunks:
-        s.landed([ch])
-    assert s.pieces == 1, "the steps wait for the ones after them"
-    assert s.finish() == 38
-    assert s.pieces == 2
-    assert torch.equal(pages(one, "c", 38), pool_order(full[:, :, :, :38]))
-    # a lost step: the steps after it are not placed
-    lost = [c for c in chunks if c[1] != (20, 21)]
-    q = pool_with("b", 40)
-    h = StreamedScatter(q, "b", 0, 2, 38, RestoreSlots("cpu"))
-    h.landed(lost)
-    assert h.finish() == 20
-    assert torch.equal(pages(q, "b", 20), pool_order(full[:, :, :, :20]))
-    assert not pages(q, "b", 40)[:, :, 20:].any()
+    assert s.pieces == 2, "the prompt's four layers as one piece, then the steps"
+    # a stage of the middle layers takes its part of the group
+    mid = pool_with("b", 40, layers=2)
+    s = StreamedScatter(mid, "b", 1, 3, 40, RestoreSlots("cpu"))
+    s.landed(pieces)
+    s.landed(steps)
+    assert s.finish() == 40 and s.pieces == 2
+    assert torch.equal(pages(mid, "b", 40), pool_order(full[1:3]))
+    # the prompt of one layer lost: the layers either side are placed apart, and nothing of
+    # the lost layer (its steps follow a hole), so no position is restored in every layer
+    lost = pool_with("c", 40, layers=4)
+    s = StreamedScatter(lost, "c", 0, 4, 40, RestoreSlots("cpu"))
+    s.landed(pieces[:2] + pieces[3:])
+    s.landed(steps)
+    assert s.finish() == 0 and s.pieces == 2 + 2
+    got = pages(lost, "c", 40)
+    assert torch.equal(got[[0, 1, 3]], pool_order(full[[0, 1, 3]]))
+    assert not got[2].any()
+
+
+def test_layer_groups_fill_at_most_a_slot():
+    _, pieces, steps = arena_replica(5, 16, 40)
+    layer = pieces[0][2].numel() * pieces[0][2].element_size()
+    assert [len(g) for g in layer_groups(pieces + steps)] == [5, 1]
+    assert [len(g) for g in layer_groups(pieces + steps, slot_bytes=2 * layer)] == [2, 2, 1, 1]
+    assert [len(g) for g in layer_groups(pieces + steps, slot_bytes=2 * layer - 1)] == [1] * 6
+    groups = layer_groups(pieces, slot_bytes=3 * layer)
+    assert [[c[0] for c in g] for g in groups] == [[(0, 1), (1, 2), (2, 3)], [(3, 4), (4, 5)]]
+
+
+def test_layer_groups_split_at_a_gap_other_tokens_or_layout():
+    _, pieces, steps = arena_replica(4, 16, 40)
+    gap = pieces[:1] + pieces[2:]
+    assert [[c[0] for c in g] for g in layer_groups(gap)] == [[(0, 1)], [(2, 3), (3, 4)]]
+    shorter = pieces[:2] + [((2, 3), (0, 8), pieces[2][2][:, :, :, :8].contiguous())] + pieces[3:]
+    assert [len(g) for g in layer_groups(shorter)] == [2, 1, 1]
+    # a layer of the prompt in two pieces: each piece on its own
+    split = [((l, l + 1), t, c[:, :, :, t[0]:t[1]].contiguous())
+             for (l, _), _, c in pieces for t in ((0, 8), (8, 16))]
+    assert [len(g) for g in layer_groups(split)] == [1] * 8
+    # another dtype, or a chunk that is not contiguous
+    other = pieces[:2] + [(pieces[2][0], pieces[2][1], pieces[2][2].to(torch.float16))] + pieces[3:]
+    assert [len(g) for g in layer_groups(other)] == [2, 1, 1]
+    strided = pieces[:1] + [(pieces[1][0], pieces[1][1], pieces[1][2].transpose(2, 3).contiguous().transpose(2, 3))]
+    assert [len(g) for g in layer_groups(strided)] == [1, 1]
+    # the steps: chunks of the same layers over the next tokens stay apart
+    cut = [((0, 4), (t0, t1), steps[0][2][:, :, :, t0 - 16:t1 - 16].contiguous()) for t0, t1 in ((16, 30), (30, 40))]
+    assert [len(g) for g in layer_groups(pieces + cut)] == [4, 1, 1]
 
 
 def test_streamed_notes_a_replica_that_does_not_fit_and_reads_on():
@@ -162,23 +195,24 @@ def test_streamed_through_small_device_slots_matches_the_cpu():
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="the device slots need CUDA")
-def test_decode_steps_through_a_device_slot_match_the_cpu():
-    layers, n = 4, 48
-    full, chunks = replica((0, layers), n, list(range(16, n)), dtype=torch.bfloat16, pin=True)  # 32 steps
+def test_the_prompts_layers_through_small_device_slots_match_the_cpu():
+    layers, prompt, n = 6, 64, 96
+    full, pieces, steps = arena_replica(layers, prompt, n, dtype=torch.bfloat16, pin=True)
     ref = pool_with("a", n, layers, dtype=torch.bfloat16)
     c = StreamedScatter(ref, "a", 0, layers, n - 2, RestoreSlots("cpu"))
-    c.landed(chunks)
-    assert c.finish() == n - 2
-    step = chunks[1][2].numel() * 2
-    # slots of 8 steps (a layer of the prompt fits one): the 32 steps go as four groups, cycling
-    # through the two slots, the last clipped at need
-    assert chunks[0][2][0].numel() * 2 <= 8 * step
-    slots = RestoreSlots("cuda", slots=2, slot_bytes=8 * step)
-    got = pool_with("a", n, layers, device="cuda", dtype=torch.bfloat16)
-    s = StreamedScatter(got, "a", 0, layers, n - 2, slots)
-    for ch in chunks:  # as the holder streams: one chunk a landing
-        s.landed([ch])
-    assert s.finish() == n - 2
-    torch.cuda.current_stream().synchronize()
-    assert torch.equal(pages(got, "a", n - 2), pages(ref, "a", n - 2))
-    assert s.pieces == 1 + 4
+    c.landed(pieces)
+    c.landed(steps)
+    assert c.finish() == n - 2 and c.pieces == 2
+    # two slots of two prompt layers: the prompt goes as three groups, cycling through the
+    # slots, and the steps (6 layers × 32 tokens, 4 layers a slot) as two scatters
+    slots = RestoreSlots("cuda", slots=2, slot_bytes=2 * pieces[0][2].numel() * 2)
+    for request in ("a", "b"):  # a second restore reuses the slots after the first's scatters
+        got = pool_with(request, n, layers, device="cuda", dtype=torch.bfloat16)
+        s = StreamedScatter(got, request, 0, layers, n - 2, slots)
+        s.landed(pieces)
+        s.landed(steps)
+        assert s.finish() == n - 2
+        torch.cuda.current_stream().synchronize()
+        assert torch.equal(pages(got, request, n - 2), pages(ref, "a", n - 2))
+        assert not pages(got, request, n)[:, :, n - 2:].any()
+        assert (s.pieces, s.slot_copies) == (3 + 2, 3 + 2)
