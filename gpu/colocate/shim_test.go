@@ -374,10 +374,12 @@ func TestShimLeavesTheDriversLaunchTimeOutOfTheSlowdownSignal(t *testing.T) {
 	require.Equal(t, int64(40), snap.HPKernels)
 	require.Zero(t, snap.HPMeasured, "no sample with the launch's host time in it")
 
+	// Kernels of 5 ms queued 50 µs apart: a poll has milliseconds to see the one ahead of a
+	// timed launch still running, even on a loaded machine.
 	queued := newFakeGPU(t)
-	seed(queued, 500_000)
+	seed(queued, 5_000_000)
 	t.Setenv("FAKE_LAUNCH_GAP_US", "0")
-	st = queued.start(t, "hp", "proc-address", "hp_gemm_kernel", 40, 0.5, 132).wait(t)
+	st = queued.start(t, "hp", "proc-address", "hp_gemm_kernel", 40, 5, 132).wait(t)
 	// The first launch found the stream idle; a poll delayed past the kernel ahead (a loaded
 	// machine) can miss one or two more, which then only leave the signal.
 	require.LessOrEqual(t, st["gapped"], 3.0, "timed launches of 19 left out though queued")
@@ -400,4 +402,32 @@ func TestShimLaunchesApartDoNotWakeTheTracker(t *testing.T) {
 	snap := g.board.Snapshot()
 	require.Equal(t, int64(300), snap.HPKernels, "every launch completed on the books")
 	require.Zero(t, snap.HPOutstanding)
+}
+
+// With an HP idle grace the BE side does not fill the gaps between an HP program's kernels:
+// HP kernels of 20 µs launched 300 µs apart (for about half a second, time for the BE program
+// to start on a loaded machine) leave the GPU idle most of the time, and without a
+// grace the BE kernel goes in the first gap; with a grace of 5 ms, longer than the gaps, it
+// waits until the HP program has stopped launching.
+func TestShimKeepsBEWorkOutOfGapsShorterThanTheHPIdleGrace(t *testing.T) {
+	t.Setenv("FAKE_LAUNCH_GAP_US", "300")
+	// run starts the HP program, the BE program once the HP side's first kernel is launched,
+	// and returns when the BE kernel was launched and when the HP side launched its last.
+	run := func(g *fakeGPU) (beFirst, hpLast int64) {
+		hp := g.start(t, "hp", "proc-address", "hp_gemm_kernel", 1500, 0.02, 132)
+		hp.next(t)
+		be := g.start(t, "be", "proc-address", "be_gemm_kernel", 1, 1, 132)
+		hp.wait(t)
+		be.wait(t)
+		return be.launched[0], hp.launched[len(hp.launched)-1]
+	}
+
+	beFirst, hpLast := run(newFakeGPU(t))
+	require.Less(t, beFirst, hpLast, "no grace: the BE kernel went in a gap of the HP side's")
+
+	t.Setenv("SCHOONER_COLOCATE_HP_GRACE_US", "5000")
+	g := newFakeGPU(t)
+	beFirst, hpLast = run(g)
+	require.Greater(t, beFirst, hpLast+4*ms, "the BE kernel went before the HP side had been idle 5 ms")
+	require.Positive(t, g.board.Snapshot().BEWaitsBy.HP, "its wait is counted as for HP work")
 }
