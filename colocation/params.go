@@ -25,13 +25,6 @@ type Params struct {
 	// a deeper one delays an arriving HP kernel by as much (on an H100, under MPS with the BE
 	// side at below-normal priority, 2 ms of GEMM pieces got the BE side evicted).
 	IdleBudget time.Duration `json:"idle_budget,omitempty"`
-	// HPIdleGrace is how long the HP side must have neither launched nor completed a kernel
-	// before the BE side takes it as idle (0: as soon as none is outstanding). Between two
-	// kernels of one request an HP program often has none outstanding for microseconds (its
-	// stream drained while the host prepares the next); a BE kernel admitted then delays the
-	// next HP kernel by its whole length. A grace longer than those gaps and shorter than the
-	// gaps between requests keeps idle BE work to the latter.
-	HPIdleGrace time.Duration `json:"hp_idle_grace,omitempty"`
 	// SMShare is the fraction of the device's SMs that BE kernels may occupy while HP work is
 	// running (Orion's SM threshold), and only for kernels whose bound differs from the HP
 	// side's. The count comes from the device at start, never from a constant.
@@ -78,9 +71,6 @@ func (p Params) Validate() error {
 	}
 	if p.Budget < p.MinBudget || p.Budget > p.MaxBudget {
 		errs = append(errs, fmt.Errorf("budget %s: must lie within min_budget %s and max_budget %s", p.Budget, p.MinBudget, p.MaxBudget))
-	}
-	if p.HPIdleGrace < 0 {
-		errs = append(errs, fmt.Errorf("hp_idle_grace %s: must not be negative (0: none)", p.HPIdleGrace))
 	}
 	if p.IdleBudget < 0 {
 		errs = append(errs, fmt.Errorf("idle_budget %s: must not be negative (0: the budget)", p.IdleBudget))

@@ -94,7 +94,6 @@ status ID' shows it from anywhere.
 	f.DurationVar(&pair.Params.MinBudget, "min-budget", pair.Params.MinBudget, "smallest BE budget before throttling")
 	f.DurationVar(&pair.Params.MaxBudget, "max-budget", pair.Params.MaxBudget, "largest BE budget")
 	f.DurationVar(&pair.Params.IdleBudget, "idle-budget", 0, "cap on queued BE work while the HP program has no kernel running, where larger than the budget (0: the budget)")
-	f.DurationVar(&pair.Params.HPIdleGrace, "hp-idle-grace", 0, "how long the HP program must have launched and completed no kernel before BE work fills the GPU as if it were idle (0: as soon as none is outstanding); longer than the gaps within a request, shorter than those between requests")
 	f.Float64Var(&pair.Params.SMShare, "sm-share", pair.Params.SMShare, "fraction of the SMs complementary BE kernels may hold beside running HP work")
 	f.DurationVar(&pair.Params.Window, "window", pair.Params.Window, "how often the supervisor adapts")
 	f.DurationVar(&pair.Params.Cooldown, "cooldown", pair.Params.Cooldown, "how long a throttled BE side is paused")

@@ -123,16 +123,6 @@ void sch_hp_completed(sch_board *b, int bound, int64_t measured_ns, int64_t fast
 	ADD(&b->hp_kernels, 1);
 }
 
-void sch_hp_active(sch_board *b, int64_t now_ns)
-{
-	STORE(&b->hp_active_ns, now_ns);
-}
-
-int64_t sch_hp_active_at(const sch_board *b)
-{
-	return __atomic_load_n(&b->hp_active_ns, __ATOMIC_ACQUIRE);
-}
-
 void sch_reset_hp(sch_board *b)
 {
 	STORE(&b->hp_outstanding, 0);

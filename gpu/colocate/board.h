@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #define SCH_BOARD_MAGIC 0x3130434f4c4f4353ULL /* "SCOLOC01" little-endian */
-#define SCH_BOARD_VERSION 4
+#define SCH_BOARD_VERSION 3
 
 /* Kernel bounds, as colocation.Bound. */
 enum { SCH_UNKNOWN = 0, SCH_COMPUTE = 1, SCH_MEMORY = 2 };
@@ -50,7 +50,6 @@ typedef struct {
 	int64_t hp_kernels;     /* completed, cumulative */
 	int64_t hp_measured_ns; /* cumulative time from eligible to complete of those */
 	int64_t hp_fastest_ns;  /* cumulative fastest time seen for the same kernels and shapes */
-	int64_t hp_active_ns;   /* CLOCK_MONOTONIC at its last launch or seen completion */
 
 	/* BE side, written by the BE shim. */
 	int64_t be_outstanding;     /* kernels launched, not yet complete */
@@ -66,7 +65,7 @@ typedef struct {
 	 * it, the BE side paused. */
 	int64_t be_waits_by[4];
 
-	int64_t reserved[10];
+	int64_t reserved[11];
 } sch_board;
 
 /* A copy of the board's counters at one moment, for the supervisor. */
@@ -105,10 +104,6 @@ void sch_be_waited(sch_board *b, int64_t wait_ns, int first);
  * took from eligible to complete and the fastest time seen for it. */
 void sch_hp_launched(sch_board *b, int bound);
 void sch_hp_completed(sch_board *b, int bound, int64_t measured_ns, int64_t fastest_ns);
-/* The HP side was active (a launch, a completion seen) at now_ns (CLOCK_MONOTONIC, which every
- * process on the machine shares), and when it last was. */
-void sch_hp_active(sch_board *b, int64_t now_ns);
-int64_t sch_hp_active_at(const sch_board *b);
 
 /* Takes a side's outstanding work off the books when its process ended without doing so
  * (killed): its kernels no longer run. */

@@ -114,9 +114,6 @@ func (r *Runner) Run(ctx context.Context, pair colocation.Pair, progress func(co
 				env = append(env, fmt.Sprintf("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=%d", pair.BEThreadPercentage))
 			}
 		}
-		if role == "be" && pair.Params.HPIdleGrace > 0 {
-			env = append(env, fmt.Sprintf("SCHOONER_COLOCATE_HP_GRACE_US=%d", pair.Params.HPIdleGrace.Microseconds()))
-		}
 		if role == "be" && r.PythonPath != "" && !pair.WholeGEMMs {
 			env = append(env, pythonPathWith(p.Env, filepath.Join(r.PythonPath, "schooner_colocate", "boot"), r.PythonPath))
 		}

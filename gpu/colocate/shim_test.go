@@ -403,31 +403,3 @@ func TestShimLaunchesApartDoNotWakeTheTracker(t *testing.T) {
 	require.Equal(t, int64(300), snap.HPKernels, "every launch completed on the books")
 	require.Zero(t, snap.HPOutstanding)
 }
-
-// With an HP idle grace the BE side does not fill the gaps between an HP program's kernels:
-// HP kernels of 20 µs launched 300 µs apart (for about half a second, time for the BE program
-// to start on a loaded machine) leave the GPU idle most of the time, and without a
-// grace the BE kernel goes in the first gap; with a grace of 5 ms, longer than the gaps, it
-// waits until the HP program has stopped launching.
-func TestShimKeepsBEWorkOutOfGapsShorterThanTheHPIdleGrace(t *testing.T) {
-	t.Setenv("FAKE_LAUNCH_GAP_US", "300")
-	// run starts the HP program, the BE program once the HP side's first kernel is launched,
-	// and returns when the BE kernel was launched and when the HP side launched its last.
-	run := func(g *fakeGPU) (beFirst, hpLast int64) {
-		hp := g.start(t, "hp", "proc-address", "hp_gemm_kernel", 1500, 0.02, 132)
-		hp.next(t)
-		be := g.start(t, "be", "proc-address", "be_gemm_kernel", 1, 1, 132)
-		hp.wait(t)
-		be.wait(t)
-		return be.launched[0], hp.launched[len(hp.launched)-1]
-	}
-
-	beFirst, hpLast := run(newFakeGPU(t))
-	require.Less(t, beFirst, hpLast, "no grace: the BE kernel went in a gap of the HP side's")
-
-	t.Setenv("SCHOONER_COLOCATE_HP_GRACE_US", "5000")
-	g := newFakeGPU(t)
-	beFirst, hpLast = run(g)
-	require.Greater(t, beFirst, hpLast+4*ms, "the BE kernel went before the HP side had been idle 5 ms")
-	require.Positive(t, g.board.Snapshot().BEWaitsBy.HP, "its wait is counted as for HP work")
-}

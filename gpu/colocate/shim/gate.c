@@ -61,14 +61,6 @@ static int hp_baseline_events;
 static sch_board *board;
 static int sm_count;
 static int64_t poll_ns = 5000;
-/* SCHOONER_COLOCATE_HP_GRACE_US (colocation.Params.HPIdleGrace): the BE side takes the HP side
- * as idle only once it has neither launched nor completed a kernel for this long. An HP
- * program between two kernels of one request (its stream drained while the host prepares the
- * next, at every token a decode step syncs on) has no kernel outstanding for microseconds; a
- * BE piece of 100-200 us admitted in that gap delays the next kernel by as much. On an H100
- * the decode chain's stream was idle at half its timed launches, and decode's p99 beside the
- * GEMM loop ranged 0.98-1.74x over four runs. 0: idle as soon as nothing is outstanding. */
-static int64_t hp_grace_ns;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_once_t device_once = PTHREAD_ONCE_INIT;
 static const char *profiles_out, *stats_out;
@@ -180,9 +172,6 @@ static void init(void)
 	const char *p = getenv("SCHOONER_COLOCATE_POLL_US");
 	if (p && atoi(p) > 0)
 		poll_ns = (int64_t)atoi(p) * 1000;
-	const char *g = getenv("SCHOONER_COLOCATE_HP_GRACE_US");
-	if (g && atoi(g) > 0)
-		hp_grace_ns = (int64_t)atoi(g) * 1000;
 	const char *base = getenv("SCHOONER_COLOCATE_HP_BASELINE");
 	if (base && strcmp(base, "events") == 0)
 		hp_baseline_events = 1;
@@ -272,14 +261,10 @@ static void give_event(CUevent e, int untimed)
  * unknown) and frees its events and ticket; call with mu held. */
 static void retire_locked(sch_ticket *t, int64_t measured, int64_t fastest)
 {
-	if (role == ROLE_HP) {
-		/* Stamped before the count falls, so a BE side that sees no HP work outstanding also
-		 * sees when it ended (hp_grace_ns). */
-		sch_hp_active(board, now_ns());
+	if (role == ROLE_HP)
 		sch_hp_completed(board, t->bound, measured, fastest);
-	} else {
+	else
 		sch_be_completed(board, t->verdict, t->charge, t->sms);
-	}
 	give_event(t->start, 0);
 	give_event(t->end, t->end_untimed);
 	t->next_free = free_tickets;
@@ -507,8 +492,6 @@ sch_ticket *sch_before(const sch_shape *shape, CUstream stream)
 		for (;;) {
 			charge = sch_charge_ns(board, fastest);
 			verdict = sch_admit(board, charge, sms, bound);
-			if (verdict == SCH_ADMIT_IDLE && hp_grace_ns > 0 && now_ns() - sch_hp_active_at(board) < hp_grace_ns)
-				verdict = SCH_WAIT_HP; /* idle only just now: within a request (hp_grace_ns) */
 			if (verdict > 0)
 				break;
 			if (!waited_from) {
@@ -562,10 +545,9 @@ sch_ticket *sch_before(const sch_shape *shape, CUstream stream)
 	pthread_mutex_unlock(&mu);
 	*t = (sch_ticket){.p = p, .stream = stream, .start = start, .end = end, .end_untimed = !timed, .verdict = verdict,
 			  .charge = charge, .sms = sms, .bound = bound};
-	if (role == ROLE_HP) {
+	if (role == ROLE_HP)
 		sch_hp_launched(board, bound);
-		sch_hp_active(board, now_ns());
-	} else
+	else
 		sch_be_launched(board, verdict, charge, sms);
 	if (t->start) {
 		drv_cuEventRecord(t->start, stream);

@@ -1,6 +1,6 @@
 """Reads the runtime's current budget from the shared board the launch shim maps.
 
-The board's layout is gpu/colocate/board.h (version 4): magic (8 bytes), version (4), SM count
+The board's layout is gpu/colocate/board.h (version 3): magic (8 bytes), version (4), SM count
 (4), then budget_ns (8, little-endian signed) at offset 16. The version must move with the
 header's SCH_BOARD_VERSION (a test reads the header): when it lagged, open() refused every real
 board and the splitter cut to a fixed 100 µs instead of the supervisor's budget.
@@ -10,7 +10,7 @@ import os
 import struct
 
 MAGIC = 0x3130434F4C4F4353
-VERSION = 4
+VERSION = 3
 BUDGET_OFFSET = 16
 
 
