@@ -442,7 +442,8 @@ static void *tracker(void *arg)
 				pthread_cond_timedwait(&have_pending, &mu, &until);
 			}
 			tracker_waiting = 0;
-			busy_at = now_ns();
+			if (npending > 0) /* woken by a launch, not by the second's statistics */
+				busy_at = now_ns();
 		}
 		pthread_mutex_unlock(&mu);
 		poll_completions();
