@@ -249,15 +249,20 @@ func (r *stageRun) ping(ctx context.Context) {
 // Successor is the ring successor of (replica, stage) in a pipeline of depth stages: its
 // ready addresses, ok false while it is not ready.
 func Successor(p serving.Pipeline, replica, stage, depth int) (Peers, bool) {
-	a, ok := successorAddr(p, replica, stage, depth)
-	if !ok || !a.Ready || a.Addr == "" {
+	return readyPeers(successorAddr(p, replica, stage, depth))
+}
+
+// readyPeers is a stage's addresses as a worker's peers, ok false while it is not ready.
+func readyPeers(a serving.StageAddr) (Peers, bool) {
+	if !a.Ready || a.Addr == "" {
 		return Peers{}, false
 	}
 	return Peers{Next: a.Addr, Holder: a.Holder}, true
 }
 
-// successorAddr is the pipeline's entry for the ring successor of (replica, stage).
-func successorAddr(p serving.Pipeline, replica, stage, depth int) (serving.StageAddr, bool) {
+// successorAddr is the pipeline's entry for the ring successor of (replica, stage); the zero
+// StageAddr (not ready) when the pipeline has none.
+func successorAddr(p serving.Pipeline, replica, stage, depth int) serving.StageAddr {
 	next := (stage + 1) % depth
 	for _, rs := range p.Replicas {
 		if rs.Replica != replica {
@@ -265,11 +270,11 @@ func successorAddr(p serving.Pipeline, replica, stage, depth int) (serving.Stage
 		}
 		for _, st := range rs.Stages {
 			if st.Stage == next {
-				return st, true
+				return st
 			}
 		}
 	}
-	return serving.StageAddr{}, false
+	return serving.StageAddr{}
 }
 
 // syncPeers reads the stages query and sends peers to the worker when its ready successor's
@@ -286,8 +291,8 @@ func (r *stageRun) syncPeers(ctx context.Context) bool {
 		}
 		return true
 	}
-	at, _ := successorAddr(pl, r.a.Replica, r.a.Stage, r.a.Depth)
-	want, ok := Successor(pl, r.a.Replica, r.a.Stage, r.a.Depth)
+	at := successorAddr(pl, r.a.Replica, r.a.Stage, r.a.Depth)
+	want, ok := readyPeers(at)
 	if !ok {
 		return false
 	}
