@@ -28,16 +28,23 @@ static int captures_open, capture_invalidated;
 
 static int64_t *timeline(void *stream) { return &busy_until[(uintptr_t)stream % 64]; }
 
+/* The microseconds an environment variable gives (0 when unset), read once into *cache. */
+static long env_us(const char *name, long *cache)
+{
+	if (*cache < 0) {
+		const char *v = getenv(name);
+		*cache = v ? atol(v) : 0;
+	}
+	return *cache;
+}
+
 /* FAKE_LAUNCH_COST_US: the host time a launch takes before its kernel is submitted (default
  * none), as the real driver's 2-5 us on an H100: a start event recorded on an idle stream
  * just before the launch fires that long before the kernel starts. */
 static void launch_cost(void)
 {
-	static long us = -1;
-	if (us < 0) {
-		const char *v = getenv("FAKE_LAUNCH_COST_US");
-		us = v ? atol(v) : 0;
-	}
+	static long cache = -1;
+	long us = env_us("FAKE_LAUNCH_COST_US", &cache);
 	for (int64_t until = now_ns() + us * 1000; us > 0 && now_ns() < until;)
 		;
 }
@@ -88,11 +95,8 @@ CUresult cuEventRecord(void *e, void *s)
  * slow (under MPS, or a busy host) would. */
 static void query_delay(void)
 {
-	static long us = -1;
-	if (us < 0) {
-		const char *v = getenv("FAKE_QUERY_US");
-		us = v ? atol(v) : 0;
-	}
+	static long cache = -1;
+	long us = env_us("FAKE_QUERY_US", &cache);
 	if (us > 0) {
 		struct timespec d = {us / 1000000, (us % 1000000) * 1000};
 		nanosleep(&d, NULL);
