@@ -168,7 +168,7 @@ func runtimeLine(st interference.Study, p interference.Pair, dir string) (Line, 
 		if e := res.HPShim.MinExcessNS; e != nil && *e >= 0 {
 			notes = append(notes, fmt.Sprintf("HP events add ≥ %.1f µs to ncu's times", float64(*e)/1e3))
 		}
-		if g := res.HPShim.Gapped; g != nil && res.HPShim.Untimed >= 0 && res.HPShim.Launches > 0 {
+		if g := res.HPShim.Gapped; g != nil && res.HPShim.Launches > 0 {
 			timed := res.HPShim.Launches - res.HPShim.Untimed
 			notes = append(notes, fmt.Sprintf("%d of %d timed HP launches left out of the slowdown signal (not seen queued: their time holds the launch's)", *g, timed))
 		}
