@@ -19,6 +19,9 @@ type Hello struct {
 	Role       string
 	Deployment string
 	Stage      int
+	// Process (optional) names the client's process: a waiting get (GetAwaiting) is not held
+	// for writers of the same process.
+	Process string
 }
 
 // Put is one layer's run of a request's tokens, sent as prefill computes them.
@@ -154,7 +157,7 @@ func (c *Client) hello(ctx context.Context, h Hello) error {
 		_ = c.conn.SetDeadline(time.Now().Add(30 * time.Second))
 	}
 	defer c.conn.SetDeadline(time.Time{})
-	if err := frame.Write(c.conn, helloMsg{Op: opHello, Role: h.Role, Deployment: h.Deployment, Stage: h.Stage, Version: frame.Version}, nil); err != nil {
+	if err := frame.Write(c.conn, helloMsg{Op: opHello, Role: h.Role, Deployment: h.Deployment, Stage: h.Stage, Version: frame.Version, Process: h.Process}, nil); err != nil {
 		return err
 	}
 	hdr, _, err := c.r.Next()
@@ -222,6 +225,17 @@ func (c *Client) Sync(ctx context.Context) error {
 func (c *Client) Get(ctx context.Context, request string, fn func(Chunk) error) (End, error) {
 	cl := &call{op: opGet, onChunk: fn}
 	if err := c.roundTrip(ctx, cl, requestMsg{Op: opGet, Request: request}); err != nil {
+		return End{}, err
+	}
+	return cl.end, cl.chunkErr
+}
+
+// GetAwaiting is Get, held by the holder for at most wait while the replica is short of its
+// complete prompt and a writer of this stage in another process is still sending (a stage
+// handed over streams what it had queued until it exits).
+func (c *Client) GetAwaiting(ctx context.Context, request string, wait time.Duration, fn func(Chunk) error) (End, error) {
+	cl := &call{op: opGet, onChunk: fn}
+	if err := c.roundTrip(ctx, cl, requestMsg{Op: opGet, Request: request, WaitMS: int(wait.Milliseconds())}); err != nil {
 		return End{}, err
 	}
 	return cl.end, cl.chunkErr

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/schooner-ml/schooner/internal/frame"
@@ -19,7 +20,12 @@ type conn struct {
 	bw         *bufio.Writer
 	deployment string
 	stage      int
-	werr       error
+	role       string
+	// peerProcess is the peer's process identity from its hello (its writer and reader
+	// connections share it); lastFrame the wall time, in ns, of its last frame.
+	peerProcess string
+	lastFrame   atomic.Int64
+	werr        error
 	// lent is the reader's memory this connection writes "into" gets to (see lend.go).
 	lent []byte
 	// arenaShared: the reader was given the arena's descriptor; unpin ends the pin of the
@@ -42,6 +48,10 @@ func (h *Holder) serveConn(c net.Conn) {
 	}
 	h.m.conns.Add(1)
 	defer h.m.conns.Add(-1)
+	if cn.role == RoleWriter {
+		h.writers.add(cn)
+		defer h.writers.remove(cn)
+	}
 	q := h.opts.NewQueue(h.opts.QueueDepth)
 	done := make(chan struct{})
 	go func() {
@@ -85,7 +95,8 @@ func (cn *conn) hello(r *frame.Reader) bool {
 		return false
 	}
 	_ = cn.c.SetReadDeadline(time.Time{})
-	cn.deployment, cn.stage = m.Deployment, m.Stage
+	cn.deployment, cn.stage, cn.role, cn.peerProcess = m.Deployment, m.Stage, m.Role, m.Process
+	cn.lastFrame.Store(time.Now().UnixNano())
 	cn.write(helloOKMsg{Op: opHelloOK, Version: frame.Version}, nil)
 	cn.flush()
 	return cn.werr == nil
@@ -108,6 +119,7 @@ func (cn *conn) read(r *frame.Reader, q Queue) {
 			return
 		}
 		cn.h.m.received.Add(int64(len(payload)))
+		cn.lastFrame.Store(time.Now().UnixNano())
 		if !q.Push(it) {
 			return
 		}
@@ -237,6 +249,7 @@ func (cn *conn) handle(it Item) {
 			cn.write(droppedMsg{Op: opDropped, Deployment: cn.deployment, Requests: n, Bytes: b}, nil)
 		case opGet:
 			h.m.gets.Add(1)
+			cn.awaitReplica(m)
 			if uc, ok := cn.c.(*net.UnixConn); ok && (m.Shm || m.Into) && cn.getShm(uc, m) {
 				return
 			}

@@ -35,6 +35,11 @@ type Options struct {
 	// WriteTimeout bounds one write to a peer (default 30 s), so a peer that stops reading
 	// cannot hold its connection's goroutines forever.
 	WriteTimeout time.Duration
+	// WriterIdle is how long a writer may send nothing and still count as streaming for a
+	// get that waits for it (default 250 ms); MaxGetWait caps what a get may ask to wait
+	// (default 10 s).
+	WriterIdle time.Duration
+	MaxGetWait time.Duration
 	// Logger gets connection events; the zero value logs nothing.
 	Logger zerolog.Logger
 }
@@ -54,15 +59,18 @@ func (o *Options) setDefaults() error {
 	defaults.Positive(&o.ChunkTokens, DefaultChunkTokens)
 	defaults.Positive(&o.HelloTimeout, 10*time.Second)
 	defaults.Positive(&o.WriteTimeout, 30*time.Second)
+	defaults.Positive(&o.WriterIdle, 250*time.Millisecond)
+	defaults.Positive(&o.MaxGetWait, 10*time.Second)
 	return nil
 }
 
 // Holder is the KV-cache holder service: it keeps replicas for the stage workers that
 // connect to it, on as many listeners (TCP, unix socket) as it is given.
 type Holder struct {
-	opts  Options
-	store *store
-	m     counters
+	opts    Options
+	store   *store
+	m       counters
+	writers writerSet
 
 	mu        sync.Mutex
 	closed    bool
@@ -134,6 +142,12 @@ func (h *Holder) untrack(c net.Conn) {
 	h.wg.Done()
 }
 
+func (h *Holder) isClosed() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.closed
+}
+
 func (h *Holder) connCount() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -166,12 +180,14 @@ type Stats struct {
 	RequestsHeld int
 	Budget       int64
 	Connections  int
+	// GetWaits counts gets held back for another process's writer (writers.go).
+	GetWaits int64
 }
 
 // Stats returns what the holder keeps now.
 func (h *Holder) Stats() Stats {
 	b, n := h.store.stats()
-	return Stats{BytesHeld: b, RequestsHeld: n, Budget: h.opts.Budget, Connections: h.connCount()}
+	return Stats{BytesHeld: b, RequestsHeld: n, Budget: h.opts.Budget, Connections: h.connCount(), GetWaits: h.m.getWaits.Load()}
 }
 
 // ListenUnix listens on a unix socket at path, replacing a stale socket file that nobody

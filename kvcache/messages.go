@@ -108,6 +108,11 @@ type requestMsg struct {
 	// Arena, with Into and Stream, lets the answer point at the prompt's pieces where they lie
 	// in the arena (the reader mapped it at lend) and copy only the decode steps.
 	Arena bool `json:"arena,omitempty"`
+	// WaitMS lets a get wait, at most this long, while its replica is short of WantStep
+	// (default 0: the complete prompt) and another process's writer of the stage is still
+	// sending (writers.go): a stage handed over keeps streaming what it queued.
+	WaitMS   int  `json:"wait_ms,omitempty"`
+	WantStep *int `json:"want_step,omitempty"`
 }
 
 // filledMsg says chunks [0, Upto) of a streamed into-get are in the lent memory; the last one
@@ -127,6 +132,11 @@ type lendMsg struct {
 	Size int64  `json:"size"`
 	// Arena asks for the holder's arena too (arena.go): its descriptor comes with lent.
 	Arena bool `json:"arena,omitempty"`
+	// WaitMS lets a get wait, at most this long, while its replica is short of WantStep
+	// (default 0: the complete prompt) and another process's writer of the stage is still
+	// sending (writers.go): a stage handed over keeps streaming what it queued.
+	WaitMS   int  `json:"wait_ms,omitempty"`
+	WantStep *int `json:"want_step,omitempty"`
 }
 
 type lentMsg struct {
@@ -173,6 +183,9 @@ type helloMsg struct {
 	Deployment string `json:"deployment"`
 	Stage      int    `json:"stage"`
 	Version    int    `json:"version"`
+	// Process names the peer's process (optional): a get that waits for another process's
+	// writer (requestMsg.WaitMS) does not wait for its own.
+	Process string `json:"process,omitempty"`
 }
 
 type helloOKMsg struct {

@@ -12,6 +12,7 @@ type counters struct {
 	full, conflict, other   atomic.Int64
 	received, sent          atomic.Int64
 	conns                   atomic.Int64
+	getWaits, getWaitNanos  atomic.Int64
 }
 
 func (c *counters) refused(code string) {
@@ -36,6 +37,8 @@ var (
 	descGets      = prometheus.NewDesc("schooner_kvcache_gets_total", "Replicas read back (restores).", nil, nil)
 	descReceived  = prometheus.NewDesc("schooner_kvcache_received_bytes_total", "Payload bytes received.", nil, nil)
 	descSent      = prometheus.NewDesc("schooner_kvcache_sent_bytes_total", "Payload bytes sent in chunks.", nil, nil)
+	descGetWaits  = prometheus.NewDesc("schooner_kvcache_get_waits_total", "Gets held back while another process's writer of the stage was still sending (a handed-over stage's last replication).", nil, nil)
+	descGetWaitS  = prometheus.NewDesc("schooner_kvcache_get_wait_seconds_total", "Time gets were held back for such writers.", nil, nil)
 )
 
 // Collector exposes the holder's metrics; whoever runs the holder registers it. Rates (puts,
@@ -45,7 +48,7 @@ func (h *Holder) Collector() prometheus.Collector { return collector{h} }
 type collector struct{ h *Holder }
 
 func (collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descHeldBytes, descHeldReqs, descBudget, descConns, descPuts, descAcks, descRefusals, descGets, descReceived, descSent} {
+	for _, d := range []*prometheus.Desc{descHeldBytes, descHeldReqs, descBudget, descConns, descPuts, descAcks, descRefusals, descGets, descReceived, descSent, descGetWaits, descGetWaitS} {
 		ch <- d
 	}
 }
@@ -72,4 +75,6 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descGets, m.gets.Load())
 	counter(descReceived, m.received.Load())
 	counter(descSent, m.sent.Load())
+	counter(descGetWaits, m.getWaits.Load())
+	ch <- prometheus.MustNewConstMetric(descGetWaitS, prometheus.CounterValue, float64(m.getWaitNanos.Load())/1e9)
 }

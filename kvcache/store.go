@@ -253,6 +253,17 @@ func (s *store) dropDeployment(dep string) (int, int64) {
 }
 
 // list returns the replicas of one (deployment, stage), by request.
+// ackedStep is the step k's replica stands at: -1 until its prompt is complete.
+func (s *store) ackedStep(k key) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.replicas[k]
+	if r == nil || !r.complete {
+		return -1
+	}
+	return r.acked
+}
+
 func (s *store) list(dep string, stage int) []Held {
 	s.mu.Lock()
 	out := []Held{}

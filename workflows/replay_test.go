@@ -31,7 +31,10 @@ var originalIDs = map[string]string{
 	// A job with a deadline, whose spot decisions come from the deadline policy.
 	"training_job_deadline.json": "train-deadline-test01",
 	"fleet.json":                 "train-complete-test01-fleet-1-0-0",
-	"serving_deployment.json":    "serve-tiny-test01",
+	// The lost-stage test's deployment (integration/serving_test.go), recorded with the noticed
+	// machine released once its worker ended (release-after-handover), and before that change.
+	"serving_deployment.json":                 "serve-tiny-test01",
+	"serving_deployment_before_handover.json": "serve-tiny-test01",
 	// A spot-with-fallback deployment that starts on on-demand and returns to spot
 	// (integration/serving_spot_test.go; version return-to-spot).
 	"serving_deployment_spot_return.json": "serve-tiny-test01",

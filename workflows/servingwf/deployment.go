@@ -105,7 +105,8 @@ func (d *dep) cleanup(ctx workflow.Context) error {
 }
 
 // canContinueAsNew: the history is long (the server suggests it, or the test option), and
-// the deployment is steady: every stage ready, no migration, no failover in flight, so the
+// the deployment is steady: every stage ready, no migration (nor a machine migrated off still
+// waiting for its worker to end), no failover in flight, so the
 // carried state is simple and the next run only re-attaches.
 func (d *dep) canContinueAsNew(ctx workflow.Context) bool {
 	if !workflow.GetInfo(ctx).GetContinueAsNewSuggested() && (d.opts.ContinueAsNewAfter <= 0 || d.events < d.opts.ContinueAsNewAfter) {
@@ -114,6 +115,11 @@ func (d *dep) canContinueAsNew(ctx workflow.Context) bool {
 	for _, s := range d.slots {
 		if s.state != serving.StateReady || s.standby != nil || s.fo != nil || !s.noticedAt.IsZero() || s.toSpot {
 			return false
+		}
+	}
+	for _, r := range d.runs {
+		if r.releaseAtEnd != "" {
+			return false // a machine migrated off is released when its worker ends
 		}
 	}
 	return !d.stopRequested && d.wantReplicas == d.replicas()

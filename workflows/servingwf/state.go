@@ -101,8 +101,10 @@ type stageRun struct {
 	cancel     workflow.CancelFunc
 	startedAt  time.Time
 	standby    bool
-	// retired: cancelled on purpose (replaced, scaled away, stopped); its end means nothing.
-	retired bool
+	// retired: cancelled on purpose (replaced, scaled away, stopped); its end means nothing,
+	// but for releaseAtEnd: the machine a stage migrated off, released once this run ended.
+	retired      bool
+	releaseAtEnd string
 }
 
 // newDep builds the state of a fresh start or of a run continued as new.

@@ -144,8 +144,8 @@ func (d *dep) onReady(ctx workflow.Context, m serving.StageReady) error {
 	if sb == nil || sb.run == nil || sb.run.epoch != m.Epoch || sb.inst.ID != m.InstanceID {
 		return nil
 	}
-	old := s.inst
-	d.retire(s.run)
+	old, oldRun := s.inst, s.run
+	d.retire(oldRun)
 	s.inst, s.run, s.standby = sb.inst, sb.run, nil
 	s.run.standby = false
 	s.state, s.workerAddr, s.holderAddr, s.restarts, s.served = serving.StateReady, m.WorkerAddr, m.HolderAddr, 0, true
@@ -160,8 +160,18 @@ func (d *dep) onReady(ctx workflow.Context, m serving.StageReady) error {
 	if old.ID == "" {
 		return nil
 	}
+	if oldRun != nil && !oldRun.Done && workflow.GetVersion(ctx, handoverVersion, workflow.DefaultVersion, 1) == 1 {
+		// The noticed machine goes once its worker has exited: stopped, it first sends the
+		// holder what it still had queued, which the replacement's restore waits for.
+		oldRun.releaseAtEnd = old.ID
+		return nil
+	}
 	return d.release(ctx, []string{old.ID})
 }
+
+// handoverVersion gates releasing a machine a stage migrated off only once its worker has
+// ended (its replication flushed), not at the switch.
+const handoverVersion = "release-after-handover"
 
 // completeFailover records the failover in progress of s, now that its replacement is ready.
 func (d *dep) completeFailover(s *slot, now time.Time) {
@@ -188,6 +198,10 @@ func (d *dep) completeFailover(s *slot, now time.Time) {
 // for another machine.
 func (d *dep) onRunEnded(ctx workflow.Context, r *stageRun) error {
 	if r.retired {
+		if id := r.releaseAtEnd; id != "" {
+			r.releaseAtEnd = ""
+			return d.release(ctx, []string{id})
+		}
 		return nil
 	}
 	s := r.slot

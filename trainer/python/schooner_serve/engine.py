@@ -36,7 +36,8 @@ class StageEngine:
     def __init__(self, c: ModelConfig, seed: int, first: int, end: int, *, device="cpu", dtype=None,
                  kv_blocks: int | None = None, kv_mem: int | None = None, block: int = 16,
                  holder: str | None = None, replicate: bool = True, deployment: str = "default",
-                 stage: int = 0, queue_size: int = 64, model: StageModel | None = None):
+                 stage: int = 0, queue_size: int = 64, model: StageModel | None = None,
+                 restore_wait_s: float = 0.0):
         device = torch.device(device)
         if dtype is None:
             dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
@@ -51,6 +52,9 @@ class StageEngine:
         self.params: dict[str, dict] = {}
         self.holder, self.deployment, self.stage = holder, deployment, stage
         self._replicate, self._queue_size = replicate, queue_size
+        # A restore's get may wait this long while the stage this one replaces is still
+        # streaming the request's prompt to the holder (a handover on a notice).
+        self.restore_wait_ms = int(restore_wait_s * 1000)
         self._holder_retry_at, self._prober, self._probed = 0.0, None, None
         self.writer = self._writer(holder) if holder and replicate else None
         self.restore_stats: list[dict] = []
@@ -231,7 +235,7 @@ class StageEngine:
         if self.reader is not None:
             try:
                 streamed = StreamedScatter(self.pool, request, self.first, self.end, need, self.restore_slots)
-                rep = self.reader.fetch(request, on_filled=streamed.landed)
+                rep = self.reader.fetch(request, on_filled=streamed.landed, wait_ms=self.restore_wait_ms)
                 if not rep.lent:
                     streamed = None  # larger than the lent memory: it came in a memory file
             except Exception as e:  # noqa: BLE001 — the memory-file path may still answer
@@ -243,7 +247,7 @@ class StageEngine:
                 self.reader = None
         if self.reader is None:
             try:
-                rep = fetch_replica(self.holder, self.deployment, self.stage, request)
+                rep = fetch_replica(self.holder, self.deployment, self.stage, request, wait_ms=self.restore_wait_ms)
             except Exception as e:  # noqa: BLE001 — a holder that cannot answer has nothing to restore
                 print(f"schooner_serve: restoring {request} from {self.holder}: {e}", flush=True)
                 return 0

@@ -11,19 +11,23 @@ acked step after it (with "layer" and "tokens"); a put_step entry (its own "step
 is stored only as acked step + 1 at the next position, a step already held is acked again; `full`
 (byte budget, never evicting) and `conflict` refuse one request and keep the connection, every other
 error closes it; drop / drop_deployment answer `dropped`; get sends chunks of at most 100 tokens of
-every local layer, then `end` with the acked step; list answers `held`.
+every local layer, then `end` with the acked step; list answers `held`; a get with `wait_ms` is held
+while the prompt is incomplete and a writer of the stage from another process (hello's `process`)
+sent a frame within the last 250 ms, at most `wait_ms`.
 """
 
 from __future__ import annotations
 
 import socket
 import threading
+import time
 
 import torch
 
 from . import frame
 
 CHUNK_TOKENS = 100
+WRITER_IDLE_S = 0.25
 _ELEM = {"bf16": 2, "f16": 2, "f32": 4}
 
 
@@ -66,6 +70,8 @@ class FakeHolder:
         self.lock = threading.Lock()
         self.frames = 0
         self.gets = 0
+        self.get_waits = 0
+        self.writers: dict = {}  # id(conn) -> [deployment, stage, process, last frame time]
         self._stop = False
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -95,10 +101,19 @@ class FakeHolder:
             if h is None:
                 return
             dep, stage = h["deployment"], h["stage"]
-            while True:
-                h, p = conn.recv()
-                self.frames += 1
-                self._handle(conn, dep, stage, h, p)
+            me = [dep, stage, h.get("process", ""), time.monotonic()]
+            if h["role"] == "writer":
+                with self.lock:
+                    self.writers[id(conn)] = me
+            try:
+                while True:
+                    h, p = conn.recv()
+                    me[3] = time.monotonic()
+                    self.frames += 1
+                    self._handle(conn, dep, stage, h, p)
+            finally:
+                with self.lock:
+                    self.writers.pop(id(conn), None)
         conn.close()
 
     @staticmethod
@@ -137,6 +152,7 @@ class FakeHolder:
                 conn.send({"op": "dropped", "deployment": dep, "requests": n, "bytes": b})
             elif op == "get":
                 self.gets += 1
+                self._await(conn, dep, stage, rid, int(h.get("wait_ms") or 0), int(h.get("want_step") or 0))
                 self._get(conn, dep, stage, rid)
             else:
                 with self.lock:
@@ -274,6 +290,27 @@ class FakeHolder:
         if self.delay_s:
             import time
             time.sleep(self.delay_s)
+
+    def _await(self, conn, dep, stage, rid, wait_ms, want):
+        """Holds a get that asked to wait while another process's writer of the stage still sends."""
+        if wait_ms <= 0:
+            return
+        mine = getattr(conn, "hello", {}).get("process", "")
+        end = time.monotonic() + wait_ms / 1000
+        waited = False
+        while time.monotonic() < end:
+            with self.lock:
+                r = self.replicas.get((dep, stage, rid))
+                if r is not None and r.complete and r.acked >= want:
+                    break
+                now = time.monotonic()
+                sending = any(d == dep and s == stage and (not mine or p != mine) and now - t < WRITER_IDLE_S
+                              for d, s, p, t in self.writers.values())
+            if not sending:
+                break
+            waited = True
+            time.sleep(0.002)
+        self.get_waits += waited
 
     def _get(self, conn, dep, stage, rid):
         with self.lock:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import socket
 import struct
 import threading
@@ -13,6 +14,10 @@ import warnings
 MAX_HEADER = 64 << 10
 DEFAULT_MAX_PAYLOAD = 8 << 30
 VERSION = 1
+
+# This process's identity in hellos: the KV-cache holder does not hold a reader's waiting get
+# for writers of the reader's own process (docs/serving-protocol.md section 3, "Waiting gets").
+PROCESS = f"{socket.gethostname()}:{os.getpid()}:{os.urandom(4).hex()}"
 
 
 class FrameError(Exception):
@@ -206,7 +211,8 @@ class Conn:
         return read(self.rf, self.max_payload, pool)
 
     def handshake(self, role: str, deployment: str = "default", stage: int = 0) -> dict:
-        self.send({"op": "hello", "role": role, "deployment": deployment, "stage": stage, "version": VERSION})
+        self.send({"op": "hello", "role": role, "deployment": deployment, "stage": stage, "version": VERSION,
+                   "process": PROCESS})
         h, _ = self.recv()
         if h.get("op") != "hello_ok":
             raise FrameError(f"hello refused: {h}", h.get("code", "bad_request"))

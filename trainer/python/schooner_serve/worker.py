@@ -79,7 +79,7 @@ class Worker:
                                   dtype=getattr(torch, a.dtype) if a.dtype else None,
                                   kv_blocks=a.kv_blocks, kv_mem=int(a.kv_mem_gib * (1 << 30)) if a.kv_mem_gib else None,
                                   block=a.block, holder=a.holder, replicate=a.replicate == "on",
-                                  deployment=a.deployment, stage=a.stage)
+                                  deployment=a.deployment, stage=a.stage, restore_wait_s=a.restore_wait)
         self.first, self.last = self.engine.is_first, self.engine.is_last
         self._capture_graphs()
         self._warm_prefill()
@@ -87,6 +87,7 @@ class Worker:
             raise SystemExit(f"stage {a.stage} of {a.depth} with layers {first}:{end} of {self.cfg.layers}: "
                              "the first stage must hold layer 0 and the last the final layer")
         self.inbox: queue.Queue = queue.Queue()
+        self.stopping = threading.Event()  # SIGTERM: the engine takes no further step
         self.routers: list[frame.Conn] = []  # router connections, latest last
         self.pending_out: list[dict] = []    # token/done frames waiting for a router connection
         self.links: dict[str, frame.Conn] = {}  # connections to other stages, by address
@@ -170,7 +171,30 @@ class Worker:
             e.params.pop(rid, None)
             e.writer = writer
 
+    def on_sigterm(self, *_) -> None:
+        """Stopped (a handover after a notice, a scale-down, the deployment's stop): what the
+        replication writer has queued still goes to the holder before the process exits, so a
+        replacement restoring from it finds every prompt this stage computed (a restore's get
+        waits for a writer still sending, docs/serving-protocol.md section 3). In a thread: the
+        handler may have interrupted the main thread inside the writer's queue lock."""
+        self.stopping.set()
+        threading.Thread(target=self._drain_and_exit, name="sigterm", daemon=True).start()
+
+    def _drain_and_exit(self) -> None:
+        w, t0 = self.engine.writer, time.monotonic()
+        ok = True
+        if w is not None and self.a.term_flush > 0:
+            done = threading.Event()
+            threading.Thread(target=lambda: (w.flush(self.a.term_flush), done.set()), daemon=True).start()
+            ok = done.wait(self.a.term_flush)
+        stats = w.stats() if w is not None else {}
+        print(f"schooner_serve: SIGTERM: replication {'flushed' if ok else 'not flushed in time'} in "
+              f"{time.monotonic() - t0:.3f} s ({stats}); exiting", file=sys.stderr, flush=True)
+        os._exit(0)
+
     def serve(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, self.on_sigterm)
         host, port = frame.split_addr(self.a.listen)
         srv = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
         srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -313,6 +337,10 @@ class Worker:
 
     def run_engine(self) -> None:
         while True:
+            if self.stopping.is_set():
+                # SIGTERM: no more steps (they would queue more to replicate); the drain
+                # thread exits the process once the writer has sent what it has.
+                threading.Event().wait()
             idle = self.inflight is not None or not (self.waiting or self.running) or not self.first
             wait = None if idle else 0
             deadlines = list(self.orphans.values())
@@ -867,6 +895,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--orphan-ttl", type=float, default=120.0,
                    help="how long the KV cache of a request set aside (its router or pipeline lost) is "
                         "kept for a resubmit before every stage frees it")
+    p.add_argument("--restore-wait", type=float, default=3.0,
+                   help="seconds a restore's get may wait at the holder while the stage this one replaces "
+                        "still streams the request's prompt there (a handover on a notice); 0: never wait")
+    p.add_argument("--term-flush", type=float, default=5.0,
+                   help="on SIGTERM, seconds to let the replication writer send what it queued before exiting")
     p.add_argument("--exit-after-tokens", type=int, default=0, help="fault injection: die after emitting N tokens")
     p.add_argument("--exit-flush", action="store_true", help="with --exit-after-tokens: let the replica catch up first")
     return p.parse_args(argv)

@@ -808,3 +808,63 @@ def test_pinned_pool_reuses_buffers_within_its_bound():
     for b in big:
         pool.give(b)
     assert pool._kept == 2 << 20  # the second 2 MiB would pass the 3 MiB bound: not kept
+
+
+def test_a_restore_waits_for_the_prompt_a_handed_over_stage_still_streams(monkeypatch):
+    """A stage handed over on a notice keeps streaming what it queued; its replacement restoring
+    meanwhile waits at the holder for the prompt (get's wait_ms) instead of finding it incomplete
+    and having the router recompute it. Without the wait it finds nothing."""
+    h = FakeHolder(delay_s=0.1)  # each put lands 0.1 s after the one before: a writer still sending
+    try:
+        plen = 40
+        prompt = torch.randint(0, 200, (plen,), generator=torch.Generator().manual_seed(5)).tolist()
+
+        def prefill_on_old_stage(rid):
+            monkeypatch.setattr(frame, "PROCESS", "old-stage")  # the writer's hello names its process
+            old = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=64, holder=h.addr, deployment="handover")
+            old.begin(rid, plen + 8)
+            ents = [{"request": rid, "step": 0, "positions": [0, plen]}]
+            old.sample(ents, old.forward("prefill", ents, prompt))
+            monkeypatch.setattr(frame, "PROCESS", "new-stage")
+            return old
+
+        old = prefill_on_old_stage("late")
+        new = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=64, holder=h.addr, deployment="handover",
+                          restore_wait_s=10)
+        t = time.monotonic()
+        assert new.restore("late", plen, plen + 8) == plen, "the whole prompt, once the old writer sent it"
+        assert 0.05 < time.monotonic() - t < 5 and h.get_waits == 1
+        old.writer.close()
+
+        old = prefill_on_old_stage("early")
+        hasty = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=64, holder=h.addr, deployment="handover")
+        assert hasty.restore("early", plen, plen + 8) == 0, "without waiting: nothing complete yet"
+        assert h.get_waits == 1
+        old.writer.close()
+    finally:
+        h.close()
+
+
+def test_sigterm_lets_the_replication_writer_send_what_it_queued():
+    """A worker stopped with SIGTERM (its stage handed over, scaled away or stopped) exits once
+    its writer has sent what it queued: the holder then has the prompt it was still streaming.
+    The default SIGTERM killed the process with the queue, and the replacement recomputed."""
+    h = FakeHolder(delay_s=0.05)  # the holder takes each frame 50 ms apart: the queue builds up
+    port = free_port()
+    w = spawn("--listen", f"127.0.0.1:{port}", "--holder", h.addr, "--term-flush", "30")
+    try:
+        c = RouterClient(f"127.0.0.1:{port}")
+        # long enough to be running at the SIGTERM: the writer's full queue slows it to the holder's pace
+        c.submit("q", encode("a prompt whose replica is still on its way"), 400, stop=[])
+        c.wait_tokens("q", 2)
+        assert h.acked_step("q") < 0, "the prompt has not all landed yet (else the test shows nothing)"
+        w.terminate()
+        assert w.wait(30) == 0
+        err = w.stderr.read().decode()
+        assert "SIGTERM: replication flushed" in err, err[-2000:]
+        assert h.acked_step("q") >= 0, "the prompt it computed is complete at the holder"
+        c.close()
+    finally:
+        if w.poll() is None:
+            w.kill()
+        h.close()
