@@ -24,7 +24,9 @@ class AgentCheckpoints:
         import schooner_ckpt
 
         self.ckpt, self.client = schooner_ckpt, client
-        self.saver = schooner_ckpt.OverlappedSaver(client, prefix="") if overlap else None
+        # SCHOONER_CKPT_DEVICE_SNAPSHOT: auto (default), on or off (OverlappedSaver).
+        snap = os.environ.get("SCHOONER_CKPT_DEVICE_SNAPSHOT", "auto")
+        self.saver = schooner_ckpt.OverlappedSaver(client, prefix="", device_snapshot=snap) if overlap else None
         self.name = "agent" if overlap else "agent-blocking"
         self.last = -1
 
@@ -61,7 +63,8 @@ class AgentCheckpoints:
             return {}
         s = self.saver.stats
         return {"checkpoint_backpressure": s.backpressure_s, "checkpoint_handed_s": s.handed_s,
-                "checkpoint_pinned": s.pinned, "checkpoint_bytes": s.bytes}
+                "checkpoint_pinned": s.pinned, "checkpoint_bytes": s.bytes,
+                "checkpoint_device_snapshot": s.device_snapshot}
 
     def close(self) -> None:
         if self.saver is not None:

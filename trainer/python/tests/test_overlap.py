@@ -8,13 +8,13 @@ except ImportError:  # the core is tested without torch; this layer only where i
     torch = None
 
 
-def _train_and_save(ckpt, client, device, every=2, iterations=7, buffers=2):
+def _train_and_save(ckpt, client, device, every=2, iterations=7, buffers=2, snapshot="auto"):
     """Trains a small model with Adam, saving through an OverlappedSaver every `every` steps;
     returns the saver (flushed) and, per saved step, a copy of the state as it was then."""
     torch.manual_seed(3)
     model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.GELU(), torch.nn.Linear(128, 64)).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-    saver = ckpt.OverlappedSaver(client, prefix="", buffers=buffers)
+    saver = ckpt.OverlappedSaver(client, prefix="", buffers=buffers, device_snapshot=snapshot)
     expect = {}
     base = next_step()
     for it in range(iterations):
@@ -84,6 +84,8 @@ class OverlappedSaverTest(unittest.TestCase):
             self.ckpt.OverlappedSaver(self.client, buffers=0)
         with self.assertRaisesRegex(ValueError, "chunk_bytes"):
             self.ckpt.OverlappedSaver(self.client, chunk_bytes=10)
+        with self.assertRaisesRegex(ValueError, "device_snapshot"):
+            self.ckpt.OverlappedSaver(self.client, device_snapshot="maybe")
 
     @unittest.skipUnless(torch is not None and torch.cuda.is_available(), "no CUDA device")
     def test_cuda_copies_go_beside_the_next_iteration_into_page_locked_memory(self):
@@ -91,6 +93,26 @@ class OverlappedSaverTest(unittest.TestCase):
         self.addCleanup(saver.close)
         self.assertTrue(saver.stats.pinned, "the buffers were page-locked, so the copies are asynchronous")
         self.check_steps(expect, "cuda")
+
+    @unittest.skipUnless(torch is not None and torch.cuda.is_available(), "no CUDA device")
+    def test_cuda_saves_through_a_device_snapshot_hold_their_step_and_straight_ones_too(self):
+        # A save every step, so the host copies from the snapshot still run while the next steps
+        # change the originals.
+        for mode, snapped in (("on", True), ("off", False)):
+            saver, expect = _train_and_save(self.ckpt, self.client, "cuda", every=1, iterations=6, snapshot=mode)
+            self.addCleanup(saver.close)
+            self.assertEqual(saver.stats.device_snapshot, snapped, mode)
+            self.check_steps(expect, "cuda")
+
+
+class SnapshotFitsTest(unittest.TestCase):
+    def test_auto_takes_a_snapshot_only_with_room_to_spare(self):
+        from schooner_ckpt.overlap import snapshot_fits
+
+        gib = 1 << 30
+        self.assertTrue(snapshot_fits(free=40 * gib, total=80 * gib, size=17 * gib))
+        self.assertFalse(snapshot_fits(free=20 * gib, total=80 * gib, size=17 * gib), "5% of 80 GiB and 1 GiB must stay")
+        self.assertFalse(snapshot_fits(free=17 * gib, total=80 * gib, size=17 * gib))
 
 
 if __name__ == "__main__":
