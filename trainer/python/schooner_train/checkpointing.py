@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import time
 from typing import Any, Dict, Optional
 
@@ -43,7 +44,16 @@ class AgentCheckpoints:
     def save(self, state, step: int, urgent: bool, final: bool) -> float:
         t0 = time.perf_counter()
         if self.saver is not None:
-            self.saver.start(state, step, emergency=urgent)
+            if os.environ.get("SCHOONER_CKPT_PROFILE_SAVE") == str(step):
+                # Where a save's host time goes: the profile of this one save on stderr.
+                import cProfile
+                import pstats
+
+                prof = cProfile.Profile()
+                prof.runcall(self.saver.start, state, step, emergency=urgent)
+                pstats.Stats(prof, stream=sys.stderr).sort_stats("cumulative").print_stats(30)
+            else:
+                self.saver.start(state, step, emergency=urgent)
             if urgent or final:
                 self.saver.flush()
             self.last = max(self.last, self.saver.accepted)
