@@ -1,7 +1,9 @@
 package pq
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 )
 
@@ -53,4 +55,49 @@ func BenchmarkEmptyDeleteMin(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkEmptyDeleteMinThreads is BenchmarkEmptyDeleteMin at a fixed number of goroutines (1
+// and 2 here; the grid goes to 16 in bench/pq) with each goroutine's loop state on its own
+// stack: RunParallel's testing.PB is a 32-byte heap object whose cache field every Next
+// writes, two to a cache line, so on an operation of a few nanoseconds the benchmark's own
+// false sharing can decide the number. Reported ns/op is wall time over all operations, as
+// RunParallel's is.
+func BenchmarkEmptyDeleteMinThreads(b *testing.B) {
+	for _, threads := range []int{1, 2} {
+		for _, c := range []struct {
+			name string
+			mode Mode
+		}{{"direct", Direct}, {"adaptive", Adaptive}} {
+			b.Run(fmt.Sprintf("%s/threads=%d", c.name, threads), func(b *testing.B) {
+				q := New[int64, int64](Options{Mode: c.mode})
+				defer q.Close()
+				parallel(b, threads, func() { q.DeleteMin() })
+			})
+		}
+	}
+}
+
+// parallel runs op b.N times in all, split over threads goroutines that each count their
+// share down in a local variable: nothing written per operation is shared but what op writes.
+func parallel(b *testing.B, threads int, op func()) {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for w := range threads {
+		n := b.N / threads
+		if w < b.N%threads {
+			n++
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			for range n {
+				op()
+			}
+		}()
+	}
+	b.ResetTimer()
+	close(start)
+	wg.Wait()
 }
