@@ -11,15 +11,24 @@ import (
 // switches between direct and delegated execution as the load changes. It is safe for
 // concurrent use. See the package documentation for the semantics of DeleteMin.
 type Queue[K cmp.Ordered, V any] struct {
-	opts Options
-	mq   *multiQueue[K, V]
-	ctr  *counters
-
-	mode   atomic.Int32 // Direct or Delegate: how operations run now
-	policy atomic.Int32 // Adaptive, or the forced mode
-
+	// What every operation reads, alone on its pair of cache lines: written only by a mode
+	// switch (and by the first operation after one, which clears sw.at), never by an
+	// operation as such. The pads keep the fields below, and whatever precedes the queue in
+	// memory, off these lines: the controller writes the stats and the window's verdict every
+	// window, and a line read by every core must not be invalidated by writes to its
+	// neighbours. Two full lines each side, whatever the queue's alignment in memory: x86
+	// fetches lines in aligned pairs.
+	_       [2 * cacheLine]byte
+	mq      *multiQueue[K, V]
+	ctr     *counters
 	del     atomic.Pointer[delegation[K, V]] // nil until a delegated mode is first needed
+	mode    atomic.Int32                     // Direct or Delegate: how operations run now
 	observe atomic.Bool                      // counters on: set once a controller runs
+	sw      switchClock
+	_       [2 * cacheLine]byte
+
+	opts   Options
+	policy atomic.Int32 // Adaptive, or the forced mode
 
 	// mu orders the rare control actions (Force, the controller's switches, Close) among
 	// themselves; operations never take it.
@@ -30,7 +39,7 @@ type Queue[K cmp.Ordered, V any] struct {
 	wg      sync.WaitGroup
 	closing sync.Once
 
-	sw switchClock
+	stats switchStats // what Stats reports; under its own mutex
 }
 
 // New builds a queue. An adaptive queue (the default) starts in Direct mode and runs a
@@ -60,7 +69,9 @@ func (q *Queue[K, V]) Insert(k K, v V) {
 	if t.st != nil {
 		q.ctr.endInsert(t, q.mq.hint(k))
 	}
-	q.sw.done(ran)
+	if at := q.sw.at.Load(); at != 0 { // a switch awaits its first operation in the new mode
+		q.switchSeen(at, ran)
+	}
 }
 
 // DeleteMin removes an item with a low key (see the package documentation for how low) and
@@ -84,7 +95,9 @@ func (q *Queue[K, V]) DeleteMin() (k K, v V, ok bool) {
 	if t.st != nil {
 		q.ctr.endDelete(t)
 	}
-	q.sw.done(ran)
+	if at := q.sw.at.Load(); at != 0 { // a switch awaits its first operation in the new mode
+		q.switchSeen(at, ran)
+	}
 	return k, v, ok
 }
 
@@ -137,7 +150,7 @@ func (q *Queue[K, V]) switchLocked(m Mode) {
 		q.del.Store(newDelegation(q.mq, q.opts))
 	}
 	if Mode(q.mode.Swap(int32(m))) != m {
-		q.sw.flipped(m)
+		q.switchFlipped(m)
 	}
 }
 

@@ -27,28 +27,34 @@ type Stats struct {
 
 // Stats reads the queue's state.
 func (q *Queue[K, V]) Stats() Stats {
-	q.sw.mu.Lock()
-	defer q.sw.mu.Unlock()
+	q.stats.mu.Lock()
+	defer q.stats.mu.Unlock()
 	return Stats{
 		Mode: Mode(q.mode.Load()), Policy: Mode(q.policy.Load()),
-		Switches: q.sw.switches, SwitchLatency: q.sw.latency, LatencyOf: q.sw.latencyOf, Pending: q.pending(),
-		Last: q.sw.last, LastClass: q.sw.lastClass, Windows: q.sw.windows,
+		Switches: q.stats.switches, SwitchLatency: q.stats.latency, LatencyOf: q.stats.latencyOf, Pending: q.pending(),
+		Last: q.stats.last, LastClass: q.stats.lastClass, Windows: q.stats.windows,
 	}
 }
 
 func (q *Queue[K, V]) noteWindow(f Features, c Class) {
-	q.sw.mu.Lock()
-	q.sw.last, q.sw.lastClass = f, c
-	q.sw.windows++
-	q.sw.mu.Unlock()
+	q.stats.mu.Lock()
+	q.stats.last, q.stats.lastClass = f, c
+	q.stats.windows++
+	q.stats.mu.Unlock()
 }
 
-// switchClock times switches. Operations pay one atomic load of at (a read-shared line) to
-// learn whether a switch awaits its first operation in the new mode.
+// switchClock is what operations read to time switches: every operation loads at (one
+// atomic load of a line in Queue's read-mostly block) to learn whether a switch awaits its
+// first operation in the new mode. It is written only by a switch and by that first
+// operation.
 type switchClock struct {
 	at     atomic.Int64 // UnixNano of the flip not yet seen through; 0 if none
 	target atomic.Int32
+}
 
+// switchStats is what Stats reports about switches and windows, written by switches, the
+// controller every window and Stats' readers: kept out of Queue's read-mostly block.
+type switchStats struct {
 	mu        sync.Mutex
 	switches  int
 	latency   time.Duration
@@ -58,30 +64,25 @@ type switchClock struct {
 	windows   int
 }
 
-func (c *switchClock) flipped(m Mode) {
-	c.mu.Lock() // held across the stores so that done attributes the latency to this switch
-	c.switches++
-	c.target.Store(int32(m))
-	c.at.Store(time.Now().UnixNano())
-	c.mu.Unlock()
+// switchFlipped starts timing a switch to m.
+func (q *Queue[K, V]) switchFlipped(m Mode) {
+	q.stats.mu.Lock() // held across the stores so that switchSeen attributes the latency to this switch
+	q.stats.switches++
+	q.sw.target.Store(int32(m))
+	q.sw.at.Store(time.Now().UnixNano())
+	q.stats.mu.Unlock()
 }
 
-// done is called after every operation: inlined, it costs one load while no switch is being
-// timed; doneSlow attributes the first operation in the new mode.
-func (c *switchClock) done(ran Mode) {
-	if at := c.at.Load(); at != 0 {
-		c.doneSlow(at, ran)
-	}
-}
-
-func (c *switchClock) doneSlow(at int64, ran Mode) {
-	if Mode(c.target.Load()) != ran {
+// switchSeen is called by an operation that found a switch being timed (at != 0); the first
+// one that ran in the switch's target mode stops the clock.
+func (q *Queue[K, V]) switchSeen(at int64, ran Mode) {
+	if Mode(q.sw.target.Load()) != ran {
 		return
 	}
-	if c.at.CompareAndSwap(at, 0) {
+	if q.sw.at.CompareAndSwap(at, 0) {
 		d := time.Duration(time.Now().UnixNano() - at)
-		c.mu.Lock()
-		c.latency, c.latencyOf = d, c.switches
-		c.mu.Unlock()
+		q.stats.mu.Lock()
+		q.stats.latency, q.stats.latencyOf = d, q.stats.switches
+		q.stats.mu.Unlock()
 	}
 }
