@@ -72,6 +72,12 @@ func (q *Queue[K, V]) control() {
 		case <-t.C:
 		}
 		w := q.ctr.take()
+		// The next window's sampling rate, from this one's operation count: as few samples
+		// as the features need, so that a fast load pays for few of them. Stored only when it
+		// changes: the word shares its line with what every operation reads.
+		if m := sampleMask(w.ins+w.del, q.opts.samples); m != q.sample.Load() {
+			q.sample.Store(m)
+		}
 		now := time.Now()
 		f := features(w, now.Sub(last), q.mq.len(), len(q.mq.shards))
 		last = now

@@ -70,8 +70,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // TestWindowFeatures: the controller's features describe the load it sees. The classifier
 // always answers Neutral, so the queue stays direct and every window is well sampled (20 ms:
-// one operation in sampleEvery is seen, and under the race detector a window of a few
-// milliseconds holds only a handful of samples).
+// at this load's rate one operation in 128 is seen, and under the race detector a window of a
+// few milliseconds holds only a handful of samples).
 func TestWindowFeatures(t *testing.T) {
 	var mu sync.Mutex
 	var got []Features
@@ -139,4 +139,92 @@ func TestAdaptiveFollowsClassifier(t *testing.T) {
 	}
 	q.Force(Adaptive)
 	waitFor(t, "direct mode again", func() bool { return q.Mode() == Direct })
+}
+
+// TestSampleMask: one in 128 at low operation counts, then halving the rate for every
+// doubling of the count past targetSamples×256, down to one in 2^maxSampleShift.
+func TestSampleMask(t *testing.T) {
+	for _, c := range []struct {
+		ops  float64
+		want uint64
+	}{{0, 127}, {1000, 127}, {2048*256 - 1, 127}, {2048 * 256, 255}, {2048 * 1024, 1023}, {1e12, 1<<maxSampleShift - 1}} {
+		if got := sampleMask(c.ops, 2048); got != c.want {
+			t.Errorf("sampleMask(%g, 2048) = %d, want %d", c.ops, got, c.want)
+		}
+	}
+}
+
+// TestWeightedCounts: samples weighted by the rate they were drawn at estimate the number of
+// operations, also when the rate changes in the middle of a window.
+func TestWeightedCounts(t *testing.T) {
+	c := newCounters()
+	rng := rand.New(rand.NewPCG(1, 2))
+	const n = 1 << 22
+	for i := range n {
+		mask := uint64(127)
+		if i >= n/2 {
+			mask = 1<<12 - 1
+		}
+		if r := rng.Uint64(); sampled(r, mask) {
+			tk := c.start(r, mask)
+			if i%3 == 0 {
+				c.endInsert(tk, uint64(i))
+			} else {
+				c.endDelete(tk)
+			}
+		}
+	}
+	w := c.take()
+	if ops := w.ins + w.del; ops < 0.9*n || ops > 1.1*n {
+		t.Errorf("estimated %.0f operations, did %d", ops, n)
+	}
+	if share := w.ins / (w.ins + w.del); share < 0.28 || share > 0.39 {
+		t.Errorf("estimated insert share %.3f, want 1/3", share)
+	}
+	// A queue whose controller does not run samples nothing, and a stray sample weighs 0.
+	if sampled(12345, noSampling) || !sampled(0, noSampling) {
+		t.Errorf("noSampling samples a non-zero word or misses zero")
+	}
+	c.endDelete(c.start(0, noSampling))
+	if w := c.take(); w.del != 0 {
+		t.Errorf("a sample under noSampling counted %v operations", w.del)
+	}
+}
+
+// TestSamplingBacksOff: under a load with more operations per window than the queue needs
+// samples, the controller lowers the sampling rate (here with a target of 16 samples a
+// window, so that the race detector's slow operations are still many), and the features
+// still describe the load. After Close nothing is sampled.
+func TestSamplingBacksOff(t *testing.T) {
+	var mu sync.Mutex
+	var got []Features
+	q := New[int, int](Options{Shards: 4, NoPin: true, Window: 20 * time.Millisecond, samples: 16,
+		Classify: func(f Features) Class {
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, f)
+			return Neutral
+		}})
+	stop := load(q)
+	waitFor(t, "the sampling rate to drop below 1 in 128", func() bool { return q.sample.Load() > 127 })
+	mu.Lock()
+	n := len(got)
+	mu.Unlock()
+	waitFor(t, "five more windows", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) >= n+5 })
+	stop()
+	mu.Lock()
+	ws := append([]Features(nil), got[n:]...)
+	mu.Unlock()
+	shares := make([]float64, len(ws))
+	for i, f := range ws {
+		shares[i] = f.InsertShare
+	}
+	slices.Sort(shares)
+	if med := shares[len(shares)/2]; med < 0.5 || med > 0.8 {
+		t.Errorf("median insert share %.2f at mask %d, want about 2/3; windows %+v", med, q.sample.Load(), ws)
+	}
+	q.Close()
+	if m := q.sample.Load(); m != noSampling {
+		t.Errorf("mask %#x after Close, want noSampling", m)
+	}
 }

@@ -54,9 +54,12 @@
 //
 // # Choosing the mode
 //
-// In Adaptive mode (the default) one operation in 128 is sampled onto one of 16 padded counter
-// stripes: its kind, (one in four of them) its latency and (for inserts) its key; the other 127
-// write nothing shared. A controller goroutine closes a window every Options.Window and
+// In Adaptive mode (the default) a few operations are sampled onto one of 16 padded counter
+// stripes: their kind, (one in four of them) their latency and (for inserts) their key, each
+// weighted by the sampling rate; the others write nothing shared. The rate follows the load:
+// one operation in 128 at a low rate, down to one in 16384 at hundreds of millions of
+// operations a second, so that a window holds about 2,000 samples (counters.go). A controller
+// goroutine closes a window every Options.Window, sets the next window's sampling rate and
 // computes Features: active threads (by Little's law: sampled latency summed and scaled, over
 // the window's length, which is the time-average number of callers inside an operation),
 // insert share, log2 size, log2 key range, and the shard count. The decision tree in tree_gen.go, trained offline by

@@ -28,7 +28,7 @@ func TestPadding(t *testing.T) {
 // operation loads shared a line with the mutex and the Features the controller writes every
 // window.
 func TestQueueHotFieldsAlone(t *testing.T) {
-	hot := map[string]bool{"mq": true, "ctr": true, "del": true, "mode": true, "observe": true, "sw": true}
+	hot := map[string]bool{"mq": true, "ctr": true, "del": true, "mode": true, "sample": true, "sw": true}
 	for _, typ := range []reflect.Type{reflect.TypeFor[Queue[int, int]](), reflect.TypeFor[Queue[string, [40]byte]]()} {
 		lo, hi := typ.Size(), uintptr(0)
 		for i := range typ.NumField() {

@@ -68,6 +68,9 @@ type Options struct {
 	// minOps overrides minWindowOps, for tests that run delegation on too few cores to
 	// fill a window.
 	minOps float64
+	// samples overrides targetSamplesPerWindow, for tests that need the sampling rate to
+	// back off at the operation rates of the race detector.
+	samples float64
 }
 
 // pinned is the inverse of NoPin, for readability at the use site.
@@ -101,6 +104,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.minOps <= 0 {
 		o.minOps = minWindowOps
+	}
+	if o.samples <= 0 {
+		o.samples = targetSamplesPerWindow
 	}
 	if o.Classify == nil {
 		o.Classify = Classify

@@ -12,20 +12,21 @@ import (
 // concurrent use. See the package documentation for the semantics of DeleteMin.
 type Queue[K cmp.Ordered, V any] struct {
 	// What every operation reads, alone on its pair of cache lines: written only by a mode
-	// switch (and by the first operation after one, which clears sw.at), never by an
-	// operation as such. The pads keep the fields below, and whatever precedes the queue in
-	// memory, off these lines: the controller writes the stats and the window's verdict every
-	// window, and a line read by every core must not be invalidated by writes to its
-	// neighbours. Two full lines each side, whatever the queue's alignment in memory: x86
-	// fetches lines in aligned pairs.
-	_       [2 * cacheLine]byte
-	mq      *multiQueue[K, V]
-	ctr     *counters
-	del     atomic.Pointer[delegation[K, V]] // nil until a delegated mode is first needed
-	mode    atomic.Int32                     // Direct or Delegate: how operations run now
-	observe atomic.Bool                      // counters on: set once a controller runs
-	sw      switchClock
-	_       [2 * cacheLine]byte
+	// switch (and by the first operation after one, which clears sw.at) and by the
+	// controller once a window when it sets the sampling rate, never by an operation as such.
+	// The pads keep the fields below, and whatever precedes the queue in memory, off these
+	// lines: the controller writes the stats and the window's verdict every window, and a
+	// line read by every core must not be invalidated by writes to its neighbours. Two full
+	// lines each side, whatever the queue's alignment in memory: x86 fetches lines in aligned
+	// pairs.
+	_      [2 * cacheLine]byte
+	mq     *multiQueue[K, V]
+	ctr    *counters
+	del    atomic.Pointer[delegation[K, V]] // nil until a delegated mode is first needed
+	mode   atomic.Int32                     // Direct or Delegate: how operations run now
+	sample atomic.Uint64                    // sampling mask (counters.go); noSampling while no controller runs
+	sw     switchClock
+	_      [2 * cacheLine]byte
 
 	opts   Options
 	policy atomic.Int32 // Adaptive, or the forced mode
@@ -49,6 +50,7 @@ func New[K cmp.Ordered, V any](o Options) *Queue[K, V] {
 	o = o.withDefaults()
 	q := &Queue[K, V]{opts: o, mq: newMultiQueue[K, V](o.Shards), ctr: newCounters(), stop: make(chan struct{})}
 	q.mode.Store(int32(Direct))
+	q.sample.Store(noSampling)
 	q.Force(o.Mode)
 	return q
 }
@@ -57,8 +59,8 @@ func New[K cmp.Ordered, V any](o Options) *Queue[K, V] {
 func (q *Queue[K, V]) Insert(k K, v V) {
 	r := rand.Uint64() // the shard choice and the sampling decision both come from it
 	var t ticket       // zero unless this operation is sampled for the controller
-	if sampled(r) && q.observe.Load() {
-		t = q.ctr.start(r)
+	if mask := q.sample.Load(); sampled(r, mask) {
+		t = q.ctr.start(r, mask)
 	}
 	ran := Direct
 	if q.mode.Load() == int32(Delegate) && q.del.Load().insert(k, v) {
@@ -79,8 +81,8 @@ func (q *Queue[K, V]) Insert(k K, v V) {
 func (q *Queue[K, V]) DeleteMin() (k K, v V, ok bool) {
 	r := rand.Uint64() // the shard choice and the sampling decision both come from it
 	var t ticket       // zero unless this operation is sampled for the controller
-	if sampled(r) && q.observe.Load() {
-		t = q.ctr.start(r)
+	if mask := q.sample.Load(); sampled(r, mask) {
+		t = q.ctr.start(r, mask)
 	}
 	ran := Direct
 	served := false
@@ -123,7 +125,7 @@ func (q *Queue[K, V]) Force(m Mode) {
 	}
 	if m == Adaptive && !q.ctlOn {
 		q.ctlOn = true
-		q.observe.Store(true)
+		q.sample.Store(1<<minSampleShift - 1)
 		q.wg.Add(1)
 		go q.control()
 	}
@@ -163,6 +165,7 @@ func (q *Queue[K, V]) Close() {
 		q.closed = true
 		q.policy.Store(int32(Direct))
 		q.mode.Store(int32(Direct))
+		q.sample.Store(noSampling) // nobody reads the counters any more
 		close(q.stop)
 		q.mu.Unlock()
 		q.wg.Wait() // outside mu: the controller may be waiting for it in adapt
