@@ -1,10 +1,12 @@
 package main
 
 import (
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/schooner-ml/schooner/bench/pq/dataset"
 )
@@ -53,5 +55,27 @@ func TestEveryTargetRuns(t *testing.T) {
 	}
 	if s := scoreTree(rows, dataset.DefaultRule); !strings.Contains(s, "1 cells") {
 		t.Errorf("score: %s", s)
+	}
+}
+
+// TestWorkerGeneratorsApart: in measure's array of workers, each generator (written by every
+// operation) is at least two cache lines from the next one's and from the array's ends, so no
+// aligned pair of lines holds two workers' generators or one and a neighbouring object.
+func TestWorkerGeneratorsApart(t *testing.T) {
+	ws := make([]worker, 3)
+	off, size := unsafe.Offsetof(ws[0].rng), unsafe.Sizeof(ws[0].rng)
+	if off < 2*cacheLine {
+		t.Errorf("a worker's generator starts %d bytes in, want at least %d", off, 2*cacheLine)
+	}
+	if tail := unsafe.Sizeof(ws[0]) - off - size; tail < 2*cacheLine {
+		t.Errorf("a worker's generator ends %d bytes before the next worker, want at least %d", tail, 2*cacheLine)
+	}
+	// The padded generator gives the sequence the unpadded rand.New(rand.NewPCG(…)) gave.
+	ws[1].rng.Seed(3, 16)
+	ref := rand.New(rand.NewPCG(3, 16))
+	for range 10 {
+		if a, b := ws[1].rng.Uint64(), ref.Uint64(); a != b {
+			t.Fatalf("padded generator gave %d, rand.New(rand.NewPCG) %d", a, b)
+		}
 	}
 }
