@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 )
 
 // BenchmarkMixed is a 50/50 Insert/DeleteMin mix over 1K items from GOMAXPROCS goroutines,
@@ -100,4 +101,45 @@ func parallel(b *testing.B, threads int, op func()) {
 	b.ResetTimer()
 	close(start)
 	wg.Wait()
+}
+
+// BenchmarkEmptyDeleteMinPaired measures forced direct and adaptive together: b.N chunks of
+// 64K empty-queue DeleteMins per goroutine, alternating between the two queues from chunk to
+// chunk, and reports each one's ns/op and their ratio (adaptive-ns/op, direct-ns/op,
+// adaptive/direct). On a shared machine the load drifts between the sub-benchmarks of
+// BenchmarkEmptyDeleteMinThreads, which run a second or more apart; here both see the same
+// drift to within a millisecond or so. The adaptive queue idles while direct runs, so its
+// controller sees half the rate and samples at up to twice the steady rate: if anything, this
+// overstates its cost.
+func BenchmarkEmptyDeleteMinPaired(b *testing.B) {
+	for _, threads := range []int{1, 2} {
+		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
+			qs := []*Queue[int64, int64]{New[int64, int64](Options{Mode: Direct}), New[int64, int64](Options{Mode: Adaptive})}
+			defer qs[0].Close()
+			defer qs[1].Close()
+			const chunk = 1 << 16
+			var spent [2]time.Duration
+			for i := range 2 * b.N {
+				q := qs[i%2]
+				t0 := time.Now()
+				var wg sync.WaitGroup
+				for range threads {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for range chunk {
+							q.DeleteMin()
+						}
+					}()
+				}
+				wg.Wait()
+				spent[i%2] += time.Since(t0)
+			}
+			ops := float64(b.N) * chunk * float64(threads)
+			b.ReportMetric(0, "ns/op")
+			b.ReportMetric(float64(spent[0])/ops, "direct-ns/op")
+			b.ReportMetric(float64(spent[1])/ops, "adaptive-ns/op")
+			b.ReportMetric(float64(spent[1])/float64(spent[0]), "adaptive/direct")
+		})
+	}
 }
