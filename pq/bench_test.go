@@ -112,11 +112,32 @@ func parallel(b *testing.B, threads int, op func()) {
 // controller sees half the rate and samples at up to twice the steady rate: if anything, this
 // overstates its cost.
 func BenchmarkEmptyDeleteMinPaired(b *testing.B) {
+	paired(b, 0, func(q *Queue[int64, int64]) { q.DeleteMin() })
+}
+
+// BenchmarkMixedPaired is a 50/50 mix over 1K items, paired as BenchmarkEmptyDeleteMinPaired
+// is. Each goroutine alternates an Insert of a random key with a DeleteMin, so that both
+// queues stay at 1K items: with BenchmarkMixed's coin flips their sizes would walk apart, and
+// with them the cost of an operation.
+func BenchmarkMixedPaired(b *testing.B) {
+	paired(b, 1024, func(q *Queue[int64, int64]) {
+		q.Insert(rand.Int64N(1<<20), 0)
+		q.DeleteMin()
+	})
+}
+
+// paired runs op on a forced-direct and an adaptive queue, each prefilled with size items,
+// in alternating chunks, at 1 and 2 goroutines (see BenchmarkEmptyDeleteMinPaired).
+func paired(b *testing.B, size int64, op func(*Queue[int64, int64])) {
 	for _, threads := range []int{1, 2} {
 		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
 			qs := []*Queue[int64, int64]{New[int64, int64](Options{Mode: Direct}), New[int64, int64](Options{Mode: Adaptive})}
-			defer qs[0].Close()
-			defer qs[1].Close()
+			for _, q := range qs {
+				defer q.Close()
+				for i := range size {
+					q.Insert(i, i)
+				}
+			}
 			const chunk = 1 << 16
 			var spent [2]time.Duration
 			for i := range 2 * b.N {
@@ -128,14 +149,14 @@ func BenchmarkEmptyDeleteMinPaired(b *testing.B) {
 					go func() {
 						defer wg.Done()
 						for range chunk {
-							q.DeleteMin()
+							op(q)
 						}
 					}()
 				}
 				wg.Wait()
 				spent[i%2] += time.Since(t0)
 			}
-			ops := float64(b.N) * chunk * float64(threads)
+			ops := float64(b.N) * chunk * float64(threads) // op calls: an Insert and a DeleteMin each in BenchmarkMixedPaired
 			b.ReportMetric(0, "ns/op")
 			b.ReportMetric(float64(spent[0])/ops, "direct-ns/op")
 			b.ReportMetric(float64(spent[1])/ops, "adaptive-ns/op")
