@@ -73,9 +73,33 @@ func BenchmarkEmptyDeleteMinThreads(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/threads=%d", c.name, threads), func(b *testing.B) {
 				q := New[int64, int64](Options{Mode: c.mode})
 				defer q.Close()
+				if c.mode == Adaptive {
+					warmUp(q, func() bool { return q.Stats().Windows < 2 }, threads, func() { q.DeleteMin() })
+				}
 				parallel(b, threads, func() { q.DeleteMin() })
 			})
 		}
+	}
+}
+
+// warmUp runs op from threads goroutines on an adaptive queue while more says so (until its
+// controller has closed two windows under the load): the first window samples at the
+// highest rate, one operation in 128, and the controller lowers the rate only from the
+// second on, so a benchmark shorter than two windows (200 ms by default) would measure the
+// start-up rate rather than the steady one.
+func warmUp(q *Queue[int64, int64], more func() bool, threads int, op func()) {
+	for more() {
+		var wg sync.WaitGroup
+		for range threads {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 1 << 14 {
+					op()
+				}
+			}()
+		}
+		wg.Wait()
 	}
 }
 
@@ -108,9 +132,10 @@ func parallel(b *testing.B, threads int, op func()) {
 // chunk, and reports each one's ns/op and their ratio (adaptive-ns/op, direct-ns/op,
 // adaptive/direct). On a shared machine the load drifts between the sub-benchmarks of
 // BenchmarkEmptyDeleteMinThreads, which run a second or more apart; here both see the same
-// drift to within a millisecond or so. The adaptive queue idles while direct runs, so its
-// controller sees half the rate and samples at up to twice the steady rate: if anything, this
-// overstates its cost.
+// drift to within a millisecond or so. Timing starts once the adaptive queue's controller has
+// closed two windows under the load (see warmUp). The adaptive queue idles while direct runs,
+// so its controller sees half the rate and samples at up to twice the steady rate: if
+// anything, this overstates its cost.
 func BenchmarkEmptyDeleteMinPaired(b *testing.B) {
 	paired(b, 0, func(q *Queue[int64, int64]) { q.DeleteMin() })
 }
@@ -139,9 +164,7 @@ func paired(b *testing.B, size int64, op func(*Queue[int64, int64])) {
 				}
 			}
 			const chunk = 1 << 16
-			var spent [2]time.Duration
-			for i := range 2 * b.N {
-				q := qs[i%2]
+			run := func(q *Queue[int64, int64]) time.Duration {
 				t0 := time.Now()
 				var wg sync.WaitGroup
 				for range threads {
@@ -154,7 +177,16 @@ func paired(b *testing.B, size int64, op func(*Queue[int64, int64])) {
 					}()
 				}
 				wg.Wait()
-				spent[i%2] += time.Since(t0)
+				return time.Since(t0)
+			}
+			for qs[1].Stats().Windows < 2 { // see warmUp
+				run(qs[0])
+				run(qs[1])
+			}
+			b.ResetTimer()
+			var spent [2]time.Duration
+			for i := range 2 * b.N {
+				spent[i%2] += run(qs[i%2])
 			}
 			ops := float64(b.N) * chunk * float64(threads) // op calls: an Insert and a DeleteMin each in BenchmarkMixedPaired
 			b.ReportMetric(0, "ns/op")
