@@ -3,6 +3,7 @@ package pq
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -11,7 +12,8 @@ import (
 // BenchmarkMixed is a 50/50 Insert/DeleteMin mix over 1K items from GOMAXPROCS goroutines,
 // per mode, on the default backbone and on a strict one-shard queue: the quick way to see the
 // adaptive queue's counting overhead over Direct, and delegation's batching on one lock. The
-// grid, the baseline and the switch timings are in bench/pq.
+// grid, the baseline and the switch timings are in bench/pq. The adaptive queue is timed
+// once its controller has closed two windows (see warmUp), here and in the benchmarks below.
 func BenchmarkMixed(b *testing.B) {
 	for _, c := range []struct {
 		name   string
@@ -25,13 +27,20 @@ func BenchmarkMixed(b *testing.B) {
 			for i := int64(0); i < 1024; i++ {
 				q.Insert(i, i)
 			}
+			op := func() {
+				if rand.Uint64()&1 == 0 {
+					q.Insert(rand.Int64N(1<<20), 0)
+				} else {
+					q.DeleteMin()
+				}
+			}
+			if c.mode == Adaptive {
+				warmUp(q, func() bool { return q.Stats().Windows < 2 }, runtime.GOMAXPROCS(0), op)
+			}
+			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					if rand.Uint64()&1 == 0 {
-						q.Insert(rand.Int64N(1<<20), 0)
-					} else {
-						q.DeleteMin()
-					}
+					op()
 				}
 			})
 		})
@@ -49,6 +58,10 @@ func BenchmarkEmptyDeleteMin(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			q := New[int64, int64](Options{Mode: c.mode})
 			defer q.Close()
+			if c.mode == Adaptive {
+				warmUp(q, func() bool { return q.Stats().Windows < 2 }, runtime.GOMAXPROCS(0), func() { q.DeleteMin() })
+			}
+			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					q.DeleteMin()
