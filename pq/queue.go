@@ -165,10 +165,12 @@ func (q *Queue[K, V]) Close() {
 		q.closed = true
 		q.policy.Store(int32(Direct))
 		q.mode.Store(int32(Direct))
-		q.sample.Store(noSampling) // nobody reads the counters any more
 		close(q.stop)
 		q.mu.Unlock()
 		q.wg.Wait() // outside mu: the controller may be waiting for it in adapt
+		// Nobody reads the counters any more. After the controller has stopped: it sets the
+		// mask every window.
+		q.sample.Store(noSampling)
 		if d := q.del.Load(); d != nil {
 			d.close() // no one can start servers now: closed is set under mu
 		}
