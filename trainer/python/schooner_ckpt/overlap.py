@@ -70,6 +70,33 @@ class OverlapStats:
 SNAPSHOT_HEADROOM = 0.05
 
 
+# The pieces a device snapshot crosses to the host in: few, as each copy costs the host a
+# fixed time, but not one, so a copy does not hold the side stream for a whole 17 GB.
+SNAPSHOT_CHUNK = 1 << 30
+
+
+def _runs(spans: List[tuple], index: List[Dict[str, Any]]) -> List[tuple]:
+    """The byte ranges [lo, hi) of a save's layout covered by spans (offset, length) with only
+    padding between them: a range ends where an entry not in spans (one copied on the host, as
+    the tree) lies, so a copy of a range writes nothing that another copy wrote."""
+    mine = {off for off, _ in spans}
+    runs: List[list] = []
+    open_run = False
+    for meta in sorted(index, key=lambda m: m["offset"]):
+        off, n = meta["offset"], meta["length"]
+        if n == 0:
+            continue
+        if off in mine:
+            if open_run:
+                runs[-1][1] = off + n
+            else:
+                runs.append([off, off + n])
+                open_run = True
+        else:
+            open_run = False
+    return [tuple(r) for r in runs]
+
+
 def snapshot_fits(free: int, total: int, size: int) -> bool:
     """Whether a device snapshot of size bytes may take free memory of a GPU of total bytes."""
     return free - size >= SNAPSHOT_HEADROOM * total + (1 << 30)
@@ -251,7 +278,7 @@ class OverlappedSaver:
             _fill(e, buf.buf.mm, off)
         if not on_side:
             return None
-        snap = self._snapshot(sum(n for _, _, n in on_side))
+        snap = self._snapshot(max(off + n for _, off, n in on_side))
         ready = torch.cuda.Event()
         ready.record(torch.cuda.current_stream())
         with torch.cuda.stream(self._side):
@@ -263,17 +290,26 @@ class OverlappedSaver:
                 src.record_stream(self._side)
                 raws.append((src.reshape(-1).view(torch.uint8), off, n))
             if snap is not None:
-                # One device-speed copy of everything; the optimizer may go on once it is done.
-                # (The side stream runs the previous save's host copies first, so the snapshot
-                # is free again when this one starts.)
-                at, staged = 0, []
-                for raw, off, n in raws:
-                    snap[at : at + n].copy_(raw)
-                    staged.append((snap[at : at + n], off, n))
-                    at += n
-                raws = staged
+                # One device-speed copy of everything, laid out as in the host buffer, in one
+                # call (each copy_ costs the host tens of µs: 2,400 of them held the loop
+                # 0.15 s a save); the optimizer may go on once it is done. (The side stream runs
+                # the previous save's host copies first, so the snapshot is free again here.)
+                dsts = [snap[off : off + n] for _, off, n in raws]
+                srcs = [raw for raw, _, _ in raws]
+                if hasattr(torch, "_foreach_copy_"):
+                    torch._foreach_copy_(dsts, srcs)
+                else:
+                    for d, r in zip(dsts, srcs):
+                        d.copy_(r)
                 snapped = torch.cuda.Event()
                 snapped.record(self._side)
+                # Then to the host in a few large copies over runs of the layout that hold
+                # only these tensors (and alignment padding).
+                for lo, hi in _runs([(off, n) for _, off, n in raws], index):
+                    for at in range(lo, hi, SNAPSHOT_CHUNK):
+                        end = min(hi, at + SNAPSHOT_CHUNK)
+                        buf.host[at:end].copy_(snap[at:end], non_blocking=True)
+                raws = []
             for raw, off, n in raws:
                 for at in range(0, n, self.chunk_bytes):
                     end = min(n, at + self.chunk_bytes)

@@ -105,6 +105,16 @@ class OverlappedSaverTest(unittest.TestCase):
             self.check_steps(expect, "cuda")
 
 
+class SnapshotTest(unittest.TestCase):
+    def test_host_copies_of_a_snapshot_cover_runs_of_its_tensors_and_never_a_host_entry(self):
+        from schooner_ckpt.overlap import _runs
+
+        index = [{"offset": 0, "length": 100}, {"offset": 128, "length": 50}, {"offset": 192, "length": 10},
+                 {"offset": 256, "length": 0}, {"offset": 256, "length": 64}, {"offset": 320, "length": 8}]
+        cuda = [(0, 100), (128, 50), (256, 64), (320, 8)]  # the entry at 192 is filled on the host
+        self.assertEqual(_runs(cuda, index), [(0, 178), (256, 328)])
+        self.assertEqual(_runs([], index), [])
+
 class SnapshotFitsTest(unittest.TestCase):
     def test_auto_takes_a_snapshot_only_with_room_to_spare(self):
         from schooner_ckpt.overlap import snapshot_fits
