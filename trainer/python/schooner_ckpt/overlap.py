@@ -97,6 +97,33 @@ def _runs(spans: List[tuple], index: List[Dict[str, Any]]) -> List[tuple]:
     return [tuple(r) for r in runs]
 
 
+def _stage(snap, raws: List[tuple]) -> None:
+    """Copies each (raw: a tensor's bytes as flat uint8, offset, length) into snap[offset:
+    offset+length] in at most two calls: 8-byte elements wherever the length and both addresses
+    allow it, single bytes for the rest (the step counters). A copy kernel that moves one byte
+    per element runs far below the memory's speed: call 38 (H100) waited 0.16-0.3 s for a 17 GB
+    snapshot copied as bytes."""
+    torch = _torch()
+    wide: tuple = ([], [])
+    narrow: tuple = ([], [])
+    for raw, off, n in raws:
+        dst = snap[off : off + n]
+        if n % 8 == 0 and dst.data_ptr() % 8 == 0 and raw.data_ptr() % 8 == 0:
+            wide[0].append(dst.view(torch.int64))
+            wide[1].append(raw.view(torch.int64))
+        else:
+            narrow[0].append(dst)
+            narrow[1].append(raw)
+    for dsts, srcs in (wide, narrow):
+        if not dsts:
+            continue
+        if hasattr(torch, "_foreach_copy_"):
+            torch._foreach_copy_(dsts, srcs)
+        else:
+            for d, r in zip(dsts, srcs):
+                d.copy_(r)
+
+
 def snapshot_fits(free: int, total: int, size: int) -> bool:
     """Whether a device snapshot of size bytes may take free memory of a GPU of total bytes."""
     return free - size >= SNAPSHOT_HEADROOM * total + (1 << 30)
@@ -290,17 +317,11 @@ class OverlappedSaver:
                 src.record_stream(self._side)
                 raws.append((src.reshape(-1).view(torch.uint8), off, n))
             if snap is not None:
-                # One device-speed copy of everything, laid out as in the host buffer, in one
-                # call (each copy_ costs the host tens of µs: 2,400 of them held the loop
+                # One device-speed copy of everything, laid out as in the host buffer, in two
+                # calls (each copy_ costs the host tens of µs: 2,400 of them held the loop
                 # 0.15 s a save); the optimizer may go on once it is done. (The side stream runs
                 # the previous save's host copies first, so the snapshot is free again here.)
-                dsts = [snap[off : off + n] for _, off, n in raws]
-                srcs = [raw for raw, _, _ in raws]
-                if hasattr(torch, "_foreach_copy_"):
-                    torch._foreach_copy_(dsts, srcs)
-                else:
-                    for d, r in zip(dsts, srcs):
-                        d.copy_(r)
+                _stage(snap, raws)
                 snapped = torch.cuda.Event()
                 snapped.record(self._side)
                 # Then to the host in a few large copies over runs of the layout that hold

@@ -115,6 +115,23 @@ class SnapshotTest(unittest.TestCase):
         self.assertEqual(_runs(cuda, index), [(0, 178), (256, 328)])
         self.assertEqual(_runs([], index), [])
 
+    @unittest.skipIf(torch is None, "PyTorch is not installed")
+    def test_a_snapshot_holds_every_tensors_bytes_at_its_offset(self):
+        from schooner_ckpt.overlap import _stage
+
+        g = torch.Generator().manual_seed(1)
+        tensors = [torch.randn(37, generator=g), torch.randint(-9, 9, (16,), generator=g, dtype=torch.int64),
+                   torch.tensor(3.0), torch.randn(4, 6, generator=g).t()[1:]]  # odd length, int64, 4 bytes, a view
+        raws, off = [], 0
+        for t in tensors:
+            raw = t.contiguous().reshape(-1).view(torch.uint8)
+            raws.append((raw, off, raw.numel()))
+            off = (off + raw.numel() + 63) // 64 * 64
+        snap = torch.zeros(off, dtype=torch.uint8)
+        _stage(snap, raws)
+        for raw, o, n in raws:
+            self.assertTrue(torch.equal(snap[o : o + n], raw))
+
 class SnapshotFitsTest(unittest.TestCase):
     def test_auto_takes_a_snapshot_only_with_room_to_spare(self):
         from schooner_ckpt.overlap import snapshot_fits
