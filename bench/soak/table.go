@@ -43,8 +43,8 @@ func printTable(w io.Writer, r result, base *result) {
 		return fmt.Sprintf("%.0f → %.0f MiB", x.Start.RSSFreedMiB, x.After.RSSFreedMiB)
 	})
 	row("goroutines: start → idle after", func(x result) string { return fmt.Sprintf("%d → %d", x.Start.Goroutines, x.After.Goroutines) })
-	row("idle CPU: start → after (30 s window)", func(x result) string {
-		return fmt.Sprintf("%.1f%% → %.1f%%", x.IdleStart.Percent, x.IdleAfter.Percent)
+	row("idle CPU: start → after (over the idle window)", func(x result) string {
+		return fmt.Sprintf("%.1f%% → %.1f%% (%.0f s)", x.IdleStart.Percent, x.IdleAfter.Percent, x.IdleAfter.WallSeconds)
 	})
 	row("simulated node agents left", func(x result) string { return fmt.Sprintf("%d", x.After.NodeWorkers) })
 	row("metric series: start → after", func(x result) string { return fmt.Sprintf("%d → %d", x.Start.MetricSeries, x.After.MetricSeries) })
