@@ -23,13 +23,14 @@ last event, so the host never blocks there and only copy time that forward and b
 not cover delays the step.
 
 The host link is what forward and backward may not cover: the whole training state (weights
-and Adam's moments, 17 GB for a 1.4 B model) takes about 0.6 s to cross it, more than the
-next iteration's forward and backward, and the step waited 0.17 s a save for the rest (+4%
-every 10 iterations on an H100). With a device snapshot (device_snapshot "on", or "auto" where
-the GPU has the room), the side stream first copies the state into one spare GPU buffer at
-device-memory speed (about 10 ms for 17 GB) and the step waits only for that; the copy to the
-host then runs from the snapshot while the optimizer changes the originals, across as many
-iterations as it takes. "auto" decides at the first save (the allocator has then reserved the
+and Adam's moments, 17 GB for a 1.4 B model) takes longer to cross it than the next
+iteration's forward and backward (on an H100 the step after a save waited about 0.2 s for the
+rest). With a device snapshot (device_snapshot "on", or "auto" where the GPU has the room),
+the side stream first copies the state into one spare GPU buffer, a copy at the GPU memory's
+speed when it moves 8-byte elements (a byte-wise one was far slower: _stage), and the step
+waits only for that; the copy to the host then runs from the snapshot while the optimizer
+changes the originals, across as many iterations as it takes. (Not yet measured on a GPU with
+the 8-byte copy: BENCHMARKS.md, Checkpoints.) "auto" decides at the first save (the allocator has then reserved the
 training's peak): a snapshot only if the free memory keeps SNAPSHOT_HEADROOM of the GPU and
 1 GiB besides; else, or if allocating it fails, the copies go straight to the host as before.
 With `buffers` buffers, that many saves may be in flight; when all
