@@ -4,8 +4,9 @@
 # checkpoint every 10, a new process restores step 20 from the agent and trains to 30. The
 # losses of iterations 21..30 must agree to 1e-6 relative. LAYOUT="DP PP TP" runs every phase
 # with that many ranks (gloo; each saving rank checkpoints its own shard, and the restore reads
-# every rank's back), e.g. LAYOUT="2 2 1". Needs PyTorch and the agent binary ($SCHOONER_BIN,
-# else bin/schooner-agent).
+# every rank's back), e.g. LAYOUT="2 2 1". CKPT_MODE picks how the trainer saves through the
+# agent: overlap (the default: beside the next iteration) or blocking. Needs PyTorch and the
+# agent binary ($SCHOONER_BIN, else bin/schooner-agent).
 #   bash bench/gpu/restore_check.sh [results-dir]
 set -uo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -19,6 +20,7 @@ ranks=$((dp * pp * tp))
 agent_bin=${SCHOONER_BIN:-bin/schooner-agent}
 export PYTHONPATH="$here/trainer/python${PYTHONPATH:+:$PYTHONPATH}" CUDA_VISIBLE_DEVICES="" OMP_NUM_THREADS=1
 dims=(--name tiny --layers 4 --hidden 64 --heads 4 --ffn 256 --vocab 128 --seq-len 32 --warmup 0)
+mode=${CKPT_MODE:-overlap}
 export SCHOONER_MICRO_BATCH=2 SCHOONER_GLOBAL_BATCH=8
 out="$R/restore.jsonl"; : > "$out"
 dir=$(mktemp -d); sock="$dir/ckpt.sock"
@@ -27,11 +29,11 @@ launch $ranks python3 -m schooner_train.train "${dims[@]}" --iterations 30 --mea
 agent=$!
 for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.2; done
 SCHOONER_CKPT_SOCKET=$sock SCHOONER_CHECKPOINT_EVERY=10 \
-  launch $ranks python3 -m schooner_train.train "${dims[@]}" --iterations 20 --measure-out "$out" > "$R/restore-first.log" 2>&1
+  launch $ranks python3 -m schooner_train.train "${dims[@]}" --iterations 20 --ckpt-mode "$mode" --measure-out "$out" > "$R/restore-first.log" 2>&1
 SCHOONER_CKPT_SOCKET=$sock SCHOONER_CHECKPOINT_EVERY=10 SCHOONER_RESTORE_STEP=20 \
-  launch $ranks python3 -m schooner_train.train "${dims[@]}" --iterations 30 --measure-out "$out" > "$R/restore-second.log" 2>&1
+  launch $ranks python3 -m schooner_train.train "${dims[@]}" --iterations 30 --ckpt-mode "$mode" --measure-out "$out" > "$R/restore-second.log" 2>&1
 kill -INT $agent; wait $agent
-python3 - "$out" <<'PY'
+python3 - "$out" "$mode" <<'PY'
 import json, sys
 runs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 if len(runs) != 3:
@@ -42,5 +44,5 @@ print("restored      21..30:", ", ".join(f"{x:.6f}" for x in second["losses"]))
 print("first run     1..20 equal to uninterrupted:", first["losses"] == whole["losses"][:20])
 d = max(abs(a - b) / abs(b) for a, b in zip(second["losses"], whole["losses"][20:]))
 ok = len(second["losses"]) == 10 and d <= 1e-6
-print(f"RESULT: {'resumed exactly' if ok else 'MISMATCH'} (max relative difference {d:.2e}; DP={whole['dp']} PP={whole['pp']} TP={whole['tp']})")
+print(f"RESULT: {'resumed exactly' if ok else 'MISMATCH'} (max relative difference {d:.2e}; DP={whole['dp']} PP={whole['pp']} TP={whole['tp']}; saved {sys.argv[2]})")
 PY

@@ -1,7 +1,7 @@
 """The reference trainer's checks on CPU (gloo), as CI runs them: every parallel layout computes
 what one process computes, and a run stopped at a checkpoint resumes bit for bit through a real
-checkpoint agent, in one process and with every rank of a DP=2 x PP=2 layout saving or restoring
-its stage's shard (bench/gpu/parallel_check.sh, bench/gpu/restore_check.sh)."""
+checkpoint agent (saving beside the next iteration, and blocking), in one process and with every
+rank of a DP=2 x PP=2 layout saving or restoring its stage's shard (bench/gpu/parallel_check.sh, bench/gpu/restore_check.sh)."""
 import os
 import subprocess
 import sys
@@ -45,9 +45,10 @@ class TrainerChecks(unittest.TestCase):
         binary = schooner_binary()
         if binary is None:
             self.skipTest("no schooner binary for the checkpoint agent: set SCHOONER_BIN or go build -o bin/schooner ./cmd/schooner")
-        for layout in ("1 1 1", "2 2 1"):
-            with self.subTest(layout=layout):
-                last, out = run_check("restore_check.sh", {"SCHOONER_BIN": binary, "LAYOUT": layout})
+        # Each way the trainer saves through the agent: beside the next iteration, and blocking.
+        for layout, mode in (("1 1 1", "overlap"), ("2 2 1", "overlap"), ("1 1 1", "blocking")):
+            with self.subTest(layout=layout, mode=mode):
+                last, out = run_check("restore_check.sh", {"SCHOONER_BIN": binary, "LAYOUT": layout, "CKPT_MODE": mode})
                 self.assertTrue(last.startswith("RESULT: resumed exactly (max relative difference 0.00e+00"), out)
 
 
