@@ -54,9 +54,10 @@ func (d *dep) finish(ctx workflow.Context, err error) (serving.Status, error) {
 	})
 }
 
-// stop is the graceful end: every RunStage is cancelled, which tells its worker to drain
-// (stop taking requests, finish or hand back the running ones, exit); the deployment waits
-// for them up to DrainTimeout, then releases every instance.
+// stop is the graceful end: every RunStage is cancelled, which stops its worker (SIGTERM: it
+// takes no further step, sends its holder the replication it had queued and exits; the
+// router fails the requests it ran once no replacement takes them); the deployment waits for
+// them up to DrainTimeout, then releases every instance.
 func (d *dep) stop(ctx workflow.Context) error {
 	d.setPhase(ctx, serving.PhaseStopping)
 	d.event(ctx, "stopping: "+d.stopReason)
