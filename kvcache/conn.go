@@ -22,9 +22,10 @@ type conn struct {
 	stage      int
 	role       string
 	// peerProcess is the peer's process identity from its hello (its writer and reader
-	// connections share it); lastFrame the wall time, in ns, of its last frame.
+	// connections share it); lastRecv the wall time, in ns, bytes last came from the peer
+	// (any bytes: a large frame on a slow link is still the writer sending).
 	peerProcess string
-	lastFrame   atomic.Int64
+	lastRecv    atomic.Int64
 	werr        error
 	// lent is the reader's memory this connection writes "into" gets to (see lend.go).
 	lent []byte
@@ -42,7 +43,7 @@ func (h *Holder) serveConn(c net.Conn) {
 		cn.fail(refuse(CodeOverloaded, "the holder has %d connections, its limit", h.opts.MaxConns))
 		return
 	}
-	r := frame.NewReader(c, h.opts.MaxPayload)
+	r := frame.NewReader(recvClock{c, &cn.lastRecv}, h.opts.MaxPayload)
 	if !cn.hello(r) {
 		return
 	}
@@ -96,7 +97,7 @@ func (cn *conn) hello(r *frame.Reader) bool {
 	}
 	_ = cn.c.SetReadDeadline(time.Time{})
 	cn.deployment, cn.stage, cn.role, cn.peerProcess = m.Deployment, m.Stage, m.Role, m.Process
-	cn.lastFrame.Store(time.Now().UnixNano())
+	cn.lastRecv.Store(time.Now().UnixNano())
 	cn.write(helloOKMsg{Op: opHelloOK, Version: frame.Version}, nil)
 	cn.flush()
 	return cn.werr == nil
@@ -119,11 +120,24 @@ func (cn *conn) read(r *frame.Reader, q Queue) {
 			return
 		}
 		cn.h.m.received.Add(int64(len(payload)))
-		cn.lastFrame.Store(time.Now().UnixNano())
 		if !q.Push(it) {
 			return
 		}
 	}
+}
+
+// recvClock is the connection as its frame reader reads it, noting when bytes last came.
+type recvClock struct {
+	net.Conn
+	at *atomic.Int64
+}
+
+func (r recvClock) Read(p []byte) (int, error) {
+	n, err := r.Conn.Read(p)
+	if n > 0 {
+		r.at.Store(time.Now().UnixNano())
+	}
+	return n, err
 }
 
 // ioEnd reports an error of the connection itself (the peer left, the holder closed it), as

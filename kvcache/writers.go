@@ -11,7 +11,8 @@ import (
 // the router recompute it. So a get may ask to wait (requestMsg.WaitMS): while the replica is
 // short of the step it wants and a writer of the same stage in another process is still
 // sending, the holder holds the answer back. A writer that sent nothing for WriterIdle (its
-// queue is drained, or its machine is gone without closing the connection) is not waited for.
+// queue is drained, or its machine is gone without closing the connection) is not waited for;
+// one in the middle of a large frame is still sending.
 
 // stageKey names the writers of one stage of one deployment.
 type stageKey struct {
@@ -49,7 +50,7 @@ func (w *writerSet) remove(cn *conn) {
 }
 
 // sending reports whether a writer of k from a process other than except (the reader's own,
-// "" when it did not say) received a frame within idle of now.
+// "" when it did not say) sent the holder bytes within idle of now.
 func (w *writerSet) sending(k stageKey, except string, idle time.Duration, now time.Time) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -57,7 +58,7 @@ func (w *writerSet) sending(k stageKey, except string, idle time.Duration, now t
 		if except != "" && cn.peerProcess == except {
 			continue
 		}
-		if now.Sub(time.Unix(0, cn.lastFrame.Load())) < idle {
+		if now.Sub(time.Unix(0, cn.lastRecv.Load())) < idle {
 			return true
 		}
 	}

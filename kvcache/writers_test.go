@@ -1,11 +1,15 @@
 package kvcache
 
 import (
+	"bytes"
+	"net"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/schooner-ml/schooner/internal/frame"
 )
 
 // dialAs is dial with a process identity in the hello.
@@ -101,4 +105,40 @@ func TestAWaitingGetAnswersAtOnceWhenNoOtherWriterIsSending(t *testing.T) {
 	assert.Equal(t, -1, end.AckedStep)
 	assert.Less(t, took, time.Second, "the other writer's connection closed")
 	assert.LessOrEqual(t, h.Stats().GetWaits, int64(1), "only the closing writer held a get")
+}
+
+// A writer in the middle of a large frame on a slow link is still sending: the get waits for
+// the frame that completes the prompt, though no whole frame came for longer than WriterIdle.
+func TestAWaitingGetWaitsForAWriterMidFrame(t *testing.T) {
+	h, addr, _ := holderAt(t, Options{WriterIdle: 150 * time.Millisecond})
+	old := dialAs(t, addr, RoleWriter, "old")
+	putFirstHalf(t, old, "big", 6)
+
+	raw, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer raw.Close()
+	require.NoError(t, frame.Write(raw, helloMsg{Op: opHello, Role: RoleWriter, Deployment: "d", Stage: 0, Version: frame.Version, Process: "old"}, nil))
+	hdr, _, err := frame.NewReader(raw, 1<<20).Next()
+	require.NoError(t, err)
+	require.Equal(t, opHelloOK, hdr.Op)
+	var b bytes.Buffer
+	layers := [2]int{0, 2}
+	require.NoError(t, frame.Write(&b, putMsg{Op: opPut, Request: "big", Kind: "prompt", Layer: 1, Tokens: [2]int{0, 6}, DType: testLayout.DType,
+		Shape: []int{2, testLayout.KVHeads, 6, testLayout.HeadDim}, Last: true, Layers: &layers}, promptData("big", 1, 0, 6, testLayout)))
+	frameBytes := b.Bytes()
+	go func() { // the frame in 8 pieces over ~0.7 s: never idle for 150 ms, never a whole frame
+		piece := (len(frameBytes) + 7) / 8
+		for at := 0; at < len(frameBytes); at += piece {
+			_, _ = raw.Write(frameBytes[at:min(len(frameBytes), at+piece)])
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+
+	reader := dialAs(t, addr, RoleReader, "new")
+	start := time.Now()
+	end, err := reader.GetAwaiting(ctxT(t), "big", 5*time.Second, func(Chunk) error { return nil })
+	require.NoError(t, err)
+	assert.Equal(t, 0, end.AckedStep, "the prompt completed by the frame that was still arriving")
+	assert.GreaterOrEqual(t, time.Since(start), 500*time.Millisecond)
+	assert.EqualValues(t, 1, h.Stats().GetWaits)
 }
