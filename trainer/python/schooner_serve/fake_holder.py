@@ -13,7 +13,7 @@ is stored only as acked step + 1 at the next position, a step already held is ac
 error closes it; drop / drop_deployment answer `dropped`; get sends chunks of at most 100 tokens of
 every local layer, then `end` with the acked step; list answers `held`; a get with `wait_ms` is held
 while the prompt is incomplete and a writer of the stage from another process (hello's `process`)
-sent a frame within the last 250 ms, at most `wait_ms`.
+sent a frame within the last 250 ms (the Go holder counts any bytes, so a frame still arriving), at most `wait_ms`.
 """
 
 from __future__ import annotations
