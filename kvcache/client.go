@@ -223,14 +223,10 @@ func (c *Client) Sync(ctx context.Context) error {
 // the chunks stand at (-1 and no chunks when the holder has nothing complete). An error from
 // fn stops further calls and is returned once the holder has finished the answer.
 func (c *Client) Get(ctx context.Context, request string, fn func(Chunk) error) (End, error) {
-	cl := &call{op: opGet, onChunk: fn}
-	if err := c.roundTrip(ctx, cl, requestMsg{Op: opGet, Request: request}); err != nil {
-		return End{}, err
-	}
-	return cl.end, cl.chunkErr
+	return c.GetAwaiting(ctx, request, 0, fn)
 }
 
-// GetAwaiting is Get, held by the holder for at most wait while the replica is short of its
+// GetAwaiting is Get, held by the holder for at most wait (0: not at all) while the replica is short of its
 // complete prompt and a writer of this stage in another process is still sending (a stage
 // handed over streams what it had queued until it exits).
 func (c *Client) GetAwaiting(ctx context.Context, request string, wait time.Duration, fn func(Chunk) error) (End, error) {

@@ -97,7 +97,6 @@ func (cn *conn) hello(r *frame.Reader) bool {
 	}
 	_ = cn.c.SetReadDeadline(time.Time{})
 	cn.deployment, cn.stage, cn.role, cn.peerProcess = m.Deployment, m.Stage, m.Role, m.Process
-	cn.lastRecv.Store(time.Now().UnixNano())
 	cn.write(helloOKMsg{Op: opHelloOK, Version: frame.Version}, nil)
 	cn.flush()
 	return cn.werr == nil
