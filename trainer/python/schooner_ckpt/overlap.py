@@ -125,6 +125,14 @@ def _stage(snap, raws: List[tuple]) -> None:
                 d.copy_(r)
 
 
+def _to_host(host, off: int, src, piece: int) -> None:
+    """Queues the copy of src (flat uint8 on the GPU) into host[off:], piece bytes a copy."""
+    n = src.numel()
+    for at in range(0, n, piece):
+        end = min(n, at + piece)
+        host[off + at : off + end].copy_(src[at:end], non_blocking=True)
+
+
 def snapshot_fits(free: int, total: int, size: int) -> bool:
     """Whether a device snapshot of size bytes may take free memory of a GPU of total bytes."""
     return free - size >= SNAPSHOT_HEADROOM * total + (1 << 30)
@@ -328,14 +336,10 @@ class OverlappedSaver:
                 # Then to the host in a few large copies over runs of the layout that hold
                 # only these tensors (and alignment padding).
                 for lo, hi in _runs([(off, n) for _, off, n in raws], index):
-                    for at in range(lo, hi, SNAPSHOT_CHUNK):
-                        end = min(hi, at + SNAPSHOT_CHUNK)
-                        buf.host[at:end].copy_(snap[at:end], non_blocking=True)
-                raws = []
-            for raw, off, n in raws:
-                for at in range(0, n, self.chunk_bytes):
-                    end = min(n, at + self.chunk_bytes)
-                    buf.host[off + at : off + end].copy_(raw[at:end], non_blocking=True)
+                    _to_host(buf.host, lo, snap[lo:hi], SNAPSHOT_CHUNK)
+            else:
+                for raw, off, n in raws:
+                    _to_host(buf.host, off, raw, self.chunk_bytes)
             done = torch.cuda.Event()
             done.record(self._side)
         self._copied = snapped if snap is not None else done

@@ -288,7 +288,6 @@ class FakeHolder:
 
     def _delay(self):
         if self.delay_s:
-            import time
             time.sleep(self.delay_s)
 
     def _await(self, conn, dep, stage, rid, wait_ms, want):
