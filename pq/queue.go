@@ -71,9 +71,7 @@ func (q *Queue[K, V]) Insert(k K, v V) {
 	if t.st != nil {
 		q.ctr.endInsert(t, q.mq.hint(k))
 	}
-	if at := q.sw.at.Load(); at != 0 { // a switch awaits its first operation in the new mode
-		q.switchSeen(at, ran)
-	}
+	q.ranIn(ran)
 }
 
 // DeleteMin removes an item with a low key (see the package documentation for how low) and
@@ -97,9 +95,7 @@ func (q *Queue[K, V]) DeleteMin() (k K, v V, ok bool) {
 	if t.st != nil {
 		q.ctr.endDelete(t)
 	}
-	if at := q.sw.at.Load(); at != 0 { // a switch awaits its first operation in the new mode
-		q.switchSeen(at, ran)
-	}
+	q.ranIn(ran)
 	return k, v, ok
 }
 

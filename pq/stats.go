@@ -73,6 +73,14 @@ func (q *Queue[K, V]) switchFlipped(m Mode) {
 	q.stats.mu.Unlock()
 }
 
+// ranIn is called after every operation with the mode it ran in: one atomic load while no
+// switch is being timed (small enough to inline), switchSeen when one is.
+func (q *Queue[K, V]) ranIn(m Mode) {
+	if at := q.sw.at.Load(); at != 0 { // a switch awaits its first operation in the new mode
+		q.switchSeen(at, m)
+	}
+}
+
 // switchSeen is called by an operation that found a switch being timed (at != 0); the first
 // one that ran in the switch's target mode stops the clock.
 func (q *Queue[K, V]) switchSeen(at int64, ran Mode) {
