@@ -9,6 +9,7 @@ import (
 
 	gi "github.com/schooner-ml/schooner/gpu/interference"
 	"github.com/schooner-ml/schooner/interference"
+	"github.com/schooner-ml/schooner/internal/atomicfile"
 )
 
 // newGPUInterferenceCommand is `schooner gpu interference`: reading interference studies.
@@ -61,7 +62,7 @@ the front, one panel per pair.
 			if svgPath == "" {
 				return nil
 			}
-			if err := writeFileAtomic(svgPath, func(w io.Writer) error { return gi.WriteSVG(w, st, rows) }); err != nil {
+			if err := atomicfile.Write(svgPath, func(w io.Writer) error { return gi.WriteSVG(w, st, rows) }); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "plot: %s\n", svgPath)
