@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -40,14 +39,9 @@ the front, one panel per pair.
   schooner gpu interference show results/h200.json --svg h200.svg`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := os.Open(args[0])
+			st, err := interference.ReadFile(args[0])
 			if err != nil {
 				return err
-			}
-			defer f.Close()
-			st, err := interference.Decode(f)
-			if err != nil {
-				return fmt.Errorf("%s: %w", args[0], err)
 			}
 			rows, err := gi.Analyze(st)
 			if err != nil {
