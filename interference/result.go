@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 )
 
@@ -171,6 +172,21 @@ func Decode(r io.Reader) (Study, error) {
 	}
 	if err := s.Validate(); err != nil {
 		return Study{}, fmt.Errorf("interference study: %w", err)
+	}
+	return s, nil
+}
+
+// ReadFile reads the study file at path (Decode's checks), naming the file in any error: the
+// one way the CLI, the colocation placement and the benchmarks open a study.
+func ReadFile(path string) (Study, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Study{}, err
+	}
+	defer f.Close()
+	s, err := Decode(f)
+	if err != nil {
+		return Study{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return s, nil
 }

@@ -50,14 +50,9 @@ func report(w io.Writer, dir string) error {
 	if err != nil || len(studies) != 1 {
 		return fmt.Errorf("want one study under %s/study, found %d", dir, len(studies))
 	}
-	f, err := os.Open(studies[0])
+	st, err := interference.ReadFile(studies[0])
 	if err != nil {
 		return err
-	}
-	defer f.Close()
-	st, err := interference.Decode(f)
-	if err != nil {
-		return fmt.Errorf("%s: %w", studies[0], err)
 	}
 	lines, err := Lines(st, dir)
 	if err != nil {

@@ -23,32 +23,9 @@ import (
 
 	"github.com/schooner-ml/schooner/bench/internal/cli"
 	"github.com/schooner-ml/schooner/bench/internal/machine"
+	"github.com/schooner-ml/schooner/policy"
+	"github.com/schooner-ml/schooner/report"
 )
-
-// evalResult is the part of `policy eval --json` this reads.
-type evalResult struct {
-	Starts []time.Duration `json:"starts_ns"`
-	Runs   []struct {
-		Policy      string        `json:"policy"`
-		Start       time.Duration `json:"start_ns"`
-		CostUSD     float64       `json:"cost_usd"`
-		Duration    time.Duration `json:"duration_ns"`
-		Preemptions int           `json:"preemptions"`
-		Restarts    int           `json:"restarts"`
-		Met         bool          `json:"met_deadline"`
-	} `json:"runs"`
-}
-
-// demoResult is the part of `demo --json` this reads.
-type demoResult struct {
-	Status      string  `json:"status"`
-	CostUSD     float64 `json:"cost_usd"`
-	BilledUSD   float64 `json:"billed_usd"`
-	Preemptions int     `json:"preemptions"`
-	Replans     int     `json:"replans"`
-	Verified    bool    `json:"state_verified"`
-	WallSeconds float64 `json:"wall_seconds"`
-}
 
 // row is one start's comparison.
 type row struct {
@@ -104,7 +81,7 @@ func compare(w io.Writer, starts int, scale float64, iterations int, deadline, o
 		"--deadlines", deadline, "--starts", fmt.Sprint(starts), "--policies", "schooner-deadline", "--json", "--out", evalFile).Run(); err != nil {
 		return fmt.Errorf("policy eval: %w", err)
 	}
-	var ev evalResult
+	var ev policy.Result
 	if err := cli.ReadJSON(evalFile, &ev); err != nil {
 		return err
 	}
@@ -125,7 +102,7 @@ func compare(w io.Writer, starts int, scale float64, iterations int, deadline, o
 		if err != nil {
 			return fmt.Errorf("start %s: %w", s, err)
 		}
-		r.StackCostUSD, r.StackPreempt, r.StackReplans, r.Verified, r.WallSeconds = d.CostUSD, d.Preemptions, d.Replans, d.Verified, d.WallSeconds
+		r.StackCostUSD, r.StackPreempt, r.StackReplans, r.Verified, r.WallSeconds = d.CostUSD, d.Preemptions, d.Replans, d.StateVerified, d.WallSeconds
 		r.StackBilledUSD = d.BilledUSD
 		r.DiffPct = 100 * (d.CostUSD/r.SimCostUSD - 1)
 		rows = append(rows, r)
@@ -151,24 +128,24 @@ func demoSpec(dir string, iterations int, deadline string) (string, error) {
 }
 
 // stackRun runs the demo's job from start through the whole stack and keeps its JSON.
-func stackRun(bin, spec string, start time.Duration, scale float64, dataDir, file string) (demoResult, error) {
+func stackRun(bin, spec string, start time.Duration, scale float64, dataDir, file string) (report.Summary, error) {
 	f, err := os.Create(file)
 	if err != nil {
-		return demoResult{}, err
+		return report.Summary{}, err
 	}
 	defer f.Close()
 	cmd := exec.Command(bin, "demo", "--no-faults", "--json", "--headless", "--spec", spec, "--trace-start", start.String(),
 		"--time-scale", fmt.Sprint(scale), "--timeout", "15m", "--data-dir", dataDir, "--out", filepath.Join(dataDir, "report"))
 	cmd.Stdout, cmd.Stderr = f, nil
 	if err := cmd.Run(); err != nil {
-		return demoResult{}, fmt.Errorf("schooner demo: %w (its summary: %s)", err, file)
+		return report.Summary{}, fmt.Errorf("schooner demo: %w (its summary: %s)", err, file)
 	}
-	var d demoResult
+	var d report.Summary
 	if err := cli.ReadJSON(file, &d); err != nil {
 		return d, err
 	}
-	if d.Status != "completed" || !d.Verified {
-		return d, fmt.Errorf("the job ended %s, state verified %v", d.Status, d.Verified)
+	if d.Status != "completed" || !d.StateVerified {
+		return d, fmt.Errorf("the job ended %s, state verified %v", d.Status, d.StateVerified)
 	}
 	return d, nil
 }

@@ -46,25 +46,16 @@ func main() {
 
 func run(dur time.Duration, repeats int, threads, inserts, sizes, ranges, shardList, implList string, window time.Duration, pin bool,
 	switches int, name, out string) error {
-	ts, err := parseInts(threads)
-	if err != nil {
-		return fmt.Errorf("parsing -threads: %w", err)
-	}
-	is, err := parseInts(inserts)
-	if err != nil {
-		return fmt.Errorf("parsing -inserts: %w", err)
-	}
-	ss, err := parseInts(sizes)
-	if err != nil {
-		return fmt.Errorf("parsing -sizes: %w", err)
-	}
-	rs, err := parseInts(ranges)
-	if err != nil {
-		return fmt.Errorf("parsing -keyranges: %w", err)
-	}
-	shs, err := parseInts(shardList)
-	if err != nil {
-		return fmt.Errorf("parsing -shards: %w", err)
+	var ts, is, ss, rs, shs []int
+	for _, l := range []struct {
+		flag, list string
+		to         *[]int
+	}{{"threads", threads, &ts}, {"inserts", inserts, &is}, {"sizes", sizes, &ss}, {"keyranges", ranges, &rs}, {"shards", shardList, &shs}} {
+		v, err := parseInts(l.list)
+		if err != nil {
+			return fmt.Errorf("parsing -%s: %w", l.flag, err)
+		}
+		*l.to = v
 	}
 	for i, s := range shs {
 		if s == 0 {

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/schooner-ml/schooner/checkpoint"
+	"github.com/schooner-ml/schooner/internal/atomicfile"
 )
 
 // restoreFlags are the inputs of `schooner ckpt restore`.
@@ -117,12 +118,12 @@ func runRestore(cmd *cobra.Command, g *globals, f *restoreFlags) error {
 	}
 	base := filepath.Join(f.to, fmt.Sprintf("step-%d", snap.Step))
 	meta := map[string]string{"format": "pt", "schooner.step": strconv.FormatInt(snap.Step, 10)}
-	if err := writeFileAtomic(base+".safetensors", func(w io.Writer) error {
+	if err := atomicfile.Write(base+".safetensors", func(w io.Writer) error {
 		return checkpoint.WriteSafetensors(w, tensors, meta)
 	}); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(base+".json", func(w io.Writer) error { return printJSON(w, m) }); err != nil {
+	if err := atomicfile.Write(base+".json", func(w io.Writer) error { return printJSON(w, m) }); err != nil {
 		return err
 	}
 	var size int64
@@ -166,35 +167,6 @@ func refuseOverwrite(dir string, step int64, force bool) error {
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("checking %s: %w", p, err)
 		}
-	}
-	return nil
-}
-
-// writeFileAtomic writes path through a temp file and a rename, so a failed restore never
-// leaves a truncated file under the final name.
-func writeFileAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o644); err != nil { // CreateTemp makes it private; restores are for sharing
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := write(tmp); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("syncing %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("closing %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("renaming %s into place: %w", path, err)
 	}
 	return nil
 }

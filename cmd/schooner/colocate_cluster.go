@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -36,14 +35,9 @@ type clusterPairFlags struct {
 func (f clusterPairFlags) colocationInput(pair colocation.Pair) (colocation.Input, error) {
 	in := colocation.Input{Node: f.node, Pair: pair, Force: f.force}
 	if f.study != "" {
-		file, err := os.Open(f.study)
+		st, err := interference.ReadFile(f.study)
 		if err != nil {
 			return in, fmt.Errorf("--study: %w", err)
-		}
-		defer file.Close()
-		st, err := interference.Decode(file)
-		if err != nil {
-			return in, fmt.Errorf("--study %s: %w", f.study, err)
 		}
 		in.Study = &st
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/schooner-ml/schooner/colocation"
 	"github.com/schooner-ml/schooner/gpu/colocate"
+	"github.com/schooner-ml/schooner/internal/atomicfile"
 	"github.com/schooner-ml/schooner/serving/stage"
 )
 
@@ -66,7 +67,7 @@ status ID' shows it from anywhere.
 				res, err = runHere(cmd, pair)
 			}
 			if out != "" {
-				if werr := writeFileAtomic(out, func(w io.Writer) error { return printJSON(w, res) }); werr != nil {
+				if werr := atomicfile.Write(out, func(w io.Writer) error { return printJSON(w, res) }); werr != nil {
 					return werr
 				}
 			}

@@ -3,12 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
 	gi "github.com/schooner-ml/schooner/gpu/interference"
 	"github.com/schooner-ml/schooner/interference"
+	"github.com/schooner-ml/schooner/internal/atomicfile"
 )
 
 // newGPUInterferenceCommand is `schooner gpu interference`: reading interference studies.
@@ -39,14 +39,9 @@ the front, one panel per pair.
   schooner gpu interference show results/h200.json --svg h200.svg`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := os.Open(args[0])
+			st, err := interference.ReadFile(args[0])
 			if err != nil {
 				return err
-			}
-			defer f.Close()
-			st, err := interference.Decode(f)
-			if err != nil {
-				return fmt.Errorf("%s: %w", args[0], err)
 			}
 			rows, err := gi.Analyze(st)
 			if err != nil {
@@ -61,7 +56,7 @@ the front, one panel per pair.
 			if svgPath == "" {
 				return nil
 			}
-			if err := writeFileAtomic(svgPath, func(w io.Writer) error { return gi.WriteSVG(w, st, rows) }); err != nil {
+			if err := atomicfile.Write(svgPath, func(w io.Writer) error { return gi.WriteSVG(w, st, rows) }); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "plot: %s\n", svgPath)

@@ -14,6 +14,7 @@ import (
 
 	gi "github.com/schooner-ml/schooner/gpu/interference"
 	"github.com/schooner-ml/schooner/interference"
+	"github.com/schooner-ml/schooner/internal/atomicfile"
 	"github.com/schooner-ml/schooner/serving/stage"
 	"github.com/schooner-ml/schooner/taskqueue"
 	"github.com/schooner-ml/schooner/workers"
@@ -141,10 +142,10 @@ func writeStudies(w io.Writer, dir string, res interference.StudyResult) error {
 			continue
 		}
 		base := filepath.Join(dir, safeName(n.NodeID))
-		if err := writeFileAtomic(base+".json", st.Encode); err != nil {
+		if err := atomicfile.Write(base+".json", st.Encode); err != nil {
 			return err
 		}
-		if err := writeFileAtomic(base+".svg", func(f io.Writer) error { return gi.WriteSVG(f, st, rows) }); err != nil {
+		if err := atomicfile.Write(base+".svg", func(f io.Writer) error { return gi.WriteSVG(f, st, rows) }); err != nil {
 			return err
 		}
 		if err := gi.WriteTable(w, st, rows); err != nil {

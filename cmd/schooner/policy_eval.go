@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/schooner-ml/schooner/cloud/sim"
+	"github.com/schooner-ml/schooner/internal/atomicfile"
 	"github.com/schooner-ml/schooner/planner/bridge"
 	"github.com/schooner-ml/schooner/policy"
 )
@@ -131,7 +132,7 @@ func runPolicyEval(cmd *cobra.Command, f *policyEvalFlags) error {
 		return err
 	}
 	if f.out != "" {
-		if err := writeFileAtomic(f.out, func(w io.Writer) error { return printJSON(w, res) }); err != nil {
+		if err := atomicfile.Write(f.out, func(w io.Writer) error { return printJSON(w, res) }); err != nil {
 			return err
 		}
 	}

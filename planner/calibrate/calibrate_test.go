@@ -28,23 +28,39 @@ func plan(t *testing.T, g string, mbs, stages int) *planner.Plan {
 	return p
 }
 
-// A cluster whose runs are 20% slower and hold 2 GiB more per GPU than the profile says: the
-// calibration finds both, and the profile then predicts the runs.
-func TestCalibrationFitsOverheadAndComputeFactor(t *testing.T) {
+// shipped loads the bundled OPT-350 profile and network profile, the ones every test calibrates.
+func shipped(t *testing.T) (*planner.ModelProfile, *planner.Network) {
+	t.Helper()
 	m, err := profiles.Load("OPT-350", "")
 	require.NoError(t, err)
 	net, err := profiles.LoadNetwork("")
 	require.NoError(t, err)
+	return m, net
+}
+
+// measured makes a case of each plan as a cluster unlike the profile would measure it: the
+// simulated iteration time times slower, and every stage's peak memory plus extra(plan).
+func measured(t *testing.T, m *planner.ModelProfile, net *planner.Network, slower float64, extra func(*planner.Plan) float64, plans ...*planner.Plan) []Case {
+	t.Helper()
 	var cases []Case
-	for i, p := range []*planner.Plan{plan(t, "A100-40", 1, 1), plan(t, "A100-40", 2, 2), plan(t, "A100-40", 4, 2)} {
+	for i, p := range plans {
 		est, err := planner.Simulate(p, m, net)
 		require.NoError(t, err)
-		c := Case{Name: string(rune('a' + i)), Plan: p, IterSeconds: 1.2 * est.IterTime}
+		c := Case{Name: string(rune('a' + i)), Plan: p, IterSeconds: slower * est.IterTime}
 		for _, st := range est.Stages {
-			c.PeakMemBytes = append(c.PeakMemBytes, st.PeakMemBytes+2<<30)
+			c.PeakMemBytes = append(c.PeakMemBytes, st.PeakMemBytes+extra(p))
 		}
 		cases = append(cases, c)
 	}
+	return cases
+}
+
+// A cluster whose runs are 20% slower and hold 2 GiB more per GPU than the profile says: the
+// calibration finds both, and the profile then predicts the runs.
+func TestCalibrationFitsOverheadAndComputeFactor(t *testing.T) {
+	m, net := shipped(t)
+	cases := measured(t, m, net, 1.2, func(*planner.Plan) float64 { return 2 << 30 },
+		plan(t, "A100-40", 1, 1), plan(t, "A100-40", 2, 2), plan(t, "A100-40", 4, 2))
 	res, err := Calibrate(m, net, cases)
 	require.NoError(t, err)
 	assert.InDelta(t, 0.2/1.2, res.Before.Time, 0.01)
@@ -62,25 +78,14 @@ func TestCalibrationFitsOverheadAndComputeFactor(t *testing.T) {
 // Runs on a GPU type with an overhead of its own (Sailor's GH200) move that overhead, not the
 // model-wide one the other types use, so a calibration on GH200 takes effect there.
 func TestCalibrationMovesTheOverheadOfTheGPUTypeItRanOn(t *testing.T) {
-	m, err := profiles.Load("OPT-350", "")
-	require.NoError(t, err)
+	m, net := shipped(t)
 	require.Contains(t, m.MemoryModel.OverheadByGPU, gpu.GH200)
-	net, err := profiles.LoadNetwork("")
-	require.NoError(t, err)
-	var cases []Case
-	for i, p := range []*planner.Plan{plan(t, "GH200-96", 1, 1), plan(t, "GH200-96", 2, 2), plan(t, "A100-40", 2, 2)} {
-		est, err := planner.Simulate(p, m, net)
-		require.NoError(t, err)
-		extra := float64(1 << 30)
+	cases := measured(t, m, net, 1, func(p *planner.Plan) float64 {
 		if p.Stages[0].Replicas[0].GPU == gpu.A100_40 {
-			extra = -512 << 20
+			return -512 << 20
 		}
-		c := Case{Name: string(rune('a' + i)), Plan: p, IterSeconds: est.IterTime}
-		for _, st := range est.Stages {
-			c.PeakMemBytes = append(c.PeakMemBytes, st.PeakMemBytes+extra)
-		}
-		cases = append(cases, c)
-	}
+		return 1 << 30
+	}, plan(t, "GH200-96", 1, 1), plan(t, "GH200-96", 2, 2), plan(t, "A100-40", 2, 2))
 	res, err := Calibrate(m, net, cases)
 	require.NoError(t, err)
 	was := m.MemoryModel.OverheadByGPU[gpu.GH200]
@@ -92,13 +97,10 @@ func TestCalibrationMovesTheOverheadOfTheGPUTypeItRanOn(t *testing.T) {
 }
 
 func TestCalibrationRefusesOtherModelsAndNotesMixedPlans(t *testing.T) {
-	m, err := profiles.Load("OPT-350", "")
-	require.NoError(t, err)
-	net, err := profiles.LoadNetwork("")
-	require.NoError(t, err)
+	m, net := shipped(t)
 	other := plan(t, "A100-40", 1, 1)
 	other.Model = "OPT-30"
-	_, err = Calibrate(m, net, []Case{{Name: "x", Plan: other, IterSeconds: 1}})
+	_, err := Calibrate(m, net, []Case{{Name: "x", Plan: other, IterSeconds: 1}})
 	require.ErrorContains(t, err, "a plan of OPT-30")
 
 	mixed := plan(t, "A100-40", 1, 2)

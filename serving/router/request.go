@@ -41,6 +41,10 @@ const (
 	resumeReprefill   = "reprefill"
 )
 
+// inFlight reports whether q was submitted to a pipeline and has not ended: the stages may
+// still hold it and send its tokens (also while it is paused for a replacement).
+func (q *request) inFlight() bool { return q.state == stateRunning || q.state == statePaused }
+
 func (q *request) wake() {
 	select {
 	case q.notify <- struct{}{}:

@@ -333,7 +333,7 @@ func (r *Router) cancelRequest(q *request) {
 		r.mu.Unlock()
 		return
 	}
-	inFlight := q.state == stateRunning || q.state == statePaused
+	inFlight := q.inFlight()
 	r.finishLocked(q, "cancelled", nil)
 	c := r.first
 	r.mu.Unlock()

@@ -320,6 +320,15 @@ func (r *Router) handleFrame(c *stageConn, h frame.Header) (*submitMsg, error) {
 	return r.handleFrameLocked(c, h)
 }
 
+// inFlightLocked is the request a stage's frame names, or nil when it is unknown or no
+// longer in flight (cancelled or finished while the frame was on its way).
+func (r *Router) inFlightLocked(id string) *request {
+	if q := r.reqs[id]; q != nil && q.inFlight() {
+		return q
+	}
+	return nil
+}
+
 func (r *Router) handleFrameLocked(c *stageConn, h frame.Header) (*submitMsg, error) {
 	if c != r.first && c != r.last {
 		return nil, nil // a retired connection's last words
@@ -341,8 +350,8 @@ func (r *Router) handleFrameLocked(c *stageConn, h frame.Header) (*submitMsg, er
 		if err := h.Decode(&m); err != nil {
 			return nil, err
 		}
-		q := r.reqs[m.Request]
-		if q == nil || (q.state != stateRunning && q.state != statePaused) {
+		q := r.inFlightLocked(m.Request)
+		if q == nil {
 			return nil, nil // cancelled or finished meanwhile
 		}
 		switch {
@@ -361,8 +370,8 @@ func (r *Router) handleFrameLocked(c *stageConn, h frame.Header) (*submitMsg, er
 		if err := h.Decode(&m); err != nil {
 			return nil, err
 		}
-		q := r.reqs[m.Request]
-		if q == nil || (q.state != stateRunning && q.state != statePaused) {
+		q := r.inFlightLocked(m.Request)
+		if q == nil {
 			return nil, nil
 		}
 		if m.Reason == "cancelled" {

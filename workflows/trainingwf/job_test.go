@@ -99,6 +99,26 @@ func firstEpochRunsLong(a training.Assignment) (time.Duration, error) {
 	return 0, nil
 }
 
+// newInterruptedJobEnv is the set-up of the tests that interrupt a running job: a fresh world
+// whose first epoch runs until something interrupts it (firstEpochRunsLong), wired into a test
+// environment whose planner is planFor.
+func newInterruptedJobEnv(t *testing.T, planFor func(training.PlanJobRequest) (training.PlanJobResult, error)) (*jobWorld, *testsuite.TestWorkflowEnvironment) {
+	w := newJobWorld()
+	w.trainerRun = firstEpochRunsLong
+	return w, newJobEnv(t, w, planFor)
+}
+
+// planUntilMoved is a planner that plans twoStagePlan in z-a until *moved is set (the test
+// sets it when it takes the machine), and after from then on.
+func planUntilMoved(moved *bool, after training.PlanJobResult) func(training.PlanJobRequest) (training.PlanJobResult, error) {
+	return func(training.PlanJobRequest) (training.PlanJobResult, error) {
+		if !*moved {
+			return twoStagePlan("z-a", cloud.Spot, 1), nil
+		}
+		return after, nil
+	}
+}
+
 // commitStep makes step durable and tells the job, as the first epoch's saver would.
 func commitStep(env *testsuite.TestWorkflowEnvironment, w *jobWorld, step int64) {
 	w.Lock()
@@ -316,19 +336,12 @@ func TestTrainingJobReplansWithWhatICEleft(t *testing.T) {
 }
 
 func TestTrainingJobSurvivesPreemption(t *testing.T) {
-	w := newJobWorld()
-	w.trainerRun = firstEpochRunsLong
+	// After the preemption: a one-stage plan in z-b (another shape).
+	after := twoStagePlan("z-b", cloud.Spot, 2)
+	after.Plan.Stages = []planner.Stage{{FirstLayer: 0, LastLayer: 25, Replicas: after.Plan.Stages[0].Replicas}}
+	after.Replicas = after.Replicas[:1]
 	preempted := false
-	env := newJobEnv(t, w, func(req training.PlanJobRequest) (training.PlanJobResult, error) {
-		if !preempted {
-			return twoStagePlan("z-a", cloud.Spot, 1), nil
-		}
-		// After the preemption: a one-stage plan in z-b (another shape).
-		p := twoStagePlan("z-b", cloud.Spot, 2)
-		p.Plan.Stages = []planner.Stage{{FirstLayer: 0, LastLayer: 25, Replicas: p.Plan.Stages[0].Replicas}}
-		p.Replicas = p.Replicas[:1]
-		return p, nil
-	})
+	w, env := newInterruptedJobEnv(t, planUntilMoved(&preempted, after))
 	env.RegisterDelayedCallback(func() {
 		commitStep(env, w, 40)
 		notify(env, "i-2")
@@ -457,9 +470,7 @@ func TestTrainingJobDeadlineAddsOnDemand(t *testing.T) {
 }
 
 func TestTrainingJobPauseResume(t *testing.T) {
-	w := newJobWorld()
-	w.trainerRun = firstEpochRunsLong
-	env := newJobEnv(t, w, planIn("z-a"))
+	w, env := newInterruptedJobEnv(t, planIn("z-a"))
 	var paused training.JobStatus
 	noop := func() {}
 	env.RegisterDelayedCallback(func() {
@@ -700,11 +711,7 @@ func TestTrainingJobReplanCountsTheCapacityItJustTook(t *testing.T) {
 // the first loss does not keep the others under notice, so their losses do not make a replan
 // each.
 func TestTrainingJobReplanDropsInstancesUnderNotice(t *testing.T) {
-	w := newJobWorld()
-	w.trainerRun = firstEpochRunsLong
-	env := newJobEnv(t, w, func(req training.PlanJobRequest) (training.PlanJobResult, error) {
-		return twoStagePlan("z-b", cloud.Spot, 1), nil
-	})
+	w, env := newInterruptedJobEnv(t, planIn("z-b"))
 	noticeBothLoseOne(env, w, nil)
 	st := runCompleted(t, env)
 	require.Equal(t, 2, st.Notices)
@@ -727,9 +734,7 @@ func TestTrainingJobReplanDropsInstancesUnderNotice(t *testing.T) {
 // The replan's ranks are not put back on a machine under notice even when the new plan wants
 // its zone and shape: new machines are bought, and the noticed one is released.
 func TestTrainingJobReplanPlacesNoRankOnAMachineUnderNotice(t *testing.T) {
-	w := newJobWorld()
-	w.trainerRun = firstEpochRunsLong
-	env := newJobEnv(t, w, planIn("z-a"))
+	w, env := newInterruptedJobEnv(t, planIn("z-a"))
 	noticeBothLoseOne(env, w, nil)
 	st := runCompleted(t, env)
 	require.Equal(t, 1, st.Replans)
@@ -815,9 +820,7 @@ func TestTrainingJobWaitsForCapacityInProviderTime(t *testing.T) {
 // The UI shows a job's story as its current details: which model, the phase and progress,
 // GPUs and zones, cost against on-demand, preemptions and the last checkpoint, the plan.
 func TestTrainingJobTellsItsStoryInTheUI(t *testing.T) {
-	w := newJobWorld()
-	w.trainerRun = firstEpochRunsLong
-	env := newJobEnv(t, w, planIn("z-a"))
+	_, env := newInterruptedJobEnv(t, planIn("z-a"))
 	var details string
 	env.RegisterDelayedCallback(func() {
 		v, err := env.QueryWorkflow("__temporal_workflow_metadata")

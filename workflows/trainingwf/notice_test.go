@@ -19,9 +19,7 @@ import (
 // (NoticeTrainers on its node queue), so both stages save on the same emergency grid; the
 // machine that goes already heard it from its own metadata.
 func TestTrainingJobRelaysANoticeToItsOtherMachines(t *testing.T) {
-	w := newJobWorld()
-	w.trainerRun = firstEpochRunsLong
-	env := newJobEnv(t, w, planIn("z-a"))
+	_, env := newInterruptedJobEnv(t, planIn("z-a"))
 	var mu sync.Mutex
 	var relayed []string // "<task queue> <instance>"
 	env.OnActivity(training.ActivityNoticeTrainers, mock.Anything, mock.Anything).Return(func(ctx context.Context, req training.NoticeRequest) (bool, error) {
@@ -47,9 +45,7 @@ func TestTrainingJobRelaysANoticeToItsOtherMachines(t *testing.T) {
 // (its agent never answers, and the stop waited out its bound, billing the machine) and
 // replans once.
 func TestTrainingJobTakesAZonesLossesTogether(t *testing.T) {
-	w := newJobWorld()
-	w.trainerRun = firstEpochRunsLong
-	env := newJobEnv(t, w, planIn("z-a"))
+	w, env := newInterruptedJobEnv(t, planIn("z-a"))
 	var mu sync.Mutex
 	var stopped []string // task queues asked to stop trainers
 	env.OnActivity(training.ActivityStopTrainers, mock.Anything, mock.Anything).Return(func(ctx context.Context, _ training.StopRequest) (int, error) {

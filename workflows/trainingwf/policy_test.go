@@ -13,9 +13,7 @@ import (
 // A job whose policy keeps deciding the same thing trains on its first plan: a decision that
 // changes nothing costs no restart.
 func TestTrainingJobUnderAnUnchangingPolicyDoesNotReplan(t *testing.T) {
-	w := newJobWorld()
-	w.trainerRun = firstEpochRunsLong
-	env := newJobEnv(t, w, planIn("z-a"))
+	w, env := newInterruptedJobEnv(t, planIn("z-a"))
 	in := jobInput()
 	in.Spec.Spot = training.SpotWithFallback
 	in.Spec.Deadline = "240h"
@@ -34,15 +32,8 @@ func TestTrainingJobUnderAnUnchangingPolicyDoesNotReplan(t *testing.T) {
 // it: the job waited with GPUs on offer elsewhere (issue 21, the 178 h start of the
 // full-stack comparison).
 func TestTrainingJobUnderThePolicyCountsNoNoticedMachine(t *testing.T) {
-	w := newJobWorld()
-	w.trainerRun = firstEpochRunsLong
 	preempted := false
-	env := newJobEnv(t, w, func(req training.PlanJobRequest) (training.PlanJobResult, error) {
-		if !preempted {
-			return twoStagePlan("z-a", cloud.Spot, 1), nil
-		}
-		return twoStagePlan("z-b", cloud.Spot, 1), nil
-	})
+	w, env := newInterruptedJobEnv(t, planUntilMoved(&preempted, twoStagePlan("z-b", cloud.Spot, 1)))
 	in := jobInput()
 	in.Spec.Spot = training.SpotWithFallback
 	in.Spec.Deadline = "240h"

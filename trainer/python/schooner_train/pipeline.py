@@ -26,41 +26,39 @@ class Neighbours:
             for w in dist.batch_isend_irecv(ops):
                 w.wait()
 
-    def recv_forward(self):
-        if self.prev is None:
+    def _recv(self, peer, send=None):
+        """Receives a tensor of the activation shape from peer (None at an end of the pipeline:
+        nothing comes), sending send to the same peer in the same batch when given, so two
+        neighbours that cross do not block each other."""
+        if peer is None:
             return None
-        x = self._buf()
-        self._run([dist.P2POp(dist.irecv, x, self.prev)])
-        return x
+        buf = self._buf()
+        ops = [] if send is None else [dist.P2POp(dist.isend, send.contiguous(), peer)]
+        self._run(ops + [dist.P2POp(dist.irecv, buf, peer)])
+        return buf
+
+    def _send(self, t, peer):
+        if peer is not None:
+            self._run([dist.P2POp(dist.isend, t.contiguous(), peer)])
+
+    def recv_forward(self):
+        return self._recv(self.prev)
 
     def send_forward(self, y):
-        if self.next is not None:
-            self._run([dist.P2POp(dist.isend, y.contiguous(), self.next)])
+        self._send(y, self.next)
 
     def recv_backward(self):
-        if self.next is None:
-            return None
-        g = self._buf()
-        self._run([dist.P2POp(dist.irecv, g, self.next)])
-        return g
+        return self._recv(self.next)
 
     def send_backward(self, g):
-        if self.prev is not None and g is not None:
-            self._run([dist.P2POp(dist.isend, g.contiguous(), self.prev)])
+        if g is not None:
+            self._send(g, self.prev)
 
     def send_forward_recv_backward(self, y):
-        if self.next is None:
-            return None
-        g = self._buf()
-        self._run([dist.P2POp(dist.isend, y.contiguous(), self.next), dist.P2POp(dist.irecv, g, self.next)])
-        return g
+        return self._recv(self.next, send=y)
 
     def send_backward_recv_forward(self, g):
-        if self.prev is None:
-            return None
-        x = self._buf()
-        self._run([dist.P2POp(dist.isend, g.contiguous(), self.prev), dist.P2POp(dist.irecv, x, self.prev)])
-        return x
+        return self._recv(self.prev, send=g)
 
 
 def one_f_one_b(stage, nb: Neighbours, pp: int, s: int, inputs, targets, scale: float):

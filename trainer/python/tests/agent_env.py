@@ -16,3 +16,16 @@ def next_step() -> int:
 
 def needs_agent(cls):
     return unittest.skipUnless(SOCKET, "SCHOONER_CKPT_SOCKET is not set: run through go test ./checkpoint/agent -run Python")(cls)
+
+
+class OneRankTest(unittest.TestCase):
+    """A test that talks to the running agent as the only rank of a one-rank plan: self.ckpt
+    is the client module and self.client a client that has said hello, closed after the test."""
+
+    def setUp(self):
+        import schooner_ckpt
+
+        self.ckpt = schooner_ckpt
+        self.client = schooner_ckpt.Client(SOCKET, timeout=60)
+        self.addCleanup(self.client.close)
+        self.client.hello(rank=0, world=1, plan={"world": 1})

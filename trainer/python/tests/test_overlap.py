@@ -1,6 +1,6 @@
 import unittest
 
-from .agent_env import SOCKET, needs_agent, next_step
+from .agent_env import OneRankTest, needs_agent, next_step
 
 try:
     import torch
@@ -36,15 +36,7 @@ def _train_and_save(ckpt, client, device, every=2, iterations=7, buffers=2, snap
 
 @needs_agent
 @unittest.skipIf(torch is None, "PyTorch is not installed")
-class OverlappedSaverTest(unittest.TestCase):
-    def setUp(self):
-        import schooner_ckpt
-
-        self.ckpt = schooner_ckpt
-        self.client = schooner_ckpt.Client(SOCKET, timeout=60)
-        self.addCleanup(self.client.close)
-        self.client.hello(rank=0, world=1, plan={"world": 1})
-
+class OverlappedSaverTest(OneRankTest):
     def check_steps(self, expect, device):
         for step, want in expect.items():
             self.client.wait(step)

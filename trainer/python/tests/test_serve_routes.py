@@ -36,6 +36,15 @@ def eventually(cond, within=30.0, what="the condition"):
         time.sleep(0.02)
 
 
+def served(reference, route, within=60):
+    """A router on route (first stage first) serves every request of REQS as the reference
+    generates it. Returns the router's client, still open."""
+    c = RouterClient(route[0], route[-1])
+    submit_all(c, route=route)
+    assert c.wait([r[0] for r in REQS], within) == {r[0]: reference[r[0]] for r in REQS}
+    return c
+
+
 def connect(addr, role="router", stage=0):
     """A connection to a worker started in a thread (it may not listen yet), past its hello."""
     end = time.monotonic() + 30
@@ -91,9 +100,7 @@ def test_a_last_stage_told_the_old_first_stage_answers_the_new_one(reference):
                          "--next", old_addr)
     new0, new_addr = inproc("--stage", "0", "--depth", "2", "--layers", "0:2", "--replicate", "off",
                             "--next", s1_addr)
-    c = RouterClient(new_addr, s1_addr)
-    submit_all(c, route=[new_addr, s1_addr])
-    assert c.wait([r[0] for r in REQS], 60) == {r[0]: reference[r[0]] for r in REQS}
+    c = served(reference, [new_addr, s1_addr])
     assert old0.seq == 0, "the old first stage was sent nothing"
     c.close()
 
@@ -101,9 +108,7 @@ def test_a_last_stage_told_the_old_first_stage_answers_the_new_one(reference):
     stray = connect(old_addr, "sampler", 1)
     stray.send({"op": "sampled", "origin": "someone-else", "seq": 1,
                 "batch": [{"request": "g1", "step": 0, "run": 1, "token": 5}], "failed": []})
-    c = RouterClient(old_addr, s1_addr)
-    submit_all(c, route=[old_addr, s1_addr])
-    assert c.wait([r[0] for r in REQS], 60) == {r[0]: reference[r[0]] for r in REQS}
+    c = served(reference, [old_addr, s1_addr])
     stray.close()
     c.close()
 
@@ -153,9 +158,7 @@ def test_a_step_that_never_returns_closes_the_routers_and_set_aside_caches_expir
     assert hole.frames >= 1
     eventually(lambda: not w0.engine.pool.has("lost") and not w0.orphans, what="the set-aside cache freed")
 
-    c = RouterClient(a0, a1)
-    submit_all(c, route=[a0, a1])
-    assert c.wait([r[0] for r in REQS], 60) == {r[0]: reference[r[0]] for r in REQS}
+    c = served(reference, [a0, a1])
     c.close()
     hole.close()
 
@@ -173,9 +176,7 @@ def test_a_new_route_gives_the_step_in_flight_up(reference):
     assert r.recv()[0]["op"] == "accepted"
     eventually(lambda: hole.frames >= 1, what="the step sent to the vanished stage")
 
-    c = RouterClient(a0, a1)
-    submit_all(c, route=[a0, a1])
-    assert c.wait([r[0] for r in REQS], 20) == {r[0]: reference[r[0]] for r in REQS}
+    c = served(reference, [a0, a1], within=20)
     assert "stuck" in w0.orphans and w0.engine.pool.has("stuck"), "set aside with its cache for a resubmit"
     c.close()
     r.close()

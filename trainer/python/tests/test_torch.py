@@ -1,6 +1,6 @@
 import unittest
 
-from .agent_env import SOCKET, needs_agent, next_step
+from .agent_env import OneRankTest, needs_agent, next_step
 
 try:
     import torch
@@ -10,15 +10,7 @@ except ImportError:  # the core is tested without torch; this layer only where i
 
 @needs_agent
 @unittest.skipIf(torch is None, "PyTorch is not installed")
-class TorchTest(unittest.TestCase):
-    def setUp(self):
-        import schooner_ckpt
-
-        self.ckpt = schooner_ckpt
-        self.client = schooner_ckpt.Client(SOCKET, timeout=60)
-        self.addCleanup(self.client.close)
-        self.client.hello(rank=0, world=1, plan={"world": 1})
-
+class TorchTest(OneRankTest):
     def test_model_and_optimizer_round_trip(self):
         torch.manual_seed(0)
         model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
