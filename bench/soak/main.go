@@ -15,6 +15,15 @@
 // With -compare the table puts an earlier run (another build, e.g. before a fix) beside this
 // one; -show <json> -compare <json> prints two recorded runs and runs nothing. -profiles
 // writes heap, goroutine and idle-CPU profiles for `go tool pprof`.
+//
+// Each sample also says where the memory is: RssAnon, RssFile and RssShmem of
+// /proc/self/status (file-backed pages are mostly the ~280 MB binary's code touched so far,
+// which the kernel can drop and read again) and the Go runtime's /memory/classes/* of
+// runtime/metrics. Built with -tags 'libc.memexpvar memory.counters' it also records what
+// modernc.org/libc's allocator, the malloc of the embedded server's pure-Go SQLite, has mapped
+// outside the Go heap:
+//
+//	go run -tags 'libc.memexpvar memory.counters' ./bench/soak -settle 4m -idle 60s
 package main
 
 import (

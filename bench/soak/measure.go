@@ -1,12 +1,8 @@
 package main
 
 import (
-	"bufio"
-	"os"
 	"runtime"
 	"runtime/debug"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/schooner-ml/schooner/bench/internal/process"
@@ -28,6 +24,23 @@ type sample struct {
 	MetricSeries int     `json:"metric_series"`   // series the Prometheus registry exposes
 	NodeWorkers  int     `json:"sim_node_agents"` // simulated node agents alive
 	MarketEvents int64   `json:"market_events"`   // events in the simulated market's log
+
+	// Where the memory is, read at the same moment as RSSFreedMiB in idle samples (after the
+	// free pages were returned: RSSAnonMiB+RSSFileMiB+RSSShmemMiB is RSSFreedMiB) and as RSSMiB
+	// in the others. Absent from runs recorded before they were added.
+	RSSAnonMiB  float64     `json:"rss_anon_mib,omitempty"`  // RssAnon
+	RSSFileMiB  float64     `json:"rss_file_mib,omitempty"`  // RssFile: mostly the binary's pages
+	RSSShmemMiB float64     `json:"rss_shmem_mib,omitempty"` // RssShmem
+	Classes     *memClasses `json:"mem_classes,omitempty"`   // runtime/metrics /memory/classes/*
+	Libc        *libcMem    `json:"libc,omitempty"`          // SQLite's malloc, outside the Go heap
+}
+
+// breakdown records where the memory is now.
+func (s *sample) breakdown() {
+	p := readRSS()
+	s.RSSAnonMiB, s.RSSFileMiB, s.RSSShmemMiB = p.Anon, p.File, p.Shmem
+	s.Classes = readMemClasses()
+	s.Libc = readLibc()
 }
 
 // takeSample collects garbage first, so heap and RSS are what is kept, not what is waiting.
@@ -40,31 +53,25 @@ func takeSample() sample {
 		HeapObjects: ms.HeapObjects, Goroutines: runtime.NumGoroutine(), CPUSeconds: process.CPUSeconds()}
 }
 
+// takeBusySample is takeSample with where the memory is.
+func takeBusySample() sample {
+	s := takeSample()
+	s.breakdown()
+	return s
+}
+
 // takeIdleSample is takeSample of an idle process, plus its RSS after the runtime returned
 // its free pages to the OS (a long-idle process does so by itself, over minutes).
 func takeIdleSample() sample {
 	s := takeSample()
 	debug.FreeOSMemory()
 	s.RSSFreedMiB = rssMiB()
+	s.breakdown()
 	return s
 }
 
-// rssMiB reads VmRSS (KiB) from /proc/self/status; 0 where there is none.
-func rssMiB() float64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			kib, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			return kib / 1024
-		}
-	}
-	return 0
-}
+// rssMiB reads VmRSS from /proc/self/status; 0 where there is none.
+func rssMiB() float64 { return readRSS().RSS }
 
 // idleCPU is the share of one core the process used over a window in which it ran nothing
 // of its own: CPU seconds over wall seconds, in percent.

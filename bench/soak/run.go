@@ -41,6 +41,10 @@ type result struct {
 	Batch      int     `json:"batch"`
 	Iterations int64   `json:"iterations"`
 	TimeScale  float64 `json:"time_scale"`
+	// GOGC and GOMemLimitMiB are the collector's settings the run had (GOGC, GOMEMLIMIT in
+	// the environment); absent from runs recorded before they were.
+	GOGC          uint64  `json:"gogc,omitempty"`
+	GOMemLimitMiB float64 `json:"gomemlimit_mib,omitempty"` // absent when there is none
 
 	Start     sample  `json:"start"`      // idle, before any job
 	IdleStart idleCPU `json:"idle_start"` // CPU over the idle window at start
@@ -122,9 +126,11 @@ func startSoakStack(ctx context.Context, scale float64) (*soakStack, error) {
 // sample is takeSample with what only the stack knows; idle samples also return the free
 // pages to the OS to tell what the program keeps from what the runtime keeps for reuse.
 func (s *soakStack) sample(idle bool) sample {
-	out := takeSample()
+	var out sample
 	if idle {
 		out = takeIdleSample()
+	} else {
+		out = takeBusySample()
 	}
 	if mfs, err := s.reg.Gather(); err == nil {
 		for _, mf := range mfs {
@@ -173,6 +179,7 @@ func (s *soakStack) wait(ctx context.Context, ids []string) (map[string]training
 
 func run(ctx context.Context, o options) (result, error) {
 	r := result{Jobs: o.jobs, Batch: o.batch, Iterations: o.iterations, TimeScale: o.scale}
+	r.GOGC, r.GOMemLimitMiB = gcSettings()
 	s, err := startSoakStack(ctx, o.scale)
 	if err != nil {
 		return r, err

@@ -28,6 +28,15 @@ func printTable(w io.Writer, r result, base *result) {
 		}
 		fmt.Fprintln(w)
 	}
+	row("GOGC / GOMEMLIMIT", func(x result) string {
+		if x.GOGC == 0 {
+			return "–"
+		}
+		if x.GOMemLimitMiB == 0 {
+			return fmt.Sprintf("%d / none", x.GOGC)
+		}
+		return fmt.Sprintf("%d / %.0f MiB", x.GOGC, x.GOMemLimitMiB)
+	})
 	row("jobs completed / state verified", func(x result) string {
 		return fmt.Sprintf("%d / %d of %d", x.Completed, x.Verified, x.Jobs*max(1, len(x.Rounds)))
 	})
@@ -42,6 +51,7 @@ func printTable(w io.Writer, r result, base *result) {
 	row("RSS with free pages returned: start → idle after", func(x result) string {
 		return fmt.Sprintf("%.0f → %.0f MiB", x.Start.RSSFreedMiB, x.After.RSSFreedMiB)
 	})
+	memRows(row)
 	row("goroutines: start → idle after", func(x result) string { return fmt.Sprintf("%d → %d", x.Start.Goroutines, x.After.Goroutines) })
 	row("idle CPU: start → after (over the idle window)", func(x result) string {
 		return fmt.Sprintf("%.1f%% → %.1f%% (%.0f s)", x.IdleStart.Percent, x.IdleAfter.Percent, x.IdleAfter.WallSeconds)
@@ -68,4 +78,64 @@ func printTable(w io.Writer, r result, base *result) {
 		}
 		return fmt.Sprintf("%.1f s", x.StopSeconds)
 	})
+}
+
+// memRows shows where the idle process's memory is, start → after (measured with the free
+// pages returned); "–" for runs recorded before the breakdown was.
+func memRows(row func(string, func(result) string)) {
+	mib := func(f func(sample) (float64, bool)) func(result) string {
+		return func(x result) string {
+			a, okA := f(x.Start)
+			b, okB := f(x.After)
+			if !okA || !okB {
+				return "–"
+			}
+			return fmt.Sprintf("%.1f → %.1f MiB (%+.1f)", a, b, b-a)
+		}
+	}
+	proc := func(f func(sample) float64) func(result) string {
+		return mib(func(s sample) (float64, bool) { return f(s), s.RSSAnonMiB > 0 })
+	}
+	class := func(f func(*memClasses) float64) func(result) string {
+		return mib(func(s sample) (float64, bool) {
+			if s.Classes == nil {
+				return 0, false
+			}
+			return f(s.Classes), true
+		})
+	}
+	row("&nbsp;&nbsp;RssAnon (anonymous)", proc(func(s sample) float64 { return s.RSSAnonMiB }))
+	row("&nbsp;&nbsp;RssFile (file-backed: the binary's pages)", proc(func(s sample) float64 { return s.RSSFileMiB }))
+	row("&nbsp;&nbsp;RssShmem", proc(func(s sample) float64 { return s.RSSShmemMiB }))
+	row("Go runtime: total mapped", class(func(c *memClasses) float64 { return c.Total }))
+	row("&nbsp;&nbsp;heap objects (live)", class(func(c *memClasses) float64 { return c.HeapObjects }))
+	row("&nbsp;&nbsp;heap unused (in spans with objects)", class(func(c *memClasses) float64 { return c.HeapUnused }))
+	row("&nbsp;&nbsp;heap free (mapped, no objects)", class(func(c *memClasses) float64 { return c.HeapFree }))
+	row("&nbsp;&nbsp;heap released (returned to the OS)", class(func(c *memClasses) float64 { return c.HeapReleased }))
+	row("&nbsp;&nbsp;goroutine stacks (heap/stacks)", class(func(c *memClasses) float64 { return c.HeapStacks }))
+	row("&nbsp;&nbsp;OS thread stacks", class(func(c *memClasses) float64 { return c.OSStacks }))
+	row("&nbsp;&nbsp;metadata: mspan in use / all", func(x result) string {
+		if x.Start.Classes == nil || x.After.Classes == nil {
+			return "–"
+		}
+		a, b := x.Start.Classes, x.After.Classes
+		return fmt.Sprintf("%.1f → %.1f / %.1f → %.1f MiB", a.MSpanInuse, b.MSpanInuse, a.Metadata(), b.Metadata())
+	})
+	row("&nbsp;&nbsp;metadata: mcache in use", class(func(c *memClasses) float64 { return c.MCacheInuse }))
+	row("&nbsp;&nbsp;metadata: other", class(func(c *memClasses) float64 { return c.MetadataOther }))
+	row("&nbsp;&nbsp;profiling buckets", class(func(c *memClasses) float64 { return c.ProfileBuckets }))
+	row("&nbsp;&nbsp;other", class(func(c *memClasses) float64 { return c.Other }))
+	row("Go runtime not released (total − released)", class(func(c *memClasses) float64 { return c.Resident() }))
+	row("RssAnon − Go runtime not released (a lower bound on what is outside the Go runtime)", mib(func(s sample) (float64, bool) {
+		if s.Classes == nil || s.RSSAnonMiB == 0 {
+			return 0, false
+		}
+		return s.RSSAnonMiB - s.Classes.Resident(), true
+	}))
+	row("SQLite's malloc (modernc.org/libc), mapped", mib(func(s sample) (float64, bool) {
+		if s.Libc == nil {
+			return 0, false
+		}
+		return s.Libc.MappedMiB, true
+	}))
 }
