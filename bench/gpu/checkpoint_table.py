@@ -1,7 +1,8 @@
 """Prints the checkpoint-overhead table from the JSON lines the reference trainer appends
 (bench/gpu/run.sh checkpoint): per run the mean iteration time over the measured iterations,
-the slowdown against the run without checkpoints, and the stall per checkpoint (the time the
-training loop was held by each save)."""
+the slowdown against the run without checkpoints, the same without the last iteration (whose
+save waits for the agent's commit, a cost paid once per run), and the stall per checkpoint (the
+time the training loop was held by each save)."""
 
 import json
 import statistics
@@ -14,14 +15,15 @@ def main(path: str) -> None:
     if base is None:
         sys.exit("no run without checkpoints in " + path)
     mean = lambda r: statistics.mean(r["iter_seconds_all"])
-    b = mean(base)
+    but_last = lambda r: statistics.mean(r["iter_seconds_all"][:-1])
+    b, bl = mean(base), but_last(base)
     size = base["params"] * 4 / 1e9
     sized = next((r["checkpoint_bytes"] for r in runs if r.get("checkpoint_bytes")), 0)
     what = f"{sized / 1e9:.1f} GB per checkpoint ({base.get('checkpoint_state', 'model')} state)" if sized else f"{size:.1f} GB of fp32 weights"
     print(f"model: {base['name']}, {base['params'] / 1e9:.2f} B parameters, {what}, {base['gpu']}, torch {base['torch']}")
     print()
-    print("| checkpointing | state | every | iterations measured | mean s/iter | slowdown | checkpoints | stall first / steady median / last | back-pressure | GB/s to the agent |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| checkpointing | state | every | iterations measured | mean s/iter | slowdown | without the last | slowdown | checkpoints | stall first / steady median / last | back-pressure | GB/s to the agent |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in runs:
         stalls = r.get("checkpoint_stalls") or []
         if stalls:
@@ -38,7 +40,7 @@ def main(path: str) -> None:
             rate = f"{r['checkpoint_bytes'] / statistics.median(handed) / 1e9:.1f}"
         every = r["checkpoint_every"] or "-"
         print(f"| {r['checkpoint']} | {r.get('checkpoint_state', '-')} | {every} | {len(r['iter_seconds_all'])} | {mean(r):.4f} | "
-              f"{(mean(r) / b - 1) * 100:+.1f}% | {len(stalls)} | {stall} | {back} | {rate} |")
+              f"{(mean(r) / b - 1) * 100:+.1f}% | {but_last(r):.4f} | {(but_last(r) / bl - 1) * 100:+.1f}% | {len(stalls)} | {stall} | {back} | {rate} |")
 
 
 if __name__ == "__main__":
