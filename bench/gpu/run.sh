@@ -16,8 +16,7 @@
 # checkpoint: a 1.4B-parameter model (fp32, 5.7 GB of weights; CKPT_STATE=full adds Adam's
 #             state, 17 GB) trained CKPT_ITERATIONS (100) iterations with no checkpoint, then
 #             every CKPT_EVERY ("10 50") iterations by each of CKPT_METHODS: agent (overlapped
-#             with the next iteration), agent-unpaced (the same with a device snapshot's
-#             host copies all queued at once, as before pacing), agent-blocking, torch (torch.save + fsync, same disk)
+#             with the next iteration), agent-blocking, torch (torch.save + fsync, same disk)
 #             and async (torch.distributed.checkpoint.async_save, same disk). The agent keeps
 #             CKPT_MAX_IN_FLIGHT + 1 slots on disk (default 2 + 1; 1 + 1 with CKPT_STATE=full,
 #             so two 17 GB slots fit a 64 GB disk).
@@ -88,14 +87,13 @@ run_checkpoint() {
     for m in $methods; do
       log="$R/ckpt-$m-$every.log"
       case $m in
-      agent|agent-unpaced|agent-blocking)
+      agent|agent-blocking)
         mode=overlap; [ $m = agent-blocking ] && mode=blocking
-        paced=2; [ $m = agent-unpaced ] && paced=0
         bin/schooner-agent ckpt agent --mode local --dir "$disk/agent" --socket /tmp/schooner-ckpt.sock \
           --max-in-flight "$inflight" --staging-bytes $((12 << 30)) > "$R/agent-$m-$every.log" 2>&1 &
         agent=$!
         for _ in $(seq 50); do [ -S /tmp/schooner-ckpt.sock ] && break; sleep 0.2; done
-        SCHOONER_CKPT_SOCKET=/tmp/schooner-ckpt.sock SCHOONER_CHECKPOINT_EVERY=$every SCHOONER_CKPT_HOST_COPIES_IN_FLIGHT=$paced \
+        SCHOONER_CKPT_SOCKET=/tmp/schooner-ckpt.sock SCHOONER_CHECKPOINT_EVERY=$every \
           python3 -m schooner_train.train "${dims[@]}" "${common[@]}" --ckpt-mode $mode > "$log" 2>&1 || tail -20 "$log"
         kill -INT $agent; wait $agent
         rm -rf "$disk/agent"; mkdir -p "$disk/agent" ;;
@@ -107,7 +105,7 @@ run_checkpoint() {
         SCHOONER_CHECKPOINT_EVERY=$every python3 -m schooner_train.train "${dims[@]}" "${common[@]}" --async-save-dir "$disk/async" \
           > "$log" 2>&1 || tail -20 "$log"
         rm -rf "$disk/async"; mkdir -p "$disk/async" ;;
-      *) echo "unknown checkpoint method $m (want agent, agent-unpaced, agent-blocking, torch, async)" >&2; return 2 ;;
+      *) echo "unknown checkpoint method $m (want agent, agent-blocking, torch, async)" >&2; return 2 ;;
       esac
     done
   done

@@ -29,12 +29,8 @@ rest). With a device snapshot (device_snapshot "on", or "auto" where the GPU has
 the side stream first copies the state into one spare GPU buffer, a copy at the GPU memory's
 speed when it moves 8-byte elements (a byte-wise one was far slower: _stage), and the step
 waits only for that; the copy to the host then runs from the snapshot while the optimizer
-changes the originals, across as many iterations as it takes. Those host copies are paced: the
-background thread keeps only host_copies_in_flight pieces of chunk_bytes queued at a time
-(0: all at once). One GPU copies device to host in the order it was asked, across streams, so
-17 GB queued at once held every small copy the training made meanwhile (an input batch, a
-loss read back) behind all of it: on an H100 the iteration after a save took 0.67 s instead
-of 0.40 (call 39, BENCHMARKS.md, Checkpoints). "auto" decides at the first save (the allocator has then reserved the
+changes the originals, across as many iterations as it takes. (Not yet measured on a GPU with
+the 8-byte copy: BENCHMARKS.md, Checkpoints.) "auto" decides at the first save (the allocator has then reserved the
 training's peak): a snapshot only if the free memory keeps SNAPSHOT_HEADROOM of the GPU and
 1 GiB besides; else, or if allocating it fails, the copies go straight to the host as before.
 With `buffers` buffers, that many saves may be in flight; when all
@@ -75,13 +71,9 @@ class OverlapStats:
 SNAPSHOT_HEADROOM = 0.05
 
 
-# How many of a snapshot's host copies (chunk_bytes each) may be queued at once by default.
-HOST_COPIES_IN_FLIGHT = 2
-
-
-def _pieces(runs: List[tuple], piece: int) -> List[tuple]:
-    """The ranges [lo, hi) of at most piece bytes that cover runs, in order."""
-    return [(at, min(hi, at + piece)) for lo, hi in runs for at in range(lo, hi, piece)]
+# The pieces a device snapshot crosses to the host in: few, as each copy costs the host a
+# fixed time, but not one, so a copy does not hold the side stream for a whole 17 GB.
+SNAPSHOT_CHUNK = 1 << 30
 
 
 def _runs(spans: List[tuple], index: List[Dict[str, Any]]) -> List[tuple]:
@@ -184,12 +176,9 @@ class OverlappedSaver:
         buffers: int = 2,
         chunk_bytes: int = 64 << 20,
         device_snapshot: str = "auto",
-        host_copies_in_flight: int = HOST_COPIES_IN_FLIGHT,
     ):
         if device_snapshot not in ("auto", "on", "off"):
             raise ValueError(f"device_snapshot must be auto, on or off, not {device_snapshot!r}")
-        if host_copies_in_flight < 0:
-            raise ValueError(f"host_copies_in_flight must be 0 (all at once) or more, not {host_copies_in_flight}")
         if buffers < 1:
             raise ValueError(f"buffers must be at least 1, not {buffers}")
         if chunk_bytes < 1 << 20:
@@ -209,11 +198,6 @@ class OverlappedSaver:
         self._snapshot_mode = device_snapshot
         self._snap = None  # the device snapshot buffer (uint8), once decided
         self._snap_decided = False
-        self._in_flight = host_copies_in_flight
-        # Set while no save's host copies from the snapshot are left to queue: the next save's
-        # copy into the snapshot must come after them on the side stream.
-        self._snap_free = threading.Event()
-        self._snap_free.set()
         self._error: Optional[BaseException] = None
         self.accepted = -1  # the newest step the agent has taken
         self.stats = OverlapStats()
@@ -242,17 +226,13 @@ class OverlappedSaver:
         index, size = layout(entries)
         b0 = time.perf_counter()
         buf = self._take(size)
-        while not self._snap_free.wait(0.5):
-            self._raise()
         waited = time.perf_counter() - b0
         try:
-            done, pieces = self._copy(entries, index, buf)
+            done = self._copy(entries, index, buf)
         except BaseException:
             self._free.put(buf)
             raise
-        if pieces:
-            self._snap_free.clear()
-        self._jobs.put((step, buf, index, extra, emergency, done, pieces, t0))
+        self._jobs.put((step, buf, index, extra, emergency, done, t0))
         held = time.perf_counter() - t0
         self.stats.saves += 1
         self.stats.bytes = size
@@ -317,9 +297,8 @@ class OverlappedSaver:
         return b
 
     def _copy(self, entries: List[Entry], index: List[Dict[str, Any]], buf: _Pinned):
-        """Queues every entry's bytes into buf at its offset. Returns the event the copy ends
-        with (None when nothing went through the side stream, or when the background thread is
-        to queue the host copies: then) the ranges of the snapshot it is to copy to buf."""
+        """Queues every entry's bytes into buf at its offset; returns the event the copy ends
+        with (None when nothing went through the side stream)."""
         torch = self._torch
         on_side = []
         for e, meta in zip(entries, index):
@@ -334,7 +313,7 @@ class OverlappedSaver:
             # blocking save copies them, before the loop goes on.
             _fill(e, buf.buf.mm, off)
         if not on_side:
-            return None, None
+            return None
         snap = self._snapshot(max(off + n for _, off, n in on_side))
         ready = torch.cuda.Event()
         ready.record(torch.cuda.current_stream())
@@ -354,41 +333,17 @@ class OverlappedSaver:
                 _stage(snap, raws)
                 snapped = torch.cuda.Event()
                 snapped.record(self._side)
-                self._copied = snapped
-                # Then to the host over runs of the layout that hold only these tensors (and
-                # alignment padding), in pieces.
-                pieces = _pieces(_runs([(off, n) for _, off, n in raws], index), self.chunk_bytes)
-                if self._in_flight > 0:
-                    return None, pieces  # queued by the background thread, a few at a time
-                for lo, hi in pieces:
-                    buf.host[lo:hi].copy_(snap[lo:hi], non_blocking=True)
+                # Then to the host in a few large copies over runs of the layout that hold
+                # only these tensors (and alignment padding).
+                for lo, hi in _runs([(off, n) for _, off, n in raws], index):
+                    _to_host(buf.host, lo, snap[lo:hi], SNAPSHOT_CHUNK)
             else:
                 for raw, off, n in raws:
                     _to_host(buf.host, off, raw, self.chunk_bytes)
             done = torch.cuda.Event()
             done.record(self._side)
-        if snap is None:
-            self._copied = done
-        return done, None
-
-    def _paced_to_host(self, buf: _Pinned, pieces: List[tuple]):
-        """Queues the snapshot's pieces into buf on the side stream, at most _in_flight at a
-        time (behind the snapshot's own copy, which the side stream ran first); returns the
-        event of the last. Runs on the background thread."""
-        torch = self._torch
-        queued: List[Any] = []
-        try:
-            with torch.cuda.stream(self._side):
-                for lo, hi in pieces:
-                    if len(queued) >= self._in_flight:
-                        queued.pop(0).synchronize()
-                    buf.host[lo:hi].copy_(self._snap[lo:hi], non_blocking=True)
-                    ev = torch.cuda.Event()
-                    ev.record(self._side)
-                    queued.append(ev)
-        finally:
-            self._snap_free.set()  # whatever was queued runs before the next snapshot copy
-        return queued[-1] if queued else None
+        self._copied = snapped if snap is not None else done
+        return done
 
     def _snapshot(self, size: int):
         """The device snapshot buffer for a save of size CUDA bytes, or None (copies go straight
@@ -423,11 +378,9 @@ class OverlappedSaver:
             if job is None:
                 self._jobs.task_done()
                 return
-            step, buf, index, extra, emergency, done, pieces, t0 = job
+            step, buf, index, extra, emergency, done, t0 = job
             try:
                 if self._error is None:
-                    if pieces:
-                        done = self._paced_to_host(buf, pieces)
                     if done is not None:
                         done.synchronize()
                     self._conn.save_filled(step, buf.buf, index, extra=extra, emergency=emergency)
@@ -436,7 +389,5 @@ class OverlappedSaver:
             except BaseException as e:  # raised to the loop by its next start() or flush()
                 self._error = e
             finally:
-                if pieces:
-                    self._snap_free.set()
                 self._free.put(buf)
                 self._jobs.task_done()

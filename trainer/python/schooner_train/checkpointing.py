@@ -27,12 +27,8 @@ class AgentCheckpoints:
         self.ckpt, self.client = schooner_ckpt, client
         # SCHOONER_CKPT_DEVICE_SNAPSHOT: auto (default), on or off (OverlappedSaver).
         snap = os.environ.get("SCHOONER_CKPT_DEVICE_SNAPSHOT", "auto")
-        # SCHOONER_CKPT_HOST_COPIES_IN_FLIGHT: a snapshot's host copies queued at a time (0: all).
-        paced = int(os.environ.get("SCHOONER_CKPT_HOST_COPIES_IN_FLIGHT", schooner_ckpt.overlap.HOST_COPIES_IN_FLIGHT))
-        self.saver = schooner_ckpt.OverlappedSaver(client, prefix="", device_snapshot=snap,
-                                                   host_copies_in_flight=paced) if overlap else None
-        # "agent-unpaced": a snapshot's host copies all queued at once (the build before pacing).
-        self.name = ("agent" if paced else "agent-unpaced") if overlap else "agent-blocking"
+        self.saver = schooner_ckpt.OverlappedSaver(client, prefix="", device_snapshot=snap) if overlap else None
+        self.name = "agent" if overlap else "agent-blocking"
         self.last = -1
 
     def prepare(self, state) -> None:

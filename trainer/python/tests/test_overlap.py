@@ -8,14 +8,13 @@ except ImportError:  # the core is tested without torch; this layer only where i
     torch = None
 
 
-def _train_and_save(ckpt, client, device, every=2, iterations=7, buffers=2, snapshot="auto", in_flight=2):
+def _train_and_save(ckpt, client, device, every=2, iterations=7, buffers=2, snapshot="auto"):
     """Trains a small model with Adam, saving through an OverlappedSaver every `every` steps;
     returns the saver (flushed) and, per saved step, a copy of the state as it was then."""
     torch.manual_seed(3)
     model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.GELU(), torch.nn.Linear(128, 64)).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-    saver = ckpt.OverlappedSaver(client, prefix="", buffers=buffers, device_snapshot=snapshot,
-                                 chunk_bytes=1 << 20, host_copies_in_flight=in_flight)
+    saver = ckpt.OverlappedSaver(client, prefix="", buffers=buffers, device_snapshot=snapshot)
     expect = {}
     base = next_step()
     for it in range(iterations):
@@ -79,8 +78,6 @@ class OverlappedSaverTest(OneRankTest):
             self.ckpt.OverlappedSaver(self.client, chunk_bytes=10)
         with self.assertRaisesRegex(ValueError, "device_snapshot"):
             self.ckpt.OverlappedSaver(self.client, device_snapshot="maybe")
-        with self.assertRaisesRegex(ValueError, "host_copies_in_flight"):
-            self.ckpt.OverlappedSaver(self.client, host_copies_in_flight=-1)
 
     @unittest.skipUnless(torch is not None and torch.cuda.is_available(), "no CUDA device")
     def test_cuda_copies_go_beside_the_next_iteration_into_page_locked_memory(self):
@@ -99,16 +96,6 @@ class OverlappedSaverTest(OneRankTest):
             self.assertEqual(saver.stats.device_snapshot, snapped, mode)
             self.check_steps(expect, "cuda")
 
-    @unittest.skipUnless(torch is not None and torch.cuda.is_available(), "no CUDA device")
-    def test_snapshot_host_copies_paced_or_all_at_once_hold_their_step_when_saves_come_every_step(self):
-        # A save every step: the next save's copy into the snapshot must wait until the
-        # background thread has queued all of the previous one's host copies.
-        for in_flight in (0, 1, 3):
-            saver, expect = _train_and_save(self.ckpt, self.client, "cuda", every=1, iterations=4,
-                                            snapshot="on", in_flight=in_flight)
-            self.addCleanup(saver.close)
-            self.check_steps(expect, "cuda")
-
 
 class SnapshotTest(unittest.TestCase):
     def test_host_copies_of_a_snapshot_cover_runs_of_its_tensors_and_never_a_host_entry(self):
@@ -119,13 +106,6 @@ class SnapshotTest(unittest.TestCase):
         cuda = [(0, 100), (128, 50), (256, 64), (320, 8)]  # the entry at 192 is filled on the host
         self.assertEqual(_runs(cuda, index), [(0, 178), (256, 328)])
         self.assertEqual(_runs([], index), [])
-
-    def test_paced_pieces_cover_each_run_in_order_and_no_more(self):
-        from schooner_ckpt.overlap import _pieces
-
-        self.assertEqual(_pieces([(0, 178), (256, 328)], 64), [(0, 64), (64, 128), (128, 178), (256, 320), (320, 328)])
-        self.assertEqual(_pieces([(0, 64)], 64), [(0, 64)])
-        self.assertEqual(_pieces([], 64), [])
 
     @unittest.skipIf(torch is None, "PyTorch is not installed")
     def test_a_snapshot_holds_every_tensors_bytes_at_its_offset(self):
