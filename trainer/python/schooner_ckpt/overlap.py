@@ -29,8 +29,12 @@ rest). With a device snapshot (device_snapshot "on", or "auto" where the GPU has
 the side stream first copies the state into one spare GPU buffer, a copy at the GPU memory's
 speed when it moves 8-byte elements (a byte-wise one was far slower: _stage), and the step
 waits only for that; the copy to the host then runs from the snapshot while the optimizer
-changes the originals, across as many iterations as it takes. (Not yet measured on a GPU with
-the 8-byte copy: BENCHMARKS.md, Checkpoints.) "auto" decides at the first save (the allocator has then reserved the
+changes the originals, across as many iterations as it takes. While those copies run, the
+training loop must not read a tensor back into ordinary (pageable) memory, as loss.item() or
+float(loss) do: the driver holds such a read until every device-to-host copy in flight has
+finished, this save's 17 GB included, and the GPU idles meanwhile (0.27 s on an H100 when the
+reference trainer read each microbatch's loss during the next forward). Read losses after the
+optimizer step and before the next start(). "auto" decides at the first save (the allocator has then reserved the
 training's peak): a snapshot only if the free memory keeps SNAPSHOT_HEADROOM of the GPU and
 1 GiB besides; else, or if allocating it fails, the copies go straight to the host as before.
 With `buffers` buffers, that many saves may be in flight; when all

@@ -65,21 +65,24 @@ def one_f_one_b(stage, nb: Neighbours, pp: int, s: int, inputs, targets, scale: 
     """Runs one iteration's forward and backward passes of stage s over the microbatches.
 
     inputs[i] are the token ids of microbatch i (used by the first stage), targets[i] its
-    targets (used by the last); scale divides the loss (1 / microbatches). Returns the sum of
-    the losses of this stage (0 unless it is the last).
+    targets (used by the last); scale divides the loss (1 / microbatches). Returns this stage's
+    microbatch losses as detached GPU tensors (none unless it is the last): read them after the
+    optimizer step and before a save starts (loss_sum). Reading one back here would hold the host until every
+    device-to-host copy in flight had finished, an overlapped checkpoint's 17 GB included (the
+    driver orders a read into pageable memory behind them): on an H100 that added 0.27 s to
+    the iteration after each save (BENCHMARKS.md, Checkpoints).
     """
     m = len(targets)
     first, last = nb.prev is None, nb.next is None
     warm = min(pp - s - 1, m)
     pending = []  # (input, output) of forwards whose backward has not run, oldest first
-    total = 0.0
+    losses = []
 
     def forward(i, x):
-        nonlocal total
         inp = inputs[i] if first else x.requires_grad_()
         out = stage(inp, targets[i]) if last else stage(inp)
         if last:
-            total += float(out.detach())
+            losses.append(out.detach())
             out = out * scale
         pending.append((None if first else inp, out))
         return out
@@ -107,4 +110,13 @@ def one_f_one_b(stage, nb: Neighbours, pp: int, s: int, inputs, targets, scale: 
             x = nb.send_backward_recv_forward(gin)  # None on the first stage: it reads token ids
     for _ in range(warm):
         nb.send_backward(backward(nb.recv_backward()))
+    return losses
+
+
+def loss_sum(losses) -> float:
+    """The sum of one_f_one_b's microbatch losses, read back in order (a float sum, as a host
+    loop adds them, so the reported loss does not depend on when it is read)."""
+    total = 0.0
+    for part in losses:
+        total += float(part)
     return total

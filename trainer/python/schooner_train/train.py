@@ -24,11 +24,12 @@ import time
 import torch
 import torch.distributed as dist
 
+from . import iteration_profile
 from . import layout as layout_mod
 from .arch import add_arch_args, arch_from_args
 from .checkpointing import AgentCheckpoints, AsyncSaveCheckpoints, TorchSaveCheckpoints
 from .model import TP, Stage
-from .pipeline import Neighbours, one_f_one_b
+from .pipeline import Neighbours, loss_sum, one_f_one_b
 
 
 def _env_int(name, default):
@@ -171,14 +172,15 @@ def main(argv=None) -> int:
     # the iteration's work, and whatever of it the next optimizer step must wait for shows up
     # in that iteration's time.
     sync = torch.cuda.current_stream().synchronize if cuda else (lambda: None)
+    profile_steps = iteration_profile.steps_from_env()
     for it in range(start, iterations):
         sync()
+        prof = iteration_profile.start(it + 1, profile_steps)
         t0 = time.perf_counter()
         mbs = batch(arch, lay, it, seed)
         inputs = [m[:, :-1].to(device, non_blocking=True) for m in mbs]
         targets = [m[:, 1:].to(device, non_blocking=True) for m in mbs]
-        loss = one_f_one_b(stage, nb, lay.pp, lay.stage, inputs, targets, 1.0 / len(mbs))
-        losses.append(loss / len(mbs))
+        parts = one_f_one_b(stage, nb, lay.pp, lay.stage, inputs, targets, 1.0 / len(mbs))
         if groups.dp is not None and lay.dp > 1:
             for prm in stage.parameters():
                 dist.all_reduce(prm.grad, group=groups.dp)
@@ -187,6 +189,10 @@ def main(argv=None) -> int:
             method.before_update()
         opt.step()
         opt.zero_grad(set_to_none=False)
+        # Read after the step (the copy of the last save is done by then) and before this
+        # iteration's save queues its own: see one_f_one_b.
+        loss = loss_sum(parts)
+        losses.append(loss / len(mbs))
         step = it + 1
         stall = 0.0
         if it == start and method is not None:
@@ -207,6 +213,7 @@ def main(argv=None) -> int:
             last_ckpt = max(last_ckpt, method.last)
         sync()
         dt = time.perf_counter() - t0
+        iteration_profile.finish(prof, step, dt)
         if it - start >= a.warmup:
             times.append(dt)
         if lay.tp_rank == 0:
