@@ -68,7 +68,7 @@ class PromptEngine:
         """One prefill of the requests. Returns a Handoff for each, in order; a request that
         token 0 already ends (a stop token, max_tokens 1) has no token engine to go to: its
         Handoff is returned (it carries token 0) and its replica dropped."""
-        firsts = prefill(self.engine, reqs)
+        firsts = prefill(self.engine, reqs, decode_room=False)
         out = []
         for r, t in zip(reqs, firsts):
             h = Handoff(r["request"], list(r["prompt"]), t, int(r["max_tokens"]), float(r.get("temperature", 0.0)),
@@ -92,8 +92,11 @@ class TokenEngine:
     """The token role: restore a handed-off request's prompt KV from the holder, then decode."""
 
     def __init__(self, engine: StageEngine, max_batch: int = 64):
-        if not engine.holder:
-            raise ValueError("a token engine restores prompts from a KV-cache holder: give the engine a holder")
+        if engine.writer is None:
+            # Its steps continue the replica the prompt engine began, and its release drops it:
+            # without a writer the holder would keep every prompt for good.
+            raise ValueError("a token engine restores prompts from a KV-cache holder and replicates to it: "
+                             "give the engine a holder it reaches")
         if engine.restore_wait_ms <= 0:
             raise ValueError("a token engine waits for prompts still on their way: give the engine a restore wait")
         self.engine = engine
@@ -105,6 +108,8 @@ class TokenEngine:
         (held there until complete), else recomputed here. Returns whether it decodes here (False
         when token 0 already ended it). RestoreFailed or PoolFull when the KV pool has no room."""
         p = params(h.as_request())
+        if finished(p, [h.first]):
+            return False  # the prompt engine ended it and dropped its replica
         have = self.engine.restore(h.request, len(h.prompt), p["reserve"], p, expect=True)
         if have >= len(h.prompt):
             self.restored += 1

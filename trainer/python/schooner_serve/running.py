@@ -24,13 +24,14 @@ def finished(p: dict, generated: list[int]) -> bool:
     return bool(generated) and (generated[-1] in p["stop"] or len(generated) >= p["max_tokens"])
 
 
-def prefill(engine: StageEngine, reqs: list[dict]) -> list[int]:
-    """Begin the requests (their KV reserved for prompt + max_tokens) and prefill them in one
-    forward; returns each one's token 0. A replicating engine streams each layer's KV to its
-    holder as the layer finishes (StageEngine.forward)."""
+def prefill(engine: StageEngine, reqs: list[dict], decode_room: bool = True) -> list[int]:
+    """Begin the requests and prefill them in one forward; returns each one's token 0. Their KV
+    room is reserved for prompt + max_tokens, or the prompt alone without decode_room (a prompt
+    engine, which never decodes). A replicating engine streams each layer's KV to its holder as
+    the layer finishes (StageEngine.forward)."""
     for r in reqs:
         p = params(r)
-        engine.begin(r["request"], p["reserve"], p)
+        engine.begin(r["request"], p["reserve"] if decode_room else len(r["prompt"]), p)
     ents = [{"request": r["request"], "step": 0, "positions": [0, len(r["prompt"])]} for r in reqs]
     return engine.sample(ents, engine.forward("prefill", ents, [t for r in reqs for t in r["prompt"]]))
 
