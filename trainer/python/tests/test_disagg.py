@@ -124,3 +124,35 @@ def test_a_request_token_0_ends_is_not_handed_off(reference):
         assert eventually(lambda: h.acked_step(rid, deployment=dep) == -1), "its replica is dropped: nobody restores it"
     finally:
         h.close()
+
+
+def test_over_the_holders_unix_socket_the_token_engine_restores_through_lent_memory(reference, tmp_path):
+    """On one host the token engine reads the Go holder's unix socket: the prompt lands in the
+    memory it lent (streamed, as a failover's restore), also for a get held for its prompt."""
+    h = make_holder("go", socket_path=str(tmp_path / "kv.sock"))
+    try:
+        prompt, token, _ = engines(h.unix)
+        assert token.engine.reader is not None, "the token engine lent the holder memory"
+        reqs = as_requests()
+        first = {rid: reference[rid][0] for rid in reference}
+        early = Handoff(reqs[0]["request"], reqs[0]["prompt"], first[reqs[0]["request"]], reqs[0]["max_tokens"],
+                        reqs[0]["temperature"], reqs[0]["seed"])
+
+        def later():
+            time.sleep(0.3)
+            prompt.prefill(reqs)
+
+        th = threading.Thread(target=later)
+        th.start()
+        assert token.admit(early)  # held at the holder until the prompt engine's prompt lands
+        th.join()
+        for x in reqs[1:]:
+            assert token.admit(Handoff(x["request"], x["prompt"], first[x["request"]], x["max_tokens"],
+                                       x["temperature"], x["seed"]))
+        assert token.restored == len(REQS) and token.recomputed == 0
+        assert all(s["lent"] and s["streamed"] for s in token.engine.restore_stats)
+        out = {rid: [first[rid]] for rid in first}
+        decode_all(token, out)
+        assert out == reference
+    finally:
+        h.close()
