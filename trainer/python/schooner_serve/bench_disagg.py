@@ -147,6 +147,12 @@ def summarize(requests: dict, sched: list[dict], t0: float) -> dict:
             "tpot_ms": {"p50": ms(tpot, .5), "p99": ms(tpot, .99)}}
 
 
+def raw(requests: dict, t0: float) -> dict:
+    """Each request's token times in seconds from t0 (the schedule's arrivals are offsets from
+    it too): the data the percentiles come from."""
+    return {rid: [round(t - t0, 6) for t in r["times"]] for rid, r in requests.items()}
+
+
 def merged(prompt: dict, token: dict) -> dict:
     """A disaggregated request's tokens: token 0 from the prompt engine, the rest from the token
     engine."""
@@ -202,6 +208,9 @@ def main(argv=None) -> dict:
         if "colocated" in modes:
             out = run("colocated", ["colocated"], sp, sched, a.timeout)
             res["colocated"] = summarize(out["colocated"]["requests"], sched, out["t0"])
+            res["colocated"]["writer"] = out["colocated"].get("writer")
+            res["engines"] = {"colocated": out["colocated"]["process"]}
+            res.setdefault("raw", {})["colocated"] = raw(out["colocated"]["requests"], out["t0"])
             tokens["colocated"] = {r: x["tokens"] for r, x in out["colocated"]["requests"].items()}
         if "disaggregated" in modes:
             out = run("disaggregated", ["prompt", "token"], sp, sched, a.timeout)
@@ -213,11 +222,15 @@ def main(argv=None) -> dict:
                 "restored": te["restored"], "recomputed": te["recomputed"],
                 "token0_to_admitted_ms": {"p50": round(1e3 * pct(handoff, .5), 3), "p99": round(1e3 * pct(handoff, .99), 3)},
                 "restore_ms": {"p50": pct(te["restore_ms"], .5), "p99": pct(te["restore_ms"], .99)},
-                "prompt_writer": out["prompt"]["writer"], "token_writer": out["token"]["writer"]}
+                "restores_through": te["through"],
+                "prompt_writer": out["prompt"].get("writer"), "token_writer": out["token"].get("writer")}
             tokens["disaggregated"] = {r: x["tokens"] for r, x in reqs.items()}
+            res.setdefault("engines", {}).update({r: out[r]["process"] for r in ("prompt", "token")})
+            res.setdefault("raw", {})["disaggregated"] = raw(reqs, out["t0"])
     finally:
         if fake is not None:
             fake.close()
+    res.setdefault("raw", {})["arrivals"] = {r["request"]: round(r["arrival"], 6) for r in sched}
     if len(tokens) == 2:
         c, d = tokens["colocated"], tokens["disaggregated"]
         res["same_tokens"] = f"{sum(c.get(r) == d.get(r) for r in c)}/{len(c)}"

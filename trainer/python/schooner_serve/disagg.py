@@ -134,6 +134,10 @@ class TokenEngine:
 
     def stats(self) -> dict:
         st = self.engine.restore_stats
+        # Which path each restore took: the prompt straight from the holder's arena, the lent
+        # memory, a memory file per get, or chunks over the socket (TCP).
+        through = [("arena" if s["arena"] else "lent" if s["lent"] else "shm" if s["shm"] else "chunks") for s in st]
         return {"restored": self.restored, "recomputed": self.recomputed,
+                "through": {k: through.count(k) for k in sorted(set(through))},
                 "restore_ms": [round(1e3 * s["total_s"], 3) for s in st],
                 "fetch_ms": [round(1e3 * s["fetch_s"], 3) for s in st]}

@@ -141,8 +141,7 @@ def serve_prompt(engine: StageEngine, spec: dict, schedule: list[dict], t0: floa
             if h.max_tokens > 1:
                 handoffs.put(h.to_json())
     handoffs.put(None)  # no more
-    writer = engine.writer.stats() if engine.writer is not None else {}
-    return {"requests": rec, "writer": writer}
+    return {"requests": rec}
 
 
 def serve_token(engine: StageEngine, spec: dict, handoffs) -> dict:
@@ -170,8 +169,7 @@ def serve_token(engine: StageEngine, spec: dict, handoffs) -> dict:
             admitted[h.request] = clock()
         for rid, _k, t, _done in role.step():
             _record(rec, rid, t)
-    return {"requests": rec, "admitted": admitted, "token_engine": role.stats(),
-            "writer": engine.writer.stats() if engine.writer is not None else {}}
+    return {"requests": rec, "admitted": admitted, "token_engine": role.stats()}
 
 
 def child(role: str, spec: dict, schedule: list[dict], ctl, handoffs=None) -> None:
@@ -190,7 +188,8 @@ def child(role: str, spec: dict, schedule: list[dict], ctl, handoffs=None) -> No
         else:
             out = serve_token(engine, spec, handoffs)
         if engine.writer is not None:
-            engine.writer.flush(60)
+            engine.writer.flush(60)  # what the replicas cost, whole, in the writer's stats
+            out["writer"] = engine.writer.stats()
         engine.close()
         ctl.send(("done", out))
     except BaseException as e:  # noqa: BLE001 — the parent reports it and stops the others
