@@ -21,7 +21,9 @@ prefill's kernel launches would hold up the decode loop's. On one GPU without MP
 contexts the two processes' kernels do not run at the same time: the GPU time-slices between
 them. So what one GPU shows is the scheduling (decode steps no longer wait behind whole
 prefills in one loop) and the transfer's cost; not the added capacity of a separate token
-pool on its own GPUs, which is where DéjàVu's up-to-2× comes from.
+pool on its own GPUs, which is where DéjàVu's up-to-2× comes from. On a CPU each process has
+--threads threads (1), so the disaggregated run has twice the cores: a smoke run checks the
+loops and the tokens, not the speed.
 
   python3 -m schooner_serve.bench_disagg --smoke                      # tiny model, CPU, seconds
   python3 -m schooner_serve.bench_disagg --model 8b --rate 2 --requests 64 --prompt 2048 \\
@@ -37,7 +39,6 @@ import json
 import math
 import multiprocessing as mp
 import random
-import statistics
 import sys
 import time
 import uuid
