@@ -156,3 +156,32 @@ def test_over_the_holders_unix_socket_the_token_engine_restores_through_lent_mem
         assert out == reference
     finally:
         h.close()
+
+
+def test_a_lost_token_engine_is_restored_from_the_prompt_engines_replica_and_its_own_steps(reference, holder_kind):
+    """The replica a token engine continues is a stage's like any other: a second token engine
+    restores a request mid-decode (the prompt engine's prompt, the first one's steps) and goes
+    on with the colocated tokens, nothing recomputed."""
+    h = make_holder(holder_kind)
+    try:
+        prompt, token, dep = engines(h.addr)
+        (x,) = prompt.prefill(as_requests()[:1])
+        out = [x.first]
+        assert token.admit(x)
+        for _ in range(4):
+            out += [tok for _r, _k, tok, _d in token.step()]
+        assert token.engine.writer.flush(30) and h.acked_step(x.request, deployment=dep) == 4
+        token.engine.close()  # lost; its pages with it
+
+        again = TokenEngine(StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=64, holder=h.addr, deployment=dep,
+                                        restore_wait_s=5))
+        p = len(x.prompt)
+        params = {"temperature": x.temperature, "seed": x.seed, "max_tokens": x.max_tokens, "stop": [],
+                  "reserve": p + x.max_tokens}
+        assert again.engine.restore(x.request, p + len(out) - 1, params["reserve"], params) == p + len(out) - 1
+        assert again.running.add(x.request, p, out)
+        while len(again.running):
+            out += [tok for _r, _k, tok, _d in again.step()]
+        assert out == reference[x.request]
+    finally:
+        h.close()
