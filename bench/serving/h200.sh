@@ -7,7 +7,7 @@
 # against re-prefill and restart) at 2k and 8k context, batch 1 and 8, then 32k context, then
 # the two-process pipeline failover (bench_pipeline), then prompt–token disaggregation against a
 # colocated engine under a Poisson load (bench_disagg; DISAGG_RATE, DISAGG_REQUESTS,
-# DISAGG_PROMPT, DISAGG_OUTPUT). STEPS picks some of them, in this order
+# DISAGG_PROMPT, DISAGG_OUTPUT, DISAGG_MODEL). STEPS picks some of them, in this order
 # (default "pytest fetch 2k8k 32k b32 pipeline disagg"); ONLY_PIPELINE=1 means STEPS=pipeline and
 # ONLY_2K8K=1 stops after 2k8k (PIPELINE_CONTEXTS, PIPELINE_BATCHES: the pipeline's cases).
 # Each step has its own time limit, so what finished comes back even if a later step runs long.
@@ -51,5 +51,5 @@ wants 32k && step failover-32k "${LONG_LIMIT:-150}" --model 8b --contexts 32768 
 wants b32 && step failover-b32 "${WIDE_LIMIT:-150}" --model 8b --contexts 2048 --batches 32 --generated 32 --steps 16 --out "$out/failover-b32.json"
 wants pipeline && pipeline pipeline-2k8k "${PIPELINE_LIMIT:-420}" --model 8b --contexts "${PIPELINE_CONTEXTS:-2048,8192}" --batches "${PIPELINE_BATCHES:-1,8}" --generated 32 --out "$out/pipeline-2k8k.json"
 # a prompt engine and a token engine as two processes on the one GPU, against one colocated engine
-wants disagg && run disagg "${DISAGG_LIMIT:-480}" bench_disagg --model 8b --rate "${DISAGG_RATE:-2}" --requests "${DISAGG_REQUESTS:-64}" --prompt "${DISAGG_PROMPT:-2048}" --output "${DISAGG_OUTPUT:-128}" --out "$out/disagg.json"
+wants disagg && run disagg "${DISAGG_LIMIT:-480}" bench_disagg --model "${DISAGG_MODEL:-8b}" --rate "${DISAGG_RATE:-2}" --requests "${DISAGG_REQUESTS:-64}" --prompt "${DISAGG_PROMPT:-2048}" --output "${DISAGG_OUTPUT:-128}" --out "$out/disagg.json"
 exit 0
