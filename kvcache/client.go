@@ -237,6 +237,17 @@ func (c *Client) GetAwaiting(ctx context.Context, request string, wait time.Dura
 	return cl.end, cl.chunkErr
 }
 
+// GetExpected is GetAwaiting for a replica the caller knows is on its way (prompt–token
+// disaggregation: a prompt worker streams the prompt a token worker restores): held until
+// the prompt is complete, at most wait, whether or not a writer of the stage is sending yet.
+func (c *Client) GetExpected(ctx context.Context, request string, wait time.Duration, fn func(Chunk) error) (End, error) {
+	cl := &call{op: opGet, onChunk: fn}
+	if err := c.roundTrip(ctx, cl, requestMsg{Op: opGet, Request: request, WaitMS: int(wait.Milliseconds()), Expect: true}); err != nil {
+		return End{}, err
+	}
+	return cl.end, cl.chunkErr
+}
+
 // List returns the requests the holder keeps for this client's (deployment, stage).
 func (c *Client) List(ctx context.Context) ([]Held, error) {
 	cl := &call{op: opList}

@@ -113,6 +113,10 @@ type requestMsg struct {
 	// sending (writers.go): a stage handed over keeps streaming what it queued.
 	WaitMS   int  `json:"wait_ms,omitempty"`
 	WantStep *int `json:"want_step,omitempty"`
+	// Expect, with WaitMS, holds the get until the replica reaches WantStep whether or not a
+	// writer is sending now: the reader knows the prompt is on its way (a token worker taking
+	// a request from a prompt worker, which may not have sent its first byte yet).
+	Expect bool `json:"expect,omitempty"`
 }
 
 // filledMsg says chunks [0, Upto) of a streamed into-get are in the lent memory; the last one

@@ -70,7 +70,8 @@ const awaitPollEvery = 2 * time.Millisecond
 
 // awaitReplica holds a get that asked to wait until the replica reaches its wanted step (the
 // complete prompt by default), for as long as another process's writer of the stage is still
-// sending, at most m.WaitMS (capped by Options.MaxGetWait). It returns how long it held.
+// sending (or, with m.Expect, whoever sends), at most m.WaitMS (capped by
+// Options.MaxGetWait). It returns how long it held.
 func (cn *conn) awaitReplica(m requestMsg) time.Duration {
 	if m.WaitMS <= 0 {
 		return 0
@@ -87,7 +88,8 @@ func (cn *conn) awaitReplica(m requestMsg) time.Duration {
 			break
 		}
 		now := time.Now()
-		if !now.Before(deadline) || cn.h.isClosed() || !cn.h.writers.sending(sk, cn.peerProcess, cn.h.opts.WriterIdle, now) {
+		if !now.Before(deadline) || cn.h.isClosed() ||
+			(!m.Expect && !cn.h.writers.sending(sk, cn.peerProcess, cn.h.opts.WriterIdle, now)) {
 			break
 		}
 		time.Sleep(awaitPollEvery)

@@ -142,3 +142,36 @@ func TestAWaitingGetWaitsForAWriterMidFrame(t *testing.T) {
 	assert.GreaterOrEqual(t, time.Since(start), 500*time.Millisecond)
 	assert.EqualValues(t, 1, h.Stats().GetWaits)
 }
+
+// A token worker restoring a prompt a prompt worker has yet to send (prompt–token
+// disaggregation) asks for it expected: held until the prompt completes, though no writer
+// of the stage was sending when the get came; a plain waiting get answers at once.
+func TestAnExpectedGetWaitsForAPromptNobodyIsSendingYet(t *testing.T) {
+	h, addr, _ := holderAt(t, Options{WriterIdle: 50 * time.Millisecond})
+	reader := dialAs(t, addr, RoleReader, "token")
+
+	end, err := reader.GetAwaiting(ctxT(t), "early", 2*time.Second, func(Chunk) error { return nil })
+	require.NoError(t, err)
+	assert.Equal(t, -1, end.AckedStep, "no writer sends: a plain waiting get is not held")
+
+	go func() {
+		time.Sleep(200 * time.Millisecond) // longer than WriterIdle, before the first byte
+		w := dialAs(t, addr, RoleWriter, "prompt")
+		putFirstHalf(t, w, "r", 5)
+		putLast(t, w, "r", 5)
+	}()
+	start := time.Now()
+	chunks := 0
+	end, err = reader.GetExpected(ctxT(t), "r", 5*time.Second, func(Chunk) error { chunks++; return nil })
+	require.NoError(t, err)
+	assert.Equal(t, 0, end.AckedStep, "the whole prompt, once it was sent")
+	assert.Positive(t, chunks)
+	assert.GreaterOrEqual(t, time.Since(start), 150*time.Millisecond)
+	assert.EqualValues(t, 1, h.Stats().GetWaits)
+
+	start = time.Now()
+	end, err = reader.GetExpected(ctxT(t), "never", 300*time.Millisecond, func(Chunk) error { return nil })
+	require.NoError(t, err)
+	assert.Equal(t, -1, end.AckedStep, "a prompt that never comes: answered at the wait's end")
+	assert.GreaterOrEqual(t, time.Since(start), 250*time.Millisecond)
+}

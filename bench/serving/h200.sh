@@ -5,8 +5,10 @@
 # GPU. Starts the Go KV-cache holder on a unix socket, times fetching one replica by each path
 # (chunks, a memory file per fetch, memory lent beforehand), then the failover table (restore
 # against re-prefill and restart) at 2k and 8k context, batch 1 and 8, then 32k context, then
-# the two-process pipeline failover (bench_pipeline). STEPS picks some of them, in this order
-# (default "pytest fetch 2k8k 32k b32 pipeline"); ONLY_PIPELINE=1 means STEPS=pipeline and
+# the two-process pipeline failover (bench_pipeline), then prompt–token disaggregation against a
+# colocated engine under a Poisson load (bench_disagg; DISAGG_RATE, DISAGG_REQUESTS,
+# DISAGG_PROMPT, DISAGG_OUTPUT, DISAGG_MODEL). STEPS picks some of them, in this order
+# (default "pytest fetch 2k8k 32k b32 pipeline disagg"); ONLY_PIPELINE=1 means STEPS=pipeline and
 # ONLY_2K8K=1 stops after 2k8k (PIPELINE_CONTEXTS, PIPELINE_BATCHES: the pipeline's cases).
 # Each step has its own time limit, so what finished comes back even if a later step runs long.
 set -u
@@ -20,7 +22,7 @@ holder=$!
 trap 'kill $holder 2>/dev/null' EXIT
 sleep 2
 cd "$root/trainer/python"
-steps=${STEPS:-"pytest fetch 2k8k 32k b32 pipeline"}
+steps=${STEPS:-"pytest fetch 2k8k 32k b32 pipeline disagg"}
 [ -n "${ONLY_PIPELINE:-}" ] && steps=pipeline
 [ -n "${SKIP_PYTEST:-}" ] && steps=${steps//pytest/}
 [ -n "${SKIP_FETCH:-}" ] && steps=${steps//fetch/}
@@ -37,7 +39,7 @@ step() { local name=$1 limit=$2; shift 2; run "$name" "$limit" bench_failover "$
 pipeline() { local name=$1 limit=$2; shift 2; run "$name" "$limit" bench_pipeline --logs "$out/$name-logs" "$@"; }
 # the Python serving tests on the GPU (the CUDA-graph test runs only here), with the Go holder
 if wants pytest; then
-  SCHOONER_BIN="$bin" timeout 240 python3 -m pytest -q -rs tests/test_serve.py tests/test_restore_stream.py > "$out/pytest-gpu.log" 2>&1
+  SCHOONER_BIN="$bin" timeout 240 python3 -m pytest -q -rs tests/test_serve.py tests/test_restore_stream.py tests/test_disagg.py > "$out/pytest-gpu.log" 2>&1
   echo "== pytest-gpu exit $?" >> "$out/steps.log"
 fi
 wants fetch && {
@@ -48,4 +50,6 @@ wants 2k8k && step failover-2k8k "${FAILOVER_LIMIT:-240}" --model 8b --contexts 
 wants 32k && step failover-32k "${LONG_LIMIT:-150}" --model 8b --contexts 32768 --batches 1 --generated 32 --steps 16 --out "$out/failover-32k.json"
 wants b32 && step failover-b32 "${WIDE_LIMIT:-150}" --model 8b --contexts 2048 --batches 32 --generated 32 --steps 16 --out "$out/failover-b32.json"
 wants pipeline && pipeline pipeline-2k8k "${PIPELINE_LIMIT:-420}" --model 8b --contexts "${PIPELINE_CONTEXTS:-2048,8192}" --batches "${PIPELINE_BATCHES:-1,8}" --generated 32 --out "$out/pipeline-2k8k.json"
+# a prompt engine and a token engine as two processes on the one GPU, against one colocated engine
+wants disagg && run disagg "${DISAGG_LIMIT:-480}" bench_disagg --model "${DISAGG_MODEL:-8b}" --rate "${DISAGG_RATE:-2}" --requests "${DISAGG_REQUESTS:-64}" --prompt "${DISAGG_PROMPT:-2048}" --output "${DISAGG_OUTPUT:-128}" --out "$out/disagg.json"
 exit 0

@@ -207,13 +207,17 @@ class StageEngine:
         if known and self.writer is not None:
             self.writer.drop(request)
 
-    def restore(self, request: str, need: int, reserve: int, params: dict | None = None) -> int:
+    def restore(self, request: str, need: int, reserve: int, params: dict | None = None,
+                expect: bool = False) -> int:
         """Make as much as possible of positions [0, need) of the request's KV present: kept when
         this process still holds them (a surviving stage), else fetched from the holder — no
         recomputation. Returns how many positions from 0 are present now (`have` <= need; the
         replica of a request acked to step a holds P + a of them, 0 when it holds nothing
         complete); the request then resumes from the smallest `have` of all its stages.
-        RestoreFailed when the KV pool has no room or the replica does not fit this stage."""
+        RestoreFailed when the KV pool has no room or the replica does not fit this stage. With
+        expect (a token engine taking a request from a prompt engine, disagg.py) the holder holds
+        the get until the prompt is complete, at most restore_wait_s, whether or not its writer
+        is sending yet."""
         if params is not None:
             self.params[request] = params
         if self.pool.has(request):
@@ -235,7 +239,7 @@ class StageEngine:
         if self.reader is not None:
             try:
                 streamed = StreamedScatter(self.pool, request, self.first, self.end, need, self.restore_slots)
-                rep = self.reader.fetch(request, on_filled=streamed.landed, wait_ms=self.restore_wait_ms)
+                rep = self.reader.fetch(request, on_filled=streamed.landed, wait_ms=self.restore_wait_ms, expect=expect)
                 if not rep.lent:
                     streamed = None  # larger than the lent memory: it came in a memory file
             except Exception as e:  # noqa: BLE001 — the memory-file path may still answer
@@ -247,7 +251,8 @@ class StageEngine:
                 self.reader = None
         if self.reader is None:
             try:
-                rep = fetch_replica(self.holder, self.deployment, self.stage, request, wait_ms=self.restore_wait_ms)
+                rep = fetch_replica(self.holder, self.deployment, self.stage, request, wait_ms=self.restore_wait_ms,
+                                    expect=expect)
             except Exception as e:  # noqa: BLE001 — a holder that cannot answer has nothing to restore
                 print(f"schooner_serve: restoring {request} from {self.holder}: {e}", flush=True)
                 return 0

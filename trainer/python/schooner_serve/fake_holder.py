@@ -13,7 +13,8 @@ is stored only as acked step + 1 at the next position, a step already held is ac
 error closes it; drop / drop_deployment answer `dropped`; get sends chunks of at most 100 tokens of
 every local layer, then `end` with the acked step; list answers `held`; a get with `wait_ms` is held
 while the prompt is incomplete and a writer of the stage from another process (hello's `process`)
-sent a frame within the last 250 ms (the Go holder counts any bytes, so a frame still arriving), at most `wait_ms`.
+sent a frame within the last 250 ms (the Go holder counts any bytes, so a frame still arriving), at most `wait_ms`;
+with `expect` it is held until the prompt completes whether or not anyone sends (disaggregation).
 """
 
 from __future__ import annotations
@@ -152,7 +153,8 @@ class FakeHolder:
                 conn.send({"op": "dropped", "deployment": dep, "requests": n, "bytes": b})
             elif op == "get":
                 self.gets += 1
-                self._await(conn, dep, stage, rid, int(h.get("wait_ms") or 0), int(h.get("want_step") or 0))
+                self._await(conn, dep, stage, rid, int(h.get("wait_ms") or 0), int(h.get("want_step") or 0),
+                            bool(h.get("expect")))
                 self._get(conn, dep, stage, rid)
             else:
                 with self.lock:
@@ -290,8 +292,9 @@ class FakeHolder:
         if self.delay_s:
             time.sleep(self.delay_s)
 
-    def _await(self, conn, dep, stage, rid, wait_ms, want):
-        """Holds a get that asked to wait while another process's writer of the stage still sends."""
+    def _await(self, conn, dep, stage, rid, wait_ms, want, expect=False):
+        """Holds a get that asked to wait while another process's writer of the stage still sends
+        (with expect: whoever sends, the prompt is known to be on its way)."""
         if wait_ms <= 0:
             return
         mine = getattr(conn, "hello", {}).get("process", "")
@@ -305,7 +308,7 @@ class FakeHolder:
                 now = time.monotonic()
                 sending = any(d == dep and s == stage and (not mine or p != mine) and now - t < WRITER_IDLE_S
                               for d, s, p, t in self.writers.values())
-            if not sending:
+            if not sending and not expect:
                 break
             waited = True
             time.sleep(0.002)

@@ -346,20 +346,20 @@ def _shm_replica(h: dict, fds: list) -> Replica:
 
 
 def fetch_replica(addr: str, deployment: str, stage: int, request: str, shm: bool | None = None,
-                  wait_ms: int = 0) -> Replica:
+                  wait_ms: int = 0, expect: bool = False) -> Replica:
     """A request's replica from a holder. Over a unix socket (`unix:` address) it asks for the shm
     answer (one memory file passed with the frame, mapped here: no copy); over TCP, or from a
     holder that answers by chunks, it reads the chunks. shm=False forces chunks. wait_ms > 0 lets
     the holder hold the answer that long while the prompt is incomplete and another process's
-    writer of the stage still sends (a handed-over stage's last frames)."""
+    writer of the stage still sends (a handed-over stage's last frames); with expect, whether or
+    not anyone sends yet (the prompt is known to be coming: disaggregation, disagg.py)."""
     if shm is None:
         shm = addr.startswith("unix:") and os.environ.get("SCHOONER_KV_SHM", "1") != "0"
     conn = frame.Conn.connect(addr)
     fds: list[int] = []
     try:
         conn.handshake("reader", deployment, stage)
-        conn.send({"op": "get", "request": request, **({"shm": True} if shm else {}),
-                   **({"wait_ms": int(wait_ms)} if wait_ms > 0 else {})})
+        conn.send({"op": "get", "request": request, **({"shm": True} if shm else {}), **_wait(wait_ms, expect)})
         if shm:
             h, p = _read_unix_frame(conn, fds)
             if h.get("op") == "shm" and not p:
@@ -383,6 +383,13 @@ def fetch_replica(addr: str, deployment: str, stage: int, request: str, shm: boo
         for fd in fds:
             os.close(fd)
         conn.close()
+
+
+def _wait(wait_ms: int, expect: bool) -> dict:
+    """A get's waiting fields (docs/serving-protocol.md section 3, "Waiting gets")."""
+    if wait_ms <= 0:
+        return {}
+    return {"wait_ms": int(wait_ms), **({"expect": True} if expect else {})}
 
 
 def fetch(addr: str, deployment: str, stage: int, request: str, shm: bool | None = None):
@@ -492,7 +499,7 @@ class LentReader:
             self._arena_pinned = True
         self.arena, self.arena_size, self._arena_mm = buf, size, mm
 
-    def fetch(self, request: str, on_filled=None, wait_ms: int = 0) -> Replica:
+    def fetch(self, request: str, on_filled=None, wait_ms: int = 0, expect: bool = False) -> Replica:
         """The request's replica; when it lies in the lent memory (`lent`), its tensors are valid
         until the next fetch. With on_filled, the holder streams: on_filled(chunks) is called with
         the chunks [(layers, tokens, tensor)] as they land, in order, so the caller can move each
@@ -500,11 +507,11 @@ class LentReader:
         exception in on_filled leaves the connection mid-answer: the reader is closed. With an
         arena (streamed fetches only), the prompt's pieces, one layer each, are the first chunks
         handed to on_filled (views of the arena, valid until the next fetch), then the steps.
-        wait_ms as in fetch_replica."""
+        wait_ms and expect as in fetch_replica."""
         fds: list[int] = []
         with self._lock:
             try:
-                ask = {"op": "get", "request": request, "into": True, **({"wait_ms": int(wait_ms)} if wait_ms > 0 else {})}
+                ask = {"op": "get", "request": request, "into": True, **_wait(wait_ms, expect)}
                 if on_filled is not None:
                     ask["stream"] = True
                     if self.arena is not None:
