@@ -183,3 +183,39 @@ func TestBadRequestsAndFullQueue(t *testing.T) {
 	toks, _ := f.complete(t, ok)
 	assert.Equal(t, ref[1], toks, "served once the queue has room")
 }
+
+// (f) prompt–token disaggregation: a prompt pool worker prefills each request and streams its
+// prompt's KV cache to the holder, a token pool worker restores it from there and decodes; the
+// client's tokens equal the failure-free reference's, nothing is recomputed, and every replica
+// is dropped once its request ends.
+func TestDisaggregatedPools(t *testing.T) {
+	t.Parallel()
+	h, holder := startHolder(t)
+	wp := startWorker(t, freePort(t), "--holder", holder)
+	wt := startWorker(t, freePort(t), "--holder", holder)
+	base := router.Options{Model: modelID, Deployment: "default", Tokenizer: idTokens{}, VocabSize: vocab,
+		ReconnectBackoff: 20 * time.Millisecond}
+	prompts, err := router.New(base)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = prompts.Close() })
+	prompts.SetStages([]router.StageAddr{{Addr: wp.addr}})
+	f := startRouter(t, router.Options{Prefill: prompts}, wt)
+
+	checkCompletions(t, f)
+	// max_tokens 1: the prompt pool's token 0 is the whole answer.
+	one := req{Prompt: prompt("hello world"), MaxTokens: 1, Seed: 1}
+	toks, finish := f.complete(t, one)
+	assert.Equal(t, reference(t, one)[0], toks)
+	assert.Equal(t, "length", finish)
+
+	// Seven completions: every one prefilled by the prompt pool; all but the max_tokens 1 one
+	// decoded by the token pool, from a restored prompt.
+	assert.EqualValues(t, 7, prompts.Status().Counters.Completed)
+	assert.EqualValues(t, 6, f.r.Status().Counters.Completed)
+	assert.Zero(t, f.r.Status().Counters.Reprefills, "the token pool restored every prompt")
+	end := time.Now().Add(10 * time.Second)
+	for h.Stats().RequestsHeld > 0 && time.Now().Before(end) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	assert.Zero(t, h.Stats().RequestsHeld, "replicas left on the holder")
+}

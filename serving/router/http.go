@@ -241,26 +241,52 @@ func (r *Router) serveCompletion(w http.ResponseWriter, hr *http.Request) {
 	now := time.Now()
 	q := &request{id: newID(), prompt: p.prompt, maxTokens: p.maxTokens, temperature: p.temperature, seed: p.seed,
 		key: now.UnixNano(), created: now, notify: make(chan struct{}, 1)}
-	if aerr := r.admit(q); aerr != nil {
-		retry := 0
-		if aerr.Status == http.StatusTooManyRequests {
-			retry = int(math.Ceil(r.opts.RetryAfter.Seconds()))
+	if r.opts.Prefill != nil {
+		if aerr := r.roomFor(q); aerr != nil {
+			writeError(w, aerr, r.retryAfter(aerr))
+			return
 		}
-		writeError(w, aerr, retry)
+		answered, aerr := r.prefillFirst(hr, q)
+		if aerr != nil {
+			writeError(w, aerr, r.retryAfter(aerr))
+			return
+		}
+		if answered {
+			r.answer(w, hr, q, p)
+			return
+		}
+	}
+	if aerr := r.admit(q); aerr != nil {
+		writeError(w, aerr, r.retryAfter(aerr))
 		return
 	}
+	r.answer(w, hr, q, p)
+}
+
+// retryAfter is the Retry-After seconds of an error: the configured wait for a 429, else none.
+func (r *Router) retryAfter(aerr *APIError) int {
+	if aerr.Status == http.StatusTooManyRequests {
+		return int(math.Ceil(r.opts.RetryAfter.Seconds()))
+	}
+	return 0
+}
+
+// answer writes q's completion as it comes (stream) or once it has ended.
+func (r *Router) answer(w http.ResponseWriter, hr *http.Request, q *request, p parsed) {
 	if p.stream {
 		r.streamCompletion(w, hr, q, p)
 		return
 	}
 	for done := false; !done; {
+		if _, done, _, _ = r.snapshot(q, math.MaxInt); done {
+			break
+		}
 		select {
 		case <-hr.Context().Done():
 			r.cancelRequest(q)
 			return
 		case <-q.notify:
 		}
-		_, done, _, _ = r.snapshot(q, math.MaxInt)
 	}
 	toks, _, reason, err := r.snapshot(q, 0)
 	if err != nil {

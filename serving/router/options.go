@@ -68,6 +68,14 @@ type Options struct {
 	// overloaded worker pushed back is told again at its next submit, with its whole wait.
 	// It runs on the dispatch loop, outside the router's lock: keep it short.
 	OnDispatch func(id string, queued time.Duration)
+	// Prefill, when set, makes this router the token pool of a disaggregated deployment
+	// (DéjàVu's prompt–token disaggregation, disagg.go): every completion is first sent to
+	// Prefill's pipeline (the prompt pool) for its prompt and token 0, whose KV cache that
+	// pipeline streams to its KV-cache holder as it computes it; then this router's pipeline
+	// (the token pool) restores that cache from the same holder and decodes the rest. Both
+	// pipelines must replicate to the same holders under the same deployment and stage
+	// numbers. Prefill serves no HTTP of its own here.
+	Prefill *Router
 }
 
 func (o Options) withDefaults() Options {

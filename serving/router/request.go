@@ -32,6 +32,10 @@ type request struct {
 	pauseTimer *time.Timer
 	pauseSeq   uint64
 	resumeMode string // "": the worker chooses; resumeReprefill after a restore_failed
+	// handoff: a prompt pool's request (token 0 only), whose KV cache replica the stages keep
+	// when it ends, for the token pool; expect: a token pool's request, whose restore waits
+	// for a prompt still on its way to the holder (disagg.go).
+	handoff, expect bool
 }
 
 // Section 1's error code for a resubmission whose KV cache the stages could not restore, and
@@ -67,17 +71,21 @@ type submitMsg struct {
 	// first: every step of it goes along this route, so a step never leaves one pipeline and
 	// comes back to another while the stages' own successors are being updated.
 	Route []string `json:"route,omitempty"`
+	// Handoff and Expect carry the request's part in a disaggregated deployment (disagg.go).
+	Handoff bool `json:"handoff,omitempty"`
+	Expect  bool `json:"expect,omitempty"`
 }
 
 // submitLocked builds the submit of q as of now, along route: a resubmission carries what was
 // delivered.
 func (q *request) submitLocked(route []string) submitMsg {
 	m := submitMsg{Op: "submit", Request: q.id, Prompt: q.prompt, MaxTokens: q.maxTokens,
-		Temperature: q.temperature, Seed: q.seed, Route: route}
+		Temperature: q.temperature, Seed: q.seed, Route: route, Handoff: q.handoff}
 	if n := len(q.tokens); n > 0 {
 		m.ResumeFrom = n
 		m.Generated = append([]int(nil), q.tokens...)
 		m.ResumeMode = q.resumeMode
+		m.Expect = q.expect
 	}
 	return m
 }

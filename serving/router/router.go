@@ -147,16 +147,14 @@ func (r *Router) kick(ch chan struct{}) {
 // readyLocked: the router can submit and receive tokens.
 func (r *Router) readyLocked() bool { return r.first != nil && r.last != nil }
 
-// admit queues a new request, or says why not.
+// admit queues a new request, or says why not. A request the prompt pool has already
+// prefilled (q.expect) is queued past MaxQueue: refusing it would leave its prompt's replica on
+// the holder with no one to drop it (roomFor checked the bound before its prefill).
 func (r *Router) admit(q *request) *APIError {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed {
-		return shuttingDown()
-	}
-	if r.waiting >= r.opts.MaxQueue {
-		return &APIError{Status: http.StatusTooManyRequests, Type: typeRateLimit, Code: strp(codeQueueFull),
-			Message: fmt.Sprintf("the request queue is full (%d waiting); retry later", r.waiting)}
+	if aerr := r.roomLocked(); aerr != nil && (aerr.Status != http.StatusTooManyRequests || !q.expect) {
+		return aerr
 	}
 	if r.opts.Queue.Len() >= r.opts.MaxQueue {
 		r.compactLocked()
@@ -166,6 +164,18 @@ func (r *Router) admit(q *request) *APIError {
 	r.waiting++
 	r.opts.Queue.Push(Item{Key: q.key, Value: q})
 	r.kick(r.kickDispatch)
+	return nil
+}
+
+// roomLocked says why a new request cannot be queued now, or nil.
+func (r *Router) roomLocked() *APIError {
+	if r.closed {
+		return shuttingDown()
+	}
+	if r.waiting >= r.opts.MaxQueue {
+		return &APIError{Status: http.StatusTooManyRequests, Type: typeRateLimit, Code: strp(codeQueueFull),
+			Message: fmt.Sprintf("the request queue is full (%d waiting); retry later", r.waiting)}
+	}
 	return nil
 }
 

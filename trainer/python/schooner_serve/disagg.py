@@ -20,7 +20,9 @@ Both engines hold the same layers (the whole model, or the same stage of pipelin
 depth): the holder keys replicas by stage, so prompt and token pipelines of different depths
 (DéjàVu's stream_out to the peers that take each layer) are not covered. Which token engine
 takes a request, and how the Handoff travels (bench_disagg: a multiprocessing queue on one
-machine), is the caller's; the router that assigns both pools is not built (docs/serving.md).
+machine), is the caller's. In a deployment the router assigns both pools and the worker plays
+either role as each submit says (serving/router Options.Prefill; docs/serving-protocol.md
+section 1, "Disaggregated pools"); these classes are the same roles for one process's use.
 """
 
 from __future__ import annotations
@@ -81,11 +83,8 @@ class PromptEngine:
         return out
 
     def _hand_off(self, request: str) -> None:
-        """Free the request's pages here but keep its replica: the token engine restores it.
-        (StageEngine.release would drop the replica.) The puts still queued hold their own
-        copies of the KV (gathered before they were queued), so the pages may be reused."""
-        self.engine.pool.release(request)
-        self.engine.params.pop(request, None)
+        """Free the request's pages here but keep its replica: the token engine restores it."""
+        self.engine.release(request, keep_replica=True)
 
 
 class TokenEngine:

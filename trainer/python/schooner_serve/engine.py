@@ -200,11 +200,14 @@ class StageEngine:
         self._prober = threading.Thread(target=probe, name="kv-holder-retry", daemon=True)
         self._prober.start()
 
-    def release(self, request: str) -> None:
+    def release(self, request: str, keep_replica: bool = False) -> None:
+        """Frees the request's pages and parameters here and drops its replica on the holder,
+        unless keep_replica (a prompt handed off to a token engine, which restores it: the puts
+        still queued hold their own copies of the KV, so the pages may be reused at once)."""
         known = self.pool.has(request) or request in self.params
         self.pool.release(request)
         self.params.pop(request, None)
-        if known and self.writer is not None:
+        if known and self.writer is not None and not keep_replica:
             self.writer.drop(request)
 
     def restore(self, request: str, need: int, reserve: int, params: dict | None = None,

@@ -54,6 +54,11 @@ class Request:
         self.run = next(_runs)  # tells this submit's frames from those of a replaced one
         self.route: list[str] | None = None  # the stages its submit named
         self.started = False
+        # Prompt–token disaggregation (router's disagg.go): a prompt pool's request (token 0
+        # only) keeps its KV replica on the holder when it ends, for the token pool; a token
+        # pool's restore waits for a prompt still on its way.
+        self.handoff = False
+        self.expect = False
 
     @property
     def reserve(self) -> int:
@@ -434,6 +439,15 @@ class Worker:
             mode = h.get("resume_mode") or self.a.resume_mode
             if mode not in ("auto", "restore", "reprefill"):
                 raise ValueError("resume_mode must be restore or reprefill")
+            handoff, expect = h.get("handoff", False), h.get("expect", False)
+            if not isinstance(handoff, bool) or not isinstance(expect, bool):
+                raise ValueError("handoff and expect must be booleans")
+            if handoff and (n != 1 or k != 0):
+                raise ValueError("a handoff request is a new request for token 0 alone (max_tokens 1)")
+            if handoff and not self.a.holder:
+                raise ValueError("a handoff request leaves its KV cache on the holder: this worker has none (--holder)")
+            if expect and k == 0:
+                raise ValueError("expect goes with a request resumed from a handed-off prompt (resume_from > 0)")
             route = h.get("route")
             if route is not None and (not isinstance(route, list) or len(route) != self.a.depth or
                                       not all(isinstance(x, str) and x for x in route)):
@@ -448,6 +462,7 @@ class Worker:
         old = self.requests.get(rid)
         r = Request(rid, prompt, n, temp, seed, stop, conn)
         r.route = route
+        r.handoff, r.expect = handoff, expect
         if r.reserve > self.engine.pool.num_blocks * self.engine.pool.block:
             conn.send(frame.error("bad_request", f"prompt + max_tokens = {r.reserve} positions is more than the "
                                   f"KV pool's {self.engine.pool.num_blocks * self.engine.pool.block}", request=rid))
@@ -468,7 +483,7 @@ class Worker:
         self.waiting.append(rid)
         conn.send({"op": "accepted", "request": rid})
 
-    def _forget(self, rid, keep_kv=False) -> None:
+    def _forget(self, rid, keep_kv=False, keep_replica=False) -> None:
         self.requests.pop(rid, None)
         self.restoring.discard(rid)
         if rid in self.waiting:
@@ -476,7 +491,7 @@ class Worker:
         if rid in self.running:
             self.running.remove(rid)
         if not keep_kv:
-            self.engine.release(rid)
+            self.engine.release(rid, keep_replica=keep_replica)
 
     def on_cancel(self, conn, h) -> None:
         rid = h.get("request")
@@ -490,12 +505,14 @@ class Worker:
         if not self._release(r, reason, steps=len(r.generated)) and reason == "cancelled":
             self.emit_done(r.id, "cancelled", len(r.generated), r.conn)
 
-    def _release(self, r: Request, reason: str, **extra) -> bool:
+    def _release(self, r: Request, reason: str, keep_replica: bool = False, **extra) -> bool:
         """Frees r here and sends release (with extra) to the stages behind, if any: False where
-        there are none."""
-        self._forget(r.id)
+        there are none. keep_replica leaves its KV replica on the holders (a handed-off prompt)."""
+        self._forget(r.id, keep_replica=keep_replica)
         if self.a.depth <= 1:
             return False
+        if keep_replica:
+            extra["keep_replica"] = True
         try:
             self.send_next({"op": "release", "request": r.id, "reason": reason, **extra}, route=self.route)
         except (OSError, frame.Closed):
@@ -519,7 +536,7 @@ class Worker:
                 self.restoring.add(r.id)
                 entries.append({"request": r.id, "step": k, "run": r.run, "positions": [p + k - 1, p + k - 1],
                                 "restore": True, "need": p + k - 1, "have": p + k - 1, "prompt_len": p,
-                                "params": r.params()})
+                                "params": r.params(), **({"expect": True} if r.expect else {})})
             self.run_step("restore", entries, [])
             return
         prefill, budget = [], self.a.max_prefill_tokens
@@ -724,7 +741,8 @@ class Worker:
                 t = r.replay[e["step"]]  # a catch-up step after a restore: the token is known
             r.generated.append(t)
             if t in r.stop or len(r.generated) >= r.max_tokens:
-                self._release(r, "done")
+                # A handed-off prompt's replica stays for the token pool, unless token 0 ended it.
+                self._release(r, "done", keep_replica=r.handoff and t not in r.stop)
 
     def prepare(self, entries, rows, failed=None):
         """Restores and reservations before a step (every stage): entries that cannot go on are
@@ -735,7 +753,8 @@ class Worker:
             r = e["request"]
             try:
                 if e.get("restore"):
-                    e["have"] = min(e["have"], self.engine.restore(r, e["need"], e["params"]["reserve"], e["params"]))
+                    e["have"] = min(e["have"], self.engine.restore(r, e["need"], e["params"]["reserve"], e["params"],
+                                                                   expect=bool(e.get("expect"))))
                 elif "params" in e:
                     self.engine.begin(r, e["params"]["reserve"], e["params"])
                 elif not self.engine.pool.has(r):
@@ -814,7 +833,7 @@ class Worker:
 
     def on_release(self, h) -> None:
         rid = h.get("request")
-        self.engine.release(rid)
+        self.engine.release(rid, keep_replica=h.get("keep_replica") is True)
         if not self.last:
             try:
                 self.send_next({k: v for k, v in h.items() if k != "route"}, route=h.get("route"))

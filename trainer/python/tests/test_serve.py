@@ -868,3 +868,23 @@ def test_sigterm_lets_the_replication_writer_send_what_it_queued():
         if w.poll() is None:
             w.kill()
         h.close()
+
+
+def test_handoff_and_expect_submits_are_checked():
+    # Prompt–token disaggregation's submit fields (the router's disagg.go): a handoff is a new
+    # request for token 0 alone on a worker with a holder; expect goes with a resumed request.
+    w, addr = inproc()  # no --holder
+    c = RouterClient(addr)
+    c.submit("h2", encode("x"), 2, handoff=True)
+    c.submit("h1", encode("x"), 1, handoff=True)
+    c.submit("e0", encode("x"), 4, expect=True)
+    c.submit("hx", encode("x"), 1, handoff="yes")
+    deadline = time.time() + 5
+    while len(c.errors) < 4 and time.time() < deadline:
+        time.sleep(0.01)
+    c.ping()
+    errs = {e["request"]: e["message"] for e in c.errors}
+    assert set(errs) == {"h2", "h1", "e0", "hx"}
+    assert "max_tokens 1" in errs["h2"] and "--holder" in errs["h1"] and "resume_from" in errs["e0"]
+    assert "booleans" in errs["hx"]
+    c.close()
