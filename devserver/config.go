@@ -212,13 +212,15 @@ func serverOptions(conf *config.Config, hosts map[primitives.ServiceName]static.
 		// A node queue is never polled again once its instance is gone: unload it sooner.
 		dynamicconfig.MatchingMaxTaskQueueIdleTime.Key(): opts.TaskQueueIdle,
 		// The history service's task workers are sized for a production host that owns
-		// hundreds of shards: 512 long-lived goroutines for each of the transfer, timer and
-		// visibility queues' schedulers, 64 for in-memory timers, and 512 + 128 for the
-		// replication streams from other clusters. This server has one host and one shard (and
-		// no other cluster to replicate from), and at most a few dozen workflows with tasks
-		// pending at once; the idle `schooner dev` kept 2,176 of these goroutines, whose stacks
-		// had doubled under load (bench/soak: 12 MiB of stacks). The pools are resized by
-		// these keys at start; a task waits for a worker only while all of them are busy.
+		// hundreds of shards (go.temporal.io/server's common/dynamicconfig/constants.go): 512
+		// long-lived goroutines for each of the transfer, timer and visibility queues'
+		// schedulers, 64 for in-memory timers, and 512 + 128 for the replication streams from
+		// other clusters. This server has one host and one shard, on SQLite or PostgreSQL
+		// alike, no other cluster to replicate from, and at most a few dozen workflows with
+		// tasks pending at once; the idle `schooner dev` kept 2,240 of these goroutines, whose
+		// stacks had doubled under load. With these values the soak's idle process kept 12 MiB
+		// less of stacks and its jobs took no more CPU (BENCHMARKS.md). A task waits for a
+		// worker only while all of them are busy.
 		dynamicconfig.TransferProcessorSchedulerWorkerCount.Key():               opts.TaskWorkers,
 		dynamicconfig.TimerProcessorSchedulerWorkerCount.Key():                  opts.TaskWorkers,
 		dynamicconfig.VisibilityProcessorSchedulerWorkerCount.Key():             opts.TaskWorkers,
