@@ -26,6 +26,11 @@ const clusterName = "active"
 // minute), so a queue with a poller waiting is never unloaded under it.
 const DefaultTaskQueueIdle = 90 * time.Second
 
+// DefaultTaskWorkers is how many workers each of the history service's task queues
+// (transfer, timer, visibility) gets in the embedded server; Temporal's default is 512, sized
+// for a host with hundreds of shards (see serverOptions).
+const DefaultTaskWorkers = 16
+
 // stores are the server's persistence: the default store (histories, tasks, namespaces) and
 // the visibility store (workflow lists), by their names in DataStores.
 type stores struct {
@@ -206,6 +211,22 @@ func serverOptions(conf *config.Config, hosts map[primitives.ServiceName]static.
 		dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): 1,
 		// A node queue is never polled again once its instance is gone: unload it sooner.
 		dynamicconfig.MatchingMaxTaskQueueIdleTime.Key(): opts.TaskQueueIdle,
+		// The history service's task workers are sized for a production host that owns
+		// hundreds of shards (go.temporal.io/server's common/dynamicconfig/constants.go): 512
+		// long-lived goroutines for each of the transfer, timer and visibility queues'
+		// schedulers, 64 for in-memory timers, and 512 + 128 for the replication streams from
+		// other clusters. This server has one host and one shard, on SQLite or PostgreSQL
+		// alike, no other cluster to replicate from, and at most a few dozen workflows with
+		// tasks pending at once; the idle `schooner dev` kept 2,240 of these goroutines, whose
+		// stacks had doubled under load. With these values the soak's idle process kept 12 MiB
+		// less of stacks and its jobs took no more CPU (BENCHMARKS.md). A task waits for a
+		// worker only while all of them are busy.
+		dynamicconfig.TransferProcessorSchedulerWorkerCount.Key():               opts.TaskWorkers,
+		dynamicconfig.TimerProcessorSchedulerWorkerCount.Key():                  opts.TaskWorkers,
+		dynamicconfig.VisibilityProcessorSchedulerWorkerCount.Key():             opts.TaskWorkers,
+		dynamicconfig.MemoryTimerProcessorSchedulerWorkerCount.Key():            max(opts.TaskWorkers/4, 1),
+		dynamicconfig.ReplicationProcessorSchedulerWorkerCount.Key():            1,
+		dynamicconfig.ReplicationLowPriorityProcessorSchedulerWorkerCount.Key(): 1,
 		dynamicconfig.MakeKey("component.nexusoperations.callback.endpoint.template"): fmt.Sprintf(
 			"http://%s/namespaces/{{.NamespaceName}}/nexus/callback", net.JoinHostPort(opts.IP, strconv.Itoa(httpPort))),
 	}

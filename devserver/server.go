@@ -48,6 +48,10 @@ type Options struct {
 	// service (DefaultTaskQueueIdle when zero). Every simulated instance has a node queue of
 	// its own that nobody polls once the instance is gone.
 	TaskQueueIdle time.Duration
+	// TaskWorkers is how many goroutines execute each of the history service's task queues
+	// (transfer, timer, visibility; DefaultTaskWorkers when zero). Temporal's default, 512 a
+	// queue, is for a host with hundreds of shards; this server has one.
+	TaskWorkers int
 }
 
 // Server is a running embedded Temporal server and UI.
@@ -80,6 +84,9 @@ func (o *Options) defaults() {
 	}
 	if o.TaskQueueIdle <= 0 {
 		o.TaskQueueIdle = DefaultTaskQueueIdle
+	}
+	if o.TaskWorkers <= 0 {
+		o.TaskWorkers = DefaultTaskWorkers
 	}
 }
 
