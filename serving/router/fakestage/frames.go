@@ -11,6 +11,8 @@ type Submit struct {
 	Generated   []int    `json:"generated"`
 	ResumeMode  string   `json:"resume_mode"`
 	Route       []string `json:"route"`
+	Handoff     bool     `json:"handoff"`
+	Expect      bool     `json:"expect"`
 }
 
 // The frames a worker sends. Structs, not maps: bench/routerq's step loop encodes thousands
