@@ -221,3 +221,15 @@ def reference_long():
     from schooner_serve.engine import generate
     e = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=64)
     return {rid: generate(e, rid, p, n, 0.0, 0) for rid, p, n in LONG}
+
+
+def test_bench_preload_times_both_switches_with_the_same_tokens(tmp_path, capsys):
+    from schooner_serve import bench_preload
+    out = tmp_path / "b.json"
+    bench_preload.main(["--contexts", "128", "--batches", "2", "--pre", "4", "--delta", "3", "--repeats", "1",
+                        "--out", str(out)])
+    import json
+    (row,) = json.loads(out.read_text())["rows"]
+    assert row["cold_tokens_match"] and row["preload_tokens_match"] and row["preloaded"] == 2
+    assert row["preload_bytes"] == 2 * 3 * TOKEN_BYTES, "the three steps since the preload, of each request"
+    assert row["cold_bytes"] == 2 * (128 + 4 + 3) * TOKEN_BYTES
