@@ -53,6 +53,7 @@ def list_held(addr: str, deployment: str, stage: int, timeout: float = 5.0) -> l
     """The holder's `held` list for (deployment, stage): [{"request", "acked_step", "bytes"}]."""
     conn = frame.Conn.connect(addr, timeout=timeout)
     try:
+        conn.sock.settimeout(timeout)  # a holder that does not answer must not hold the preload
         conn.handshake("reader", deployment, stage)
         conn.send({"op": "list"})
         h, _ = conn.recv()
