@@ -236,7 +236,10 @@ class StageEngine:
                 raise RestoreFailed(str(e)) from e
             self.pool.lengths[request] = have
             if pre is not None and have < need and self.holder:
-                have = self.fetch_into_pool(request, need, expect, start=have, from_step=pre.step_after(have)).have
+                # The stage this one replaces may still be sending the last steps (it flushes
+                # once stopped): wait, as long as it sends, for the step that completes `need`.
+                have = self.fetch_into_pool(request, need, expect, start=have, from_step=pre.step_after(have),
+                                            want_step=need - pre.prompt).have
             return have
         try:
             self.pool.allocate(request, max(reserve, need + 1))
@@ -247,7 +250,7 @@ class StageEngine:
         return self.fetch_into_pool(request, need, expect, wait_ms=self.restore_wait_ms).have
 
     def fetch_into_pool(self, request: str, need: int, expect: bool = False, start: int = 0, from_step: int = 0,
-                        wait_ms: int | None = None) -> "Fetched":
+                        wait_ms: int | None = None, want_step: int = 0) -> "Fetched":
         """Fetch the request's replica (from from_step's position on when > 0) and place it into
         its pages, positions [start, need) (the request's pages must be allocated). Returns what
         was placed; positions [0, start) are taken as present, so `have` >= start even when the
@@ -261,7 +264,7 @@ class StageEngine:
             try:
                 streamed = StreamedScatter(self.pool, request, self.first, self.end, need, self.restore_slots, start)
                 rep = self.reader.fetch(request, on_filled=streamed.landed, wait_ms=wait_ms, expect=expect,
-                                        from_step=from_step)
+                                        from_step=from_step, want_step=want_step)
                 if not rep.lent:
                     streamed = None  # larger than the lent memory: it came in a memory file
             except Exception as e:  # noqa: BLE001 — the memory-file path may still answer
@@ -274,7 +277,7 @@ class StageEngine:
         if self.reader is None:
             try:
                 rep = fetch_replica(self.holder, self.deployment, self.stage, request, wait_ms=wait_ms,
-                                    expect=expect, from_step=from_step)
+                                    expect=expect, from_step=from_step, want_step=want_step)
             except Exception as e:  # noqa: BLE001 — a holder that cannot answer has nothing to restore
                 print(f"schooner_serve: restoring {request} from {self.holder}: {e}", flush=True)
                 self.pool.lengths[request] = start

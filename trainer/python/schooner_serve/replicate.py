@@ -350,7 +350,7 @@ def _shm_replica(h: dict, fds: list) -> Replica:
 
 
 def fetch_replica(addr: str, deployment: str, stage: int, request: str, shm: bool | None = None,
-                  wait_ms: int = 0, expect: bool = False, from_step: int = 0) -> Replica:
+                  wait_ms: int = 0, expect: bool = False, from_step: int = 0, want_step: int = 0) -> Replica:
     """A request's replica from a holder. Over a unix socket (`unix:` address) it asks for the shm
     answer (one memory file passed with the frame, mapped here: no copy); over TCP, or from a
     holder that answers by chunks, it reads the chunks. shm=False forces chunks. wait_ms > 0 lets
@@ -358,14 +358,15 @@ def fetch_replica(addr: str, deployment: str, stage: int, request: str, shm: boo
     writer of the stage still sends (a handed-over stage's last frames); with expect, whether or
     not anyone sends yet (the prompt is known to be coming: disaggregation, disagg.py). from_step > 0
     asks for the decode steps from that one on, without the prompt (a preloaded replica's delta);
-    the Replica's from_step says whether the holder honoured it."""
+    the Replica's from_step says whether the holder honoured it; want_step > 0 has a waiting get wait
+    for that step rather than for the complete prompt."""
     if shm is None:
         shm = addr.startswith("unix:") and os.environ.get("SCHOONER_KV_SHM", "1") != "0"
     conn = frame.Conn.connect(addr)
     fds: list[int] = []
     try:
         conn.handshake("reader", deployment, stage)
-        conn.send({"op": "get", "request": request, **({"shm": True} if shm else {}), **_wait(wait_ms, expect),
+        conn.send({"op": "get", "request": request, **({"shm": True} if shm else {}), **_wait(wait_ms, expect, want_step),
                    **_from(from_step)})
         if shm:
             h, p = _read_unix_frame(conn, fds)
@@ -392,11 +393,12 @@ def fetch_replica(addr: str, deployment: str, stage: int, request: str, shm: boo
         conn.close()
 
 
-def _wait(wait_ms: int, expect: bool) -> dict:
+def _wait(wait_ms: int, expect: bool, want_step: int = 0) -> dict:
     """A get's waiting fields (docs/serving-protocol.md section 3, "Waiting gets")."""
     if wait_ms <= 0:
         return {}
-    return {"wait_ms": int(wait_ms), **({"expect": True} if expect else {})}
+    return {"wait_ms": int(wait_ms), **({"expect": True} if expect else {}),
+            **({"want_step": int(want_step)} if want_step > 0 else {})}
 
 
 def _from(from_step: int) -> dict:
@@ -511,7 +513,8 @@ class LentReader:
             self._arena_pinned = True
         self.arena, self.arena_size, self._arena_mm = buf, size, mm
 
-    def fetch(self, request: str, on_filled=None, wait_ms: int = 0, expect: bool = False, from_step: int = 0) -> Replica:
+    def fetch(self, request: str, on_filled=None, wait_ms: int = 0, expect: bool = False, from_step: int = 0,
+              want_step: int = 0) -> Replica:
         """The request's replica; when it lies in the lent memory (`lent`), its tensors are valid
         until the next fetch. With on_filled, the holder streams: on_filled(chunks) is called with
         the chunks [(layers, tokens, tensor)] as they land, in order, so the caller can move each
@@ -519,11 +522,12 @@ class LentReader:
         exception in on_filled leaves the connection mid-answer: the reader is closed. With an
         arena (streamed fetches only), the prompt's pieces, one layer each, are the first chunks
         handed to on_filled (views of the arena, valid until the next fetch), then the steps.
-        wait_ms, expect and from_step as in fetch_replica (a get from a step gets no arena pieces)."""
+        wait_ms, expect, from_step and want_step as in fetch_replica (a get from a step gets no arena
+        pieces)."""
         fds: list[int] = []
         with self._lock:
             try:
-                ask = {"op": "get", "request": request, "into": True, **_wait(wait_ms, expect), **_from(from_step)}
+                ask = {"op": "get", "request": request, "into": True, **_wait(wait_ms, expect, want_step), **_from(from_step)}
                 if on_filled is not None:
                     ask["stream"] = True
                     if self.arena is not None:

@@ -233,3 +233,38 @@ def test_bench_preload_times_both_switches_with_the_same_tokens(tmp_path, capsys
     assert row["cold_tokens_match"] and row["preload_tokens_match"] and row["preloaded"] == 2
     assert row["preload_bytes"] == 2 * 3 * TOKEN_BYTES, "the three steps since the preload, of each request"
     assert row["cold_bytes"] == 2 * (128 + 4 + 3) * TOKEN_BYTES
+
+
+def test_the_delta_waits_for_the_steps_the_replaced_stage_still_sends(monkeypatch):
+    """At the switch the stage replaced may still be sending its last steps (it flushes once
+    stopped): the delta get waits for the step the resume needs, not only for the prompt, so no
+    step is decoded again."""
+    from schooner_serve import frame
+    h = FakeHolder()
+    old = new = None
+    try:
+        monkeypatch.setattr(frame, "PROCESS", "old-stage")  # the writer's hello names its process
+        old = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=64, holder=h.addr, deployment="late")
+        monkeypatch.setattr(frame, "PROCESS", "new-stage")
+        for r in RIDS:
+            old.begin(r, PLEN + K + 8)
+        toks = [prefill(old, prompts())]
+        for k in range(1, K1 + 1):
+            toks.append(decode(old, k, toks[-1]))
+        assert old.writer.flush(30)
+        new = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=64, holder=h.addr, deployment="late",
+                          restore_wait_s=10)
+        assert preload_mod.preload(new, 10.0)["preloaded"] == len(RIDS)
+        h.delay_s = 0.05  # from here each frame lands 50 ms after the one before: still sending
+        for k in range(K1 + 1, K):
+            toks.append(decode(old, k, toks[-1]))
+        for r in RIDS:
+            assert new.restore(r, PLEN + K - 1, PLEN + K + 8) == PLEN + K - 1, "every step, once it landed"
+        assert h.get_waits >= 1
+        h.delay_s = 0
+        assert decode(new, K, toks[-1]) == decode(old, K, toks[-1])
+    finally:
+        for e in (old, new):
+            if e is not None:
+                e.close()
+        h.close()
