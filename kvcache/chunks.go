@@ -7,9 +7,6 @@ const DefaultChunkTokens = 100
 // tokens is how many positions the snapshot covers.
 func (s snapshot) tokens() int { return s.promptTokens + len(s.steps) }
 
-// chunkRanges is the token ranges of the chunks of at most n tokens a get sends, in order.
-func (s snapshot) chunkRanges(n int) [][2]int { return s.rangesFrom(0, n) }
-
 // rangesFrom is the token ranges of at most n tokens from token start to the end, in order.
 func (s snapshot) rangesFrom(start, n int) [][2]int {
 	if s.acked < 0 {
@@ -26,10 +23,11 @@ func (s snapshot) rangesFrom(start, n int) [][2]int {
 // chunkBytes is the bytes of a chunk of tokens [a,b) of every local layer.
 func (s snapshot) chunkBytes(a, b int) int { return (s.hi - s.lo) * s.layout.tokenBytes() * (b - a) }
 
-// chunks gathers the snapshot into chunks of at most n tokens of every local layer, in token
-// order, each laid out [layers, 2, kv_heads, tokens, head_dim], and hands them to emit.
-func (s snapshot) chunks(n int, emit func(tokens [2]int, data []byte) error) error {
-	for _, r := range s.chunkRanges(n) {
+// chunks gathers the snapshot from token start on into chunks of at most n tokens of every
+// local layer, in token order, each laid out [layers, 2, kv_heads, tokens, head_dim], and hands
+// them to emit.
+func (s snapshot) chunks(start, n int, emit func(tokens [2]int, data []byte) error) error {
+	for _, r := range s.rangesFrom(start, n) {
 		buf := make([]byte, s.chunkBytes(r[0], r[1]))
 		s.fill(buf, r[0], r[1])
 		if err := emit(r, buf); err != nil {

@@ -82,6 +82,9 @@ type Chunk struct {
 type End struct {
 	Request   string
 	AckedStep int
+	// FromStep is the get's from_step as the holder repeated it: 0 when the chunks start at
+	// token 0 (a whole replica, or a holder that ignored the field).
+	FromStep int
 }
 
 // Dropped is what a drop freed.
@@ -392,7 +395,7 @@ func (c *Client) dispatch(hdr frame.Header, payload []byte) error {
 		if err := answer(&m, opGet); err != nil {
 			return err
 		}
-		head.end = End{Request: m.Request, AckedStep: m.AckedStep}
+		head.end = End{Request: m.Request, AckedStep: m.AckedStep, FromStep: m.FromStep}
 		c.complete(head)
 	case opHeld:
 		var m heldMsg

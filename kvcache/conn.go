@@ -266,24 +266,24 @@ func (cn *conn) handle(it Item) {
 			if uc, ok := cn.c.(*net.UnixConn); ok && (m.Shm || m.Into) && cn.getShm(uc, m) {
 				return
 			}
-			cn.get(m.Request)
+			cn.get(m.Request, m.FromStep)
 		case opList:
 			cn.write(heldMsg{Op: opHeld, Requests: h.store.list(cn.deployment, cn.stage)}, nil)
 		}
 	}
 }
 
-// get streams a consistent snapshot of the replica: chunks in token order, then end with the
-// step the chunks stand at.
-func (cn *conn) get(request string) {
+// get streams a consistent snapshot of the replica: chunks in token order (from fromStep's
+// token when it is > 0, see from.go), then end with the step the chunks stand at.
+func (cn *conn) get(request string, fromStep int) {
 	s, done := cn.h.store.snapshot(cn.key(request))
 	defer done()
 	layers := s.hi - s.lo
-	_ = s.chunks(cn.h.opts.ChunkTokens, func(tokens [2]int, data []byte) error {
+	_ = s.chunks(s.startOf(fromStep), cn.h.opts.ChunkTokens, func(tokens [2]int, data []byte) error {
 		cn.h.m.sent.Add(int64(len(data)))
 		cn.write(chunkMsg{Op: opChunk, Request: request, Layers: [2]int{s.lo, s.hi}, Tokens: tokens, DType: s.layout.DType,
 			Shape: []int{layers, 2, s.layout.KVHeads, tokens[1] - tokens[0], s.layout.HeadDim}}, data)
 		return cn.werr
 	})
-	cn.write(endMsg{Op: opEnd, Request: request, AckedStep: s.acked}, nil)
+	cn.write(endMsg{Op: opEnd, Request: request, AckedStep: s.acked, FromStep: max(fromStep, 0)}, nil)
 }

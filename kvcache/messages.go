@@ -117,6 +117,9 @@ type requestMsg struct {
 	// writer is sending now: the reader knows the prompt is on its way (a token worker taking
 	// a request from a prompt worker, which may not have sent its first byte yet).
 	Expect bool `json:"expect,omitempty"`
+	// FromStep (> 0) asks for the decode steps from this one on, without the prompt: a reader
+	// that preloaded the replica up to step FromStep-1 fetches only what came since (from.go).
+	FromStep int `json:"from_step,omitempty"`
 }
 
 // filledMsg says chunks [0, Upto) of a streamed into-get are in the lent memory; the last one
@@ -174,6 +177,9 @@ type endMsg struct {
 	Op        string `json:"op"`
 	Request   string `json:"request"`
 	AckedStep int    `json:"acked_step"`
+	// FromStep repeats a get's from_step: the chunks start at that step, not at token 0. A
+	// holder that predates the field sends neither it nor fewer chunks.
+	FromStep int `json:"from_step,omitempty"`
 }
 
 type heldMsg struct {

@@ -35,28 +35,28 @@ func TestAssembleTakesChunksOfAnyCut(t *testing.T) {
 }
 
 func TestAssembleRefusesHoles(t *testing.T) {
-	_, err := Assemble([]Chunk{chunkOf("r", [2]int{0, 1}, [2]int{0, 4}, testLayout), chunkOf("r", [2]int{0, 1}, [2]int{5, 6}, testLayout)}, End{"r", 1})
+	_, err := Assemble([]Chunk{chunkOf("r", [2]int{0, 1}, [2]int{0, 4}, testLayout), chunkOf("r", [2]int{0, 1}, [2]int{5, 6}, testLayout)}, End{Request: "r", AckedStep: 1})
 	assert.ErrorIs(t, err, ErrIncomplete)
-	_, err = Assemble([]Chunk{chunkOf("r", [2]int{0, 1}, [2]int{0, 4}, testLayout), chunkOf("r", [2]int{1, 2}, [2]int{0, 3}, testLayout)}, End{"r", 1})
+	_, err = Assemble([]Chunk{chunkOf("r", [2]int{0, 1}, [2]int{0, 4}, testLayout), chunkOf("r", [2]int{1, 2}, [2]int{0, 3}, testLayout)}, End{Request: "r", AckedStep: 1})
 	assert.ErrorIs(t, err, ErrIncomplete, "layers of different lengths")
-	_, err = Assemble(nil, End{"r", 4})
+	_, err = Assemble(nil, End{Request: "r", AckedStep: 4})
 	assert.ErrorIs(t, err, ErrIncomplete, "acked but empty")
 	bad := chunkOf("r", [2]int{0, 1}, [2]int{0, 4}, testLayout)
 	bad.Data = bad.Data[1:]
-	_, err = Assemble([]Chunk{bad}, End{"r", 0})
+	_, err = Assemble([]Chunk{bad}, End{Request: "r", AckedStep: 0})
 	assert.Error(t, err)
 }
 
 func TestMinAckedIsTheResumePoint(t *testing.T) {
-	step, err := MinAcked(End{"r", 40}, End{"r", 38}, End{"r", 41})
+	step, err := MinAcked(End{Request: "r", AckedStep: 40}, End{Request: "r", AckedStep: 38}, End{Request: "r", AckedStep: 41})
 	require.NoError(t, err)
 	assert.Equal(t, 38, step)
-	step, err = MinAcked(End{"r", 40}, End{"r", -1})
+	step, err = MinAcked(End{Request: "r", AckedStep: 40}, End{Request: "r", AckedStep: -1})
 	require.NoError(t, err)
 	assert.Equal(t, -1, step, "one stage without a replica: recompute")
 	step, err = MinAcked()
 	require.NoError(t, err)
 	assert.Equal(t, -1, step)
-	_, err = MinAcked(End{"r", 1}, End{"s", 1})
+	_, err = MinAcked(End{Request: "r", AckedStep: 1}, End{Request: "s", AckedStep: 1})
 	assert.Error(t, err)
 }

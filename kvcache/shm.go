@@ -36,6 +36,8 @@ type shmMsg struct {
 	Into bool `json:"into,omitempty"`
 	// Stream says filled frames follow: a chunk is there once a filled frame covers it.
 	Stream bool `json:"stream,omitempty"`
+	// FromStep repeats a get's from_step (see endMsg).
+	FromStep int `json:"from_step,omitempty"`
 }
 
 // maxShmChunks bounds the chunks of one shm answer: the memory needs no frame-sized pieces, so
@@ -55,13 +57,15 @@ const maxShmHeader = 60 << 10
 func (cn *conn) getShm(uc *net.UnixConn, m requestMsg) bool {
 	request, into, stream := m.Request, m.Into, m.Stream
 	s, done := cn.h.store.snapshot(cn.key(request))
-	if m.Arena && into && stream && cn.arenaShared && s.inArena && cn.getArena(request, s) {
+	start := s.startOf(m.FromStep)
+	// A get from a step wants no prompt: the arena, which holds only prompts, has nothing for it.
+	if m.Arena && into && stream && cn.arenaShared && s.inArena && start == 0 && cn.getArena(request, s) {
 		cn.unpin = done // the answer points into the replica's arena pieces until the next get
 		return true
 	}
 	defer done()
-	ranges := s.chunkRanges(max(cn.h.opts.ChunkTokens, (s.tokens()+maxShmChunks-1)/maxShmChunks))
-	msg := shmMsg{Op: opShm, Request: request, AckedStep: s.acked}
+	ranges := s.rangesFrom(start, max(cn.h.opts.ChunkTokens, (s.tokens()-start+maxShmChunks-1)/maxShmChunks))
+	msg := shmMsg{Op: opShm, Request: request, AckedStep: s.acked, FromStep: max(m.FromStep, 0)}
 	total := s.lentChunks(&msg, ranges)
 	msg.Into = into && total <= int64(len(cn.lent))
 	msg.Stream = msg.Into && stream

@@ -67,6 +67,13 @@ type StageAssignment struct {
 	// Restore: a replacement (or a restart) of the stage: the worker pulls its KV cache back
 	// from NextHolderAddr, and the previous stage re-sends the replica it held.
 	Restore bool `json:"restore"`
+	// PreloadSeconds (> 0): a standby taking over a noticed machine's stage. Before it
+	// listens (and so before it is reported ready and switched to), its worker spends at most
+	// this long fetching the replicas of its stage from NextHolderAddr while the stage it
+	// replaces keeps serving; at the switch each request then fetches only the steps decoded
+	// since. Bounded so that a slow preload cannot hold the migration past the machine's
+	// reclaim; what is not preloaded in time restores at the switch.
+	PreloadSeconds float64 `json:"preload_s,omitempty"`
 	// Adopt: the deployment continued as new; a worker of this (deployment, replica, stage)
 	// still running on the node is kept and reported ready again instead of restarted.
 	Adopt bool `json:"adopt,omitempty"`

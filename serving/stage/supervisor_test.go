@@ -455,6 +455,12 @@ func TestWorkerArgs(t *testing.T) {
 		"--ffn", "256", "--vocab", "300", "--seed", "3", "--stage", "1", "--depth", "2", "--layers", "2:4",
 		"--listen", "127.0.0.1:7002", "--deployment", "chat", "--replicate", "off"}, got)
 
+	a.Replication, a.PreloadSeconds = true, 5
+	got = WorkerArgs(a, "127.0.0.1:7002", Peers{})
+	assert.Equal(t, []string{"--resume-mode", "restore", "--preload", "5"}, got[len(got)-4:], "a standby preloads")
+	a.Replication = false
+	assert.NotContains(t, WorkerArgs(a, "127.0.0.1:7002", Peers{}), "--preload", "nothing to preload without replication")
+
 	a.Model = serving.Model{Name: "llama-8b"}.Dims()
 	assert.Equal(t, []string{"--model", "8b"}, WorkerArgs(a, "h:1", Peers{})[:2])
 }

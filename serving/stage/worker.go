@@ -47,7 +47,8 @@ type Peers struct {
 //
 // A model the worker knows by name is passed by name; any other as dimensions over the tiny
 // configuration. Restore (with replication on) asks for --resume-mode restore: resubmitted
-// requests pull their KV cache from the holder instead of re-running their prompt.
+// requests pull their KV cache from the holder instead of re-running their prompt; a standby's
+// PreloadSeconds asks for --preload: it fetches them before it listens.
 func WorkerArgs(a serving.StageAssignment, listen string, p Peers) []string {
 	m := a.Model
 	args := []string{}
@@ -83,6 +84,9 @@ func WorkerArgs(a serving.StageAssignment, listen string, p Peers) []string {
 	}
 	if a.Restore && a.Replication {
 		args = append(args, "--resume-mode", "restore")
+	}
+	if a.PreloadSeconds > 0 && a.Replication {
+		args = append(args, "--preload", strconv.FormatFloat(a.PreloadSeconds, 'f', -1, 64))
 	}
 	return args
 }

@@ -37,6 +37,12 @@ func (d *dep) advance(ctx workflow.Context) {
 	}
 }
 
+// StandbyPreload bounds a standby's preload of its stage's KV replicas before it reports ready
+// (serving.StageAssignment.PreloadSeconds): a notice leaves 30 s to 2 min, of which buying
+// and starting the standby take most; a preload runs at the holder's copy speed, so 5 s
+// covers gigabytes, and a longer one would eat into the time the switch needs.
+const StandbyPreload = 5 * time.Second
+
 // start runs RunStage for slot s on inst, under a new epoch.
 func (d *dep) start(ctx workflow.Context, s *slot, inst cloud.Instance, isStandby bool) {
 	d.status.Epoch++
@@ -47,6 +53,9 @@ func (d *dep) start(ctx workflow.Context, s *slot, inst cloud.Instance, isStandb
 		Restore: s.restore || isStandby, Adopt: s.adopt && !isStandby, TimeScale: float64(d.scale)}
 	if n := d.next(s); n != nil && n != s && n.state == serving.StateReady {
 		a.NextHolderAddr, a.NextWorkerAddr = n.holderAddr, n.workerAddr
+	}
+	if isStandby && a.Replication {
+		a.PreloadSeconds = StandbyPreload.Seconds()
 	}
 	rctx, cancel := workflow.WithCancel(ctx)
 	what := "start"

@@ -21,6 +21,7 @@ from .decode_graphs import DecodeGraphs, decode_attention
 from .replicate import HolderWriter, LentReader, fetch_replica
 from .restore_stream import ChunkPlacer, PlacementError, RestoreSlots, StreamedScatter, pool_order
 from .sampling import choose
+from .preload import Fetched
 
 
 class RestoreFailed(Exception):
@@ -58,6 +59,8 @@ class StageEngine:
         self._holder_retry_at, self._prober, self._probed = 0.0, None, None
         self.writer = self._writer(holder) if holder and replicate else None
         self.restore_stats: list[dict] = []
+        # Requests preloaded ahead of a switch (preload.py), until a restore takes them up.
+        self.preloaded: dict = {}
         self.reader = self._lend()
         # Decode steps replay CUDA graphs on a GPU (SCHOONER_CUDA_GRAPHS=0: eager, as on a CPU).
         graphs = device.type == "cuda" and os.environ.get("SCHOONER_CUDA_GRAPHS", "1") != "0"
@@ -166,6 +169,8 @@ class StageEngine:
         """Reserve the KV room of a request (prompt + max_tokens positions) and note its sampling
         parameters; PoolFull when the free list is short."""
         self._retry_holder()
+        if self.preloaded.pop(request, None) is not None:
+            self.pool.release(request)  # recomputed after all: as if never preloaded
         if params is not None:
             self.params[request] = params
         self.pool.allocate(request, reserve)
@@ -205,6 +210,7 @@ class StageEngine:
         unless keep_replica (a prompt handed off to a token engine, which restores it: the puts
         still queued hold their own copies of the KV, so the pages may be reused at once)."""
         known = self.pool.has(request) or request in self.params
+        self.preloaded.pop(request, None)
         self.pool.release(request)
         self.params.pop(request, None)
         if known and self.writer is not None and not keep_replica:
@@ -220,9 +226,11 @@ class StageEngine:
         RestoreFailed when the KV pool has no room or the replica does not fit this stage. With
         expect (a token engine taking a request from a prompt engine, disagg.py) the holder holds
         the get until the prompt is complete, at most restore_wait_s, whether or not its writer
-        is sending yet."""
+        is sending yet. A request preloaded before a switch (preload.py) fetches only the steps
+        after what it holds (a get from a step) and places them from there."""
         if params is not None:
             self.params[request] = params
+        pre = self.preloaded.pop(request, None)
         if self.pool.has(request):
             have = min(self.pool.lengths.get(request, 0), need)
             try:
@@ -230,6 +238,11 @@ class StageEngine:
             except PoolFull as e:
                 raise RestoreFailed(str(e)) from e
             self.pool.lengths[request] = have
+            if pre is not None and have < need and self.holder:
+                # The stage this one replaces may still be sending the last steps (it flushes
+                # once stopped): wait, as long as it sends, for the step that completes `need`.
+                have = self.fetch_into_pool(request, need, expect, start=have, from_step=pre.step_after(have),
+                                            want_step=need - pre.prompt).have
             return have
         try:
             self.pool.allocate(request, max(reserve, need + 1))
@@ -237,12 +250,24 @@ class StageEngine:
             raise RestoreFailed(str(e)) from e
         if not self.holder:
             return 0
+        return self.fetch_into_pool(request, need, expect, wait_ms=self.restore_wait_ms).have
+
+    def fetch_into_pool(self, request: str, need: int, expect: bool = False, start: int = 0, from_step: int = 0,
+                        wait_ms: int | None = None, want_step: int = 0) -> "Fetched":
+        """Fetch the request's replica (from from_step's position on when > 0) and place it into
+        its pages, positions [start, need) (the request's pages must be allocated). Returns what
+        was placed; positions [0, start) are taken as present, so `have` >= start even when the
+        holder answers nothing (or cannot be reached: said on stdout). RestoreFailed when the
+        replica does not fit this stage."""
+        if wait_ms is None:
+            wait_ms = self.restore_wait_ms
         t = time.perf_counter()
         streamed = None
         if self.reader is not None:
             try:
-                streamed = StreamedScatter(self.pool, request, self.first, self.end, need, self.restore_slots)
-                rep = self.reader.fetch(request, on_filled=streamed.landed, wait_ms=self.restore_wait_ms, expect=expect)
+                streamed = StreamedScatter(self.pool, request, self.first, self.end, need, self.restore_slots, start)
+                rep = self.reader.fetch(request, on_filled=streamed.landed, wait_ms=wait_ms, expect=expect,
+                                        from_step=from_step, want_step=want_step)
                 if not rep.lent:
                     streamed = None  # larger than the lent memory: it came in a memory file
             except Exception as e:  # noqa: BLE001 — the memory-file path may still answer
@@ -254,11 +279,12 @@ class StageEngine:
                 self.reader = None
         if self.reader is None:
             try:
-                rep = fetch_replica(self.holder, self.deployment, self.stage, request, wait_ms=self.restore_wait_ms,
-                                    expect=expect)
+                rep = fetch_replica(self.holder, self.deployment, self.stage, request, wait_ms=wait_ms,
+                                    expect=expect, from_step=from_step, want_step=want_step)
             except Exception as e:  # noqa: BLE001 — a holder that cannot answer has nothing to restore
                 print(f"schooner_serve: restoring {request} from {self.holder}: {e}", flush=True)
-                return 0
+                self.pool.lengths[request] = start
+                return Fetched(start, -1, 0)
         t_fetch = time.perf_counter() - t
         shm, nbytes, arena = rep.shm, rep.nbytes, bool(rep.arena_chunks)
         try:
@@ -269,25 +295,27 @@ class StageEngine:
                     have = streamed.finish()
                 except PlacementError as e:
                     raise RestoreFailed(str(e)) from e
-                t_h2d, t_scatter = time.perf_counter() - t2, 0.0
+                t_h2d, t_scatter, top = time.perf_counter() - t2, 0.0, streamed.placer.top
             else:
-                have, t_h2d, t_scatter = self._place(request, rep, need)
+                have, t_h2d, t_scatter, top = self._place(request, rep, need, start)
         finally:
             rep.close()
         self.pool.lengths[request] = have
         self.restore_stats.append({"request": request, "positions": have, "acked_step": rep.acked, "fetch_s": t_fetch,
                                    "h2d_s": t_h2d, "scatter_s": t_scatter, "shm": shm, "lent": rep.lent,
                                    "streamed": streamed is not None, "arena": arena, "bytes": nbytes,
+                                   "start": start, "from_step": from_step, "holder_from_step": rep.from_step,
                                    "place_s": streamed.place_s if streamed is not None else 0.0,
                                    "pieces": streamed.pieces if streamed is not None else 0,
                                    "slot_copies": streamed.slot_copies if streamed is not None else 0,
                                    "total_s": time.perf_counter() - t})
-        return have
+        return Fetched(have, rep.acked, top)
 
-    def _place(self, request: str, rep, need: int):
-        """A whole fetched replica into the request's pages: on a GPU one copy of a mapped file
-        to the device, then one gather of every chunk's part and one scatter (per-chunk scatters
-        cost a launch and a strided copy each). Returns (positions placed, h2d s, scatter s)."""
+    def _place(self, request: str, rep, need: int, start: int = 0):
+        """A whole fetched replica into the request's pages from position start on: on a GPU one
+        copy of a mapped file to the device, then one gather of every chunk's part and one
+        scatter (per-chunk scatters cost a launch and a strided copy each). Returns (positions
+        placed, h2d s, scatter s, the replica's last position)."""
         chunks, t_h2d = rep.chunks, 0.0
         if rep.shm and self.device.type == "cuda" and rep.buffer is not None and rep.buffer.numel():
             t2 = time.perf_counter()
@@ -296,7 +324,7 @@ class StageEngine:
             chunks = [(ls, ts, dev[o:o + n].view(c.dtype).view(c.shape))
                       for (ls, ts, c), (o, n) in zip(rep.chunks, rep.spans)]
         t_scatter = time.perf_counter()
-        placer, nl = ChunkPlacer(self.first, self.end, need, request), self.end - self.first
+        placer, nl = ChunkPlacer(self.first, self.end, need, request, start), self.end - self.first
         runs = [(data, run) for ls, ts, data in chunks for run in placer.take(ls, ts)]
         try:
             placer.check()
@@ -307,7 +335,7 @@ class StageEngine:
             # one scatter into the pages.
             parts = [pool_order(data[a:a + n, :, :, toff:toff + p1 - p0]) for data, (a, _, n, toff, p0, p1) in runs]
             src = parts[0] if len(parts) == 1 else torch.cat(parts, dim=2)
-            idx = self.pool.slot_index(request, 0, placer.have).to(self.device)
+            idx = self.pool.slot_index(request, start, placer.have).to(self.device)
             self.pool.kv[:, :, idx] = src.to(device=self.device, dtype=self.dtype)
         else:
             idx = self.pool.slot_index(request, 0, need).to(self.device) if runs else None
@@ -317,7 +345,7 @@ class StageEngine:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
         chunks = runs = parts = src = None  # no view of the mapping outlives it
-        return placer.have, t_h2d, time.perf_counter() - t_scatter
+        return placer.have, t_h2d, time.perf_counter() - t_scatter, placer.top
 
     def _h2d(self, host, pinned: bool = False):
         if getattr(self, "_staging", None) is None:

@@ -14,7 +14,9 @@ error closes it; drop / drop_deployment answer `dropped`; get sends chunks of at
 every local layer, then `end` with the acked step; list answers `held`; a get with `wait_ms` is held
 while the prompt is incomplete and a writer of the stage from another process (hello's `process`)
 sent a frame within the last 250 ms (the Go holder counts any bytes, so a frame still arriving), at most `wait_ms`;
-with `expect` it is held until the prompt completes whether or not anyone sends (disaggregation).
+with `expect` it is held until the prompt completes whether or not anyone sends (disaggregation);
+a get with `from_step` f > 0 sends only the positions from prompt + f - 1 on and its end repeats
+`from_step` (a replacement that preloaded the replica fetches the delta at the switch).
 """
 
 from __future__ import annotations
@@ -58,7 +60,8 @@ class _Replica:
 
 
 class FakeHolder:
-    def __init__(self, listen: str = "127.0.0.1:0", budget: int = 1 << 34, delay_s: float = 0.0):
+    def __init__(self, listen: str = "127.0.0.1:0", budget: int = 1 << 34, delay_s: float = 0.0,
+                 honour_from_step: bool = True):
         host, port = frame.split_addr(listen)
         self.srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -66,6 +69,10 @@ class FakeHolder:
         self.srv.listen(64)
         self.addr = f"{host}:{self.srv.getsockname()[1]}"
         self.budget, self.delay_s = budget, delay_s
+        # False plays a holder that predates `from_step`: it sends the whole replica and does
+        # not repeat the field (what a reader must cope with).
+        self.honour_from_step = honour_from_step
+        self.sent_bytes = 0  # chunk payload bytes sent by gets: what a delta fetch saves
         self.used = 0
         self.replicas: dict[tuple, _Replica] = {}
         self.lock = threading.Lock()
@@ -155,7 +162,7 @@ class FakeHolder:
                 self.gets += 1
                 self._await(conn, dep, stage, rid, int(h.get("wait_ms") or 0), int(h.get("want_step") or 0),
                             bool(h.get("expect")))
-                self._get(conn, dep, stage, rid)
+                self._get(conn, dep, stage, rid, int(h.get("from_step") or 0) if self.honour_from_step else 0)
             else:
                 with self.lock:
                     held = sorted(({"request": k[2], "acked_step": r.acked, "bytes": r.bytes}
@@ -314,7 +321,10 @@ class FakeHolder:
             time.sleep(0.002)
         self.get_waits += waited
 
-    def _get(self, conn, dep, stage, rid):
+    def _get(self, conn, dep, stage, rid, from_step=0):
+        """Chunks in token order, then end; with from_step > 0 only the steps from it on (step k
+        is position prompt + k - 1), no prompt, and the end repeats from_step."""
+        echo = {"from_step": from_step} if from_step > 0 else {}
         with self.lock:
             r = self.replicas.get((dep, stage, rid))
             if r is None or not r.complete:
@@ -323,12 +333,13 @@ class FakeHolder:
                 snap = (r.lo, r.hi, r.acked, r.prompt_tokens, {l: list(ps) for l, ps in r.prompt.items()},
                         list(r.steps), r.layout)
         if snap is None:
-            conn.send({"op": "end", "request": rid, "acked_step": -1})
+            conn.send({"op": "end", "request": rid, "acked_step": -1, **echo})
             return
         lo, hi, acked, ptoks, prompt, steps, (dtype, kvh, hd) = snap
         total = ptoks + len(steps)
+        start = min(ptoks + from_step - 1, total) if from_step > 0 else 0
         tdtype = frame.torch_dtype(dtype)
-        for a in range(0, total, CHUNK_TOKENS):
+        for a in range(start, total, CHUNK_TOKENS):
             b = min(a + CHUNK_TOKENS, total)
             buf = torch.zeros(hi - lo, 2, kvh, b - a, hd, dtype=tdtype)
             for li in range(hi - lo):
@@ -338,9 +349,11 @@ class FakeHolder:
                         buf[li, :, :, f - a:t - a] = kv[:, :, f - t0:t - t0]
                 for pos in range(max(a, ptoks), b):
                     buf[li, :, :, pos - a] = steps[pos - ptoks][li]
+            data = frame.tensor_bytes(buf)
+            self.sent_bytes += len(data)
             conn.send({"op": "chunk", "request": rid, "layers": [lo, hi], "tokens": [a, b], "dtype": dtype,
-                       "shape": list(buf.shape)}, frame.tensor_bytes(buf))
-        conn.send({"op": "end", "request": rid, "acked_step": acked})
+                       "shape": list(buf.shape)}, data)
+        conn.send({"op": "end", "request": rid, "acked_step": acked, **echo})
 
 
 def main():

@@ -259,8 +259,12 @@ class Replica:
     Over shm (`shm` True) the tensors view one mapped memory file, whole in `buffer` (uint8), with
     each chunk's byte range in `spans`; close() unmaps it (the tensors must not be used after)."""
 
-    def __init__(self, chunks, acked, buffer=None, spans=None, mm=None, lent=False):
+    def __init__(self, chunks, acked, buffer=None, spans=None, mm=None, lent=False, from_step=0):
         self.chunks, self.acked, self.buffer, self.spans, self._mm = chunks, acked, buffer, spans, mm
+        # The from_step the holder repeated: the chunks start at that step's position, without
+        # the prompt. 0 for a whole replica, also when a get from a step reached a holder that
+        # predates the field (it sent everything from token 0: the chunks' tokens say so).
+        self.from_step = from_step
         self.lent = lent  # the chunks lie in a LentReader's memory (valid until its next fetch)
         # The prompt's pieces where they lie in the holder's arena (a LentReader's streamed fetch
         # with an arena): placed before `chunks`, which then hold the decode steps only.
@@ -322,10 +326,10 @@ def _read_unix_frame(conn, fds: list):
 
 
 def _shm_replica(h: dict, fds: list) -> Replica:
-    acked = int(h.get("acked_step", -1))
+    acked, from_step = int(h.get("acked_step", -1)), int(h.get("from_step", 0) or 0)
     meta = h.get("chunks") or []
     if not meta:
-        return Replica([], acked)
+        return Replica([], acked, from_step=from_step)
     if not fds:
         raise frame.FrameError("holder answered shm without a memory file")
     fd = fds.pop(0)
@@ -342,24 +346,28 @@ def _shm_replica(h: dict, fds: list) -> Replica:
         del buf
         mm.close()
         raise
-    return Replica(chunks, acked, buf, spans, mm)
+    return Replica(chunks, acked, buf, spans, mm, from_step=from_step)
 
 
 def fetch_replica(addr: str, deployment: str, stage: int, request: str, shm: bool | None = None,
-                  wait_ms: int = 0, expect: bool = False) -> Replica:
+                  wait_ms: int = 0, expect: bool = False, from_step: int = 0, want_step: int = 0) -> Replica:
     """A request's replica from a holder. Over a unix socket (`unix:` address) it asks for the shm
     answer (one memory file passed with the frame, mapped here: no copy); over TCP, or from a
     holder that answers by chunks, it reads the chunks. shm=False forces chunks. wait_ms > 0 lets
     the holder hold the answer that long while the prompt is incomplete and another process's
     writer of the stage still sends (a handed-over stage's last frames); with expect, whether or
-    not anyone sends yet (the prompt is known to be coming: disaggregation, disagg.py)."""
+    not anyone sends yet (the prompt is known to be coming: disaggregation, disagg.py). from_step > 0
+    asks for the decode steps from that one on, without the prompt (a preloaded replica's delta);
+    the Replica's from_step says whether the holder honoured it; want_step > 0 has a waiting get wait
+    for that step rather than for the complete prompt."""
     if shm is None:
         shm = addr.startswith("unix:") and os.environ.get("SCHOONER_KV_SHM", "1") != "0"
     conn = frame.Conn.connect(addr)
     fds: list[int] = []
     try:
         conn.handshake("reader", deployment, stage)
-        conn.send({"op": "get", "request": request, **({"shm": True} if shm else {}), **_wait(wait_ms, expect)})
+        conn.send({"op": "get", "request": request, **({"shm": True} if shm else {}), **_wait(wait_ms, expect, want_step),
+                   **_from(from_step)})
         if shm:
             h, p = _read_unix_frame(conn, fds)
             if h.get("op") == "shm" and not p:
@@ -374,7 +382,7 @@ def fetch_replica(addr: str, deployment: str, stage: int, request: str, shm: boo
             if h["op"] == "chunk":
                 chunks.append((tuple(h["layers"]), tuple(h["tokens"]), frame.tensor_from(p, h["dtype"], h["shape"])))
             elif h["op"] == "end":
-                return Replica(chunks, int(h.get("acked_step", -1)))
+                return Replica(chunks, int(h.get("acked_step", -1)), from_step=int(h.get("from_step", 0) or 0))
             elif h["op"] == "error":
                 raise frame.FrameError(f"holder: {h.get('code')}: {h.get('message')}", h.get("code", "bad_request"))
             else:
@@ -385,11 +393,17 @@ def fetch_replica(addr: str, deployment: str, stage: int, request: str, shm: boo
         conn.close()
 
 
-def _wait(wait_ms: int, expect: bool) -> dict:
+def _wait(wait_ms: int, expect: bool, want_step: int = 0) -> dict:
     """A get's waiting fields (docs/serving-protocol.md section 3, "Waiting gets")."""
     if wait_ms <= 0:
         return {}
-    return {"wait_ms": int(wait_ms), **({"expect": True} if expect else {})}
+    return {"wait_ms": int(wait_ms), **({"expect": True} if expect else {}),
+            **({"want_step": int(want_step)} if want_step > 0 else {})}
+
+
+def _from(from_step: int) -> dict:
+    """A get's from_step field (docs/serving-protocol.md section 3, "Gets from a step")."""
+    return {"from_step": int(from_step)} if from_step > 0 else {}
 
 
 def fetch(addr: str, deployment: str, stage: int, request: str, shm: bool | None = None):
@@ -499,7 +513,8 @@ class LentReader:
             self._arena_pinned = True
         self.arena, self.arena_size, self._arena_mm = buf, size, mm
 
-    def fetch(self, request: str, on_filled=None, wait_ms: int = 0, expect: bool = False) -> Replica:
+    def fetch(self, request: str, on_filled=None, wait_ms: int = 0, expect: bool = False, from_step: int = 0,
+              want_step: int = 0) -> Replica:
         """The request's replica; when it lies in the lent memory (`lent`), its tensors are valid
         until the next fetch. With on_filled, the holder streams: on_filled(chunks) is called with
         the chunks [(layers, tokens, tensor)] as they land, in order, so the caller can move each
@@ -507,11 +522,12 @@ class LentReader:
         exception in on_filled leaves the connection mid-answer: the reader is closed. With an
         arena (streamed fetches only), the prompt's pieces, one layer each, are the first chunks
         handed to on_filled (views of the arena, valid until the next fetch), then the steps.
-        wait_ms and expect as in fetch_replica."""
+        wait_ms, expect, from_step and want_step as in fetch_replica (a get from a step gets no arena
+        pieces)."""
         fds: list[int] = []
         with self._lock:
             try:
-                ask = {"op": "get", "request": request, "into": True, **_wait(wait_ms, expect)}
+                ask = {"op": "get", "request": request, "into": True, **_wait(wait_ms, expect, want_step), **_from(from_step)}
                 if on_filled is not None:
                     ask["stream"] = True
                     if self.arena is not None:
@@ -539,7 +555,8 @@ class LentReader:
                         self.conn.close()  # filled frames may still be on their way
                         raise
                 total = max((o + n for o, n in spans), default=0)
-                rep = Replica(chunks, int(h.get("acked_step", -1)), self.buffer[:total], spans, lent=True)
+                rep = Replica(chunks, int(h.get("acked_step", -1)), self.buffer[:total], spans, lent=True,
+                              from_step=int(h.get("from_step", 0) or 0))
                 rep.arena_chunks = pieces
                 return rep
             finally:

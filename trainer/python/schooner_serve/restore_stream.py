@@ -46,11 +46,15 @@ class ChunkPlacer:
     layer is the positions it adds there, and nothing after a hole in that layer. `have` is how
     far every layer reaches."""
 
-    def __init__(self, first: int, end: int, need: int, request: str = ""):
+    def __init__(self, first: int, end: int, need: int, request: str = "", start: int = 0):
         self.first, self.end, self.need, self.request = first, end, need, request
-        self.ends = [0] * (end - first)
+        # Positions [0, start) are in place already (a preloaded replica): only what follows
+        # is taken, whether the holder sent the steps after it alone (a get from a step) or,
+        # predating that, the whole replica again.
+        self.ends = [start] * (end - first)
         self.stopped = [False] * (end - first)  # a hole was met in the layer
         self.span = None  # the layers the chunks held, (lowest, past the highest)
+        self.top = 0  # the last position any chunk reached: the replica's end
 
     @property
     def have(self) -> int:
@@ -61,6 +65,7 @@ class ChunkPlacer:
         stage's layers [s, s+n), positions [p0, p1) (the chunk's tokens from toff on)."""
         (l0, l1), (t0, t1) = layers, tokens
         self.span = (l0, l1) if self.span is None else (min(self.span[0], l0), max(self.span[1], l1))
+        self.top = max(self.top, t1)
         runs: list[list[int]] = []
         for layer in range(max(l0, self.first), min(l1, self.end)):
             s = layer - self.first
@@ -163,17 +168,17 @@ class StreamedScatter:
     again. The pages are written on the scatter stream; the current stream is made to wait for
     them, so the next forward sees them without the host waiting."""
 
-    def __init__(self, pool, request: str, first: int, end: int, need: int, slots: RestoreSlots):
-        self.pool, self.slots = pool, slots
-        self.placer = ChunkPlacer(first, end, need, request)
+    def __init__(self, pool, request: str, first: int, end: int, need: int, slots: RestoreSlots, start: int = 0):
+        self.pool, self.slots, self.start = pool, slots, start
+        self.placer = ChunkPlacer(first, end, need, request, start)
         # Where a restore's time goes on the host: the pieces placed (scatters issued, one a
         # group of chunks in the usual case), the slot fills, and the time spent issuing them,
         # all inside the holder's fetch. Each piece costs a scatter's launches and event waits.
         self.pieces, self.slot_copies, self.place_s = 0, 0, 0.0
-        # Every slot of positions [0, need), on the device, made on the stream that reads it
+        # Every slot of positions [start, need), on the device, made on the stream that reads it
         # and from page-locked memory, so the host does not wait for the previous request's
         # scatters (a blocking copy on that stream would).
-        idx = pool.slot_index(request, 0, need) if need > 0 else torch.empty(0, dtype=torch.long)
+        idx = pool.slot_index(request, start, need) if need > start else torch.empty(0, dtype=torch.long)
         if slots.cuda:
             with torch.cuda.stream(slots.scatters):
                 self.idx = idx.pin_memory().to(slots.device, non_blocking=True)
@@ -212,7 +217,7 @@ class StreamedScatter:
         """Part [n, 2, kv_heads, p1-p0, head_dim] into the stage's layers [s, s+n), positions
         [p0, p1) of the request's pages (on the scatter stream when called inside it)."""
         self.pieces += 1
-        self.pool.kv[s:s + n, :, self.idx[p0:p1]] = pool_order(part).to(self.pool.kv.dtype)
+        self.pool.kv[s:s + n, :, self.idx[p0 - self.start:p1 - self.start]] = pool_order(part).to(self.pool.kv.dtype)
 
     def _into_slot(self, fill):
         """The next device slot, once its last scatter has read it, filled on the copy stream by

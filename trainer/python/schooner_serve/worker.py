@@ -33,6 +33,7 @@ import uuid
 import torch
 
 from . import frame
+from . import preload as preload_mod
 from .config import add_model_args, config_from_args
 from .decode_graphs import MIN_CONTEXT
 from .engine import RestoreFailed, StageEngine
@@ -197,9 +198,20 @@ class Worker:
               f"{time.monotonic() - t0:.3f} s ({stats}); exiting", file=sys.stderr, flush=True)
         os._exit(0)
 
+    def preload(self) -> dict:
+        """With --preload S (a standby migrating off a noticed machine), fetch every replica of
+        this stage the holder keeps, for at most S seconds, before listening: the node agent
+        reports the stage ready (and the deployment switches to it) once it listens, so the
+        switch finds the caches here and fetches only the steps decoded since (preload.py)."""
+        if self.a.preload <= 0 or not self.a.holder:
+            return {}
+        return preload_mod.preload(self.engine, self.a.preload, ttl_s=self.a.orphan_ttl,
+                                   log=lambda m: print(m, file=sys.stderr, flush=True))
+
     def serve(self) -> None:
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, self.on_sigterm)
+        self.preload()
         host, port = frame.split_addr(self.a.listen)
         srv = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
         srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -349,6 +361,8 @@ class Worker:
             idle = self.inflight is not None or not (self.waiting or self.running) or not self.first
             wait = None if idle else 0
             deadlines = list(self.orphans.values())
+            if self.engine.preloaded:
+                deadlines.append(preload_mod.next_expiry(self.engine))
             if self.inflight is not None and self.a.step_timeout > 0:
                 deadlines.append(self.inflight_since + self.a.step_timeout)
             if deadlines and wait is None:
@@ -363,6 +377,8 @@ class Worker:
                                     f"within {self.a.step_timeout:g} s")
             if self.orphans:
                 self._free_orphans()
+            if self.engine.preloaded:
+                preload_mod.expire(self.engine)
             while ev is not None:
                 self.handle(*ev)
                 try:
@@ -917,6 +933,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--restore-wait", type=float, default=3.0,
                    help="seconds a restore's get may wait at the holder while the stage this one replaces "
                         "still streams the request's prompt there (a handover on a notice); 0: never wait")
+    p.add_argument("--preload", type=float, default=0.0,
+                   help="before listening, seconds to spend preloading every replica of this stage the holder "
+                        "keeps (a standby taking over a noticed machine; the switch then fetches only the steps "
+                        "decoded since); 0: off")
     p.add_argument("--term-flush", type=float, default=5.0,
                    help="on SIGTERM, seconds to let the replication writer send what it queued before exiting")
     p.add_argument("--exit-after-tokens", type=int, default=0, help="fault injection: die after emitting N tokens")
