@@ -17,23 +17,7 @@ import (
 // TestRealPythonWorkerListens starts the real tiny inference worker (CPU) next to a real
 // KV-cache holder and sees it listen and report ready.
 func TestRealPythonWorkerListens(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts the Python inference worker")
-	}
-	py, err := FindPython()
-	if err != nil {
-		t.Skipf("no python3 with torch: %v", err)
-	}
-	pp, err := FindPythonPath()
-	if err != nil {
-		t.Skipf("no trainer/python: %v", err)
-	}
-	h, err := kvcache.New(kvcache.Options{Budget: 64 << 20})
-	require.NoError(t, err)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	go func() { _ = h.Serve(l) }()
-	defer h.Close()
+	py, pp, _, l := pythonBesideHolder(t)
 
 	dep := newFakeDeployment()
 	sup := &Supervisor{NodeID: "i-1", HolderAddr: l.Addr().String(), Deployment: dep, Python: py, PythonPath: pp,
@@ -69,23 +53,7 @@ func TestRealPythonWorkerListens(t *testing.T) {
 // (PreloadSeconds) beside a holder that keeps a replica of its stage: the worker has fetched
 // it before it listens, so before the deployment would switch to it.
 func TestRealPythonStandbyPreloadsBeforeItListens(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts the Python inference worker")
-	}
-	py, err := FindPython()
-	if err != nil {
-		t.Skipf("no python3 with torch: %v", err)
-	}
-	pp, err := FindPythonPath()
-	if err != nil {
-		t.Skipf("no trainer/python: %v", err)
-	}
-	h, err := kvcache.New(kvcache.Options{Budget: 64 << 20})
-	require.NoError(t, err)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	go func() { _ = h.Serve(l) }()
-	defer h.Close()
+	py, pp, h, l := pythonBesideHolder(t)
 
 	// The replica the stage being replaced keeps: 20 positions of the tiny model's 4 layers
 	// (f32, 2 KV heads of 16), complete.
@@ -143,4 +111,29 @@ func holderCounter(t *testing.T, h *kvcache.Holder, name string) float64 {
 	}
 	t.Fatalf("the holder has no counter %s", name)
 	return 0
+}
+
+// pythonBesideHolder is what a test of the real worker needs: python3 with torch, the
+// trainer/python path, and a KV-cache holder on loopback (closed with the test). It skips
+// where there is no such python, and in -short runs.
+func pythonBesideHolder(t *testing.T) (py, pythonPath string, h *kvcache.Holder, l net.Listener) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts the Python inference worker")
+	}
+	py, err := FindPython()
+	if err != nil {
+		t.Skipf("no python3 with torch: %v", err)
+	}
+	pythonPath, err = FindPythonPath()
+	if err != nil {
+		t.Skipf("no trainer/python: %v", err)
+	}
+	h, err = kvcache.New(kvcache.Options{Budget: 64 << 20})
+	require.NoError(t, err)
+	l, err = net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = h.Serve(l) }()
+	t.Cleanup(func() { _ = h.Close() })
+	return py, pythonPath, h, l
 }
