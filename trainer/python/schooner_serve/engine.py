@@ -253,12 +253,12 @@ class StageEngine:
         return self.fetch_into_pool(request, need, expect, wait_ms=self.restore_wait_ms).have
 
     def fetch_into_pool(self, request: str, need: int, expect: bool = False, start: int = 0, from_step: int = 0,
-                        wait_ms: int | None = None, want_step: int = 0) -> "Fetched":
+                        wait_ms: int | None = None, want_step: int = 0, timeout: float | None = None) -> "Fetched":
         """Fetch the request's replica (from from_step's position on when > 0) and place it into
         its pages, positions [start, need) (the request's pages must be allocated). Returns what
         was placed; positions [0, start) are taken as present, so `have` >= start even when the
-        holder answers nothing (or cannot be reached: said on stdout). RestoreFailed when the
-        replica does not fit this stage."""
+        holder answers nothing (or cannot be reached, or is silent longer than timeout: said on
+        stdout). RestoreFailed when the replica does not fit this stage."""
         if wait_ms is None:
             wait_ms = self.restore_wait_ms
         t = time.perf_counter()
@@ -267,7 +267,7 @@ class StageEngine:
             try:
                 streamed = StreamedScatter(self.pool, request, self.first, self.end, need, self.restore_slots, start)
                 rep = self.reader.fetch(request, on_filled=streamed.landed, wait_ms=wait_ms, expect=expect,
-                                        from_step=from_step, want_step=want_step)
+                                        from_step=from_step, want_step=want_step, timeout=timeout)
                 if not rep.lent:
                     streamed = None  # larger than the lent memory: it came in a memory file
             except Exception as e:  # noqa: BLE001 — the memory-file path may still answer
@@ -280,7 +280,7 @@ class StageEngine:
         if self.reader is None:
             try:
                 rep = fetch_replica(self.holder, self.deployment, self.stage, request, wait_ms=wait_ms,
-                                    expect=expect, from_step=from_step, want_step=want_step)
+                                    expect=expect, from_step=from_step, want_step=want_step, timeout=timeout)
             except Exception as e:  # noqa: BLE001 — a holder that cannot answer has nothing to restore
                 print(f"schooner_serve: restoring {request} from {self.holder}: {e}", flush=True)
                 self.pool.lengths[request] = start

@@ -73,6 +73,7 @@ class FakeHolder:
         # not repeat the field (what a reader must cope with).
         self.honour_from_step = honour_from_step
         self.sent_bytes = 0  # chunk payload bytes sent by gets: what a delta fetch saves
+        self.get_delay_s = 0.0  # > 0: every get is answered this late (a holder that hangs)
         self.used = 0
         self.replicas: dict[tuple, _Replica] = {}
         self.lock = threading.Lock()
@@ -324,6 +325,8 @@ class FakeHolder:
     def _get(self, conn, dep, stage, rid, from_step=0):
         """Chunks in token order, then end; with from_step > 0 only the steps from it on (step k
         is position prompt + k - 1), no prompt, and the end repeats from_step."""
+        if self.get_delay_s:
+            time.sleep(self.get_delay_s)
         echo = {"from_step": from_step} if from_step > 0 else {}
         with self.lock:
             r = self.replicas.get((dep, stage, rid))

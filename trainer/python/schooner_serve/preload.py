@@ -89,7 +89,7 @@ def preload(engine, budget_s: float, ttl_s: float = 120.0, log=print) -> dict:
             out["skipped"] += 1
             continue
         tokens = max(1, -(-int(h.get("bytes", 0)) // per_token))
-        if _place_one(engine, rid, tokens, ttl_s, out):
+        if _place_one(engine, rid, tokens, ttl_s, out, timeout=max(0.05, end - time.monotonic())):
             out["preloaded"] += 1
         else:
             out["skipped"] += 1
@@ -107,15 +107,17 @@ def _token_bytes(engine) -> int:
     return max(1, (engine.end - engine.first) * 2 * c.kv_heads * c.head_dim * esize)
 
 
-def _place_one(engine, rid: str, tokens: int, ttl_s: float, out: dict) -> bool:
+def _place_one(engine, rid: str, tokens: int, ttl_s: float, out: dict, timeout: float | None = None) -> bool:
     """Fetch one replica of about `tokens` positions into fresh pages; False (pages given back,
-    the holder's replica untouched) when it does not fit or is not usable."""
+    the holder's replica untouched) when it does not fit or is not usable. timeout bounds each
+    wait for the holder: one that stops answering mid-fetch must not hold the preload past its
+    time (the request then restores at the switch)."""
     try:
         engine.pool.allocate(rid, tokens + 1)
     except PoolFull:
         return False
     try:
-        got = engine.fetch_into_pool(rid, tokens, wait_ms=0)
+        got = engine.fetch_into_pool(rid, tokens, wait_ms=0, timeout=timeout)
     except Exception as e:  # noqa: BLE001 — this request restores at the switch instead
         print(f"schooner_serve: preload of {rid}: {e}", flush=True)
         got = None

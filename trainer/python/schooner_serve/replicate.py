@@ -350,7 +350,8 @@ def _shm_replica(h: dict, fds: list) -> Replica:
 
 
 def fetch_replica(addr: str, deployment: str, stage: int, request: str, shm: bool | None = None,
-                  wait_ms: int = 0, expect: bool = False, from_step: int = 0, want_step: int = 0) -> Replica:
+                  wait_ms: int = 0, expect: bool = False, from_step: int = 0, want_step: int = 0,
+                  timeout: float | None = None) -> Replica:
     """A request's replica from a holder. Over a unix socket (`unix:` address) it asks for the shm
     answer (one memory file passed with the frame, mapped here: no copy); over TCP, or from a
     holder that answers by chunks, it reads the chunks. shm=False forces chunks. wait_ms > 0 lets
@@ -359,12 +360,14 @@ def fetch_replica(addr: str, deployment: str, stage: int, request: str, shm: boo
     not anyone sends yet (the prompt is known to be coming: disaggregation, disagg.py). from_step > 0
     asks for the decode steps from that one on, without the prompt (a preloaded replica's delta);
     the Replica's from_step says whether the holder honoured it; want_step > 0 has a waiting get wait
-    for that step rather than for the complete prompt."""
+    for that step rather than for the complete prompt. timeout bounds each wait for the holder
+    (socket.timeout, an OSError, when it is silent longer: a preload's time bound; None waits)."""
     if shm is None:
         shm = addr.startswith("unix:") and os.environ.get("SCHOONER_KV_SHM", "1") != "0"
-    conn = frame.Conn.connect(addr)
+    conn = frame.Conn.connect(addr, **({"timeout": timeout} if timeout is not None else {}))
     fds: list[int] = []
     try:
+        conn.sock.settimeout(timeout)
         conn.handshake("reader", deployment, stage)
         conn.send({"op": "get", "request": request, **({"shm": True} if shm else {}), **_wait(wait_ms, expect, want_step),
                    **_from(from_step)})
@@ -514,7 +517,7 @@ class LentReader:
         self.arena, self.arena_size, self._arena_mm = buf, size, mm
 
     def fetch(self, request: str, on_filled=None, wait_ms: int = 0, expect: bool = False, from_step: int = 0,
-              want_step: int = 0) -> Replica:
+              want_step: int = 0, timeout: float | None = None) -> Replica:
         """The request's replica; when it lies in the lent memory (`lent`), its tensors are valid
         until the next fetch. With on_filled, the holder streams: on_filled(chunks) is called with
         the chunks [(layers, tokens, tensor)] as they land, in order, so the caller can move each
@@ -522,11 +525,13 @@ class LentReader:
         exception in on_filled leaves the connection mid-answer: the reader is closed. With an
         arena (streamed fetches only), the prompt's pieces, one layer each, are the first chunks
         handed to on_filled (views of the arena, valid until the next fetch), then the steps.
-        wait_ms, expect, from_step and want_step as in fetch_replica (a get from a step gets no arena
-        pieces)."""
+        wait_ms, expect, from_step, want_step and timeout as in fetch_replica (a get from a step gets
+        no arena pieces); a timeout leaves the connection mid-answer, so the caller closes the
+        reader."""
         fds: list[int] = []
         with self._lock:
             try:
+                self.conn.sock.settimeout(timeout)
                 ask = {"op": "get", "request": request, "into": True, **_wait(wait_ms, expect, want_step), **_from(from_step)}
                 if on_filled is not None:
                     ask["stream"] = True
@@ -560,6 +565,8 @@ class LentReader:
                 rep.arena_chunks = pieces
                 return rep
             finally:
+                if timeout is not None and not self.conn.closed:
+                    self.conn.sock.settimeout(None)
                 for fd in fds:
                     os.close(fd)
 

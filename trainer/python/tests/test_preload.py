@@ -268,3 +268,30 @@ def test_the_delta_waits_for_the_steps_the_replaced_stage_still_sends(monkeypatc
             if e is not None:
                 e.close()
         h.close()
+
+
+def test_a_holder_that_stops_answering_does_not_hold_the_preload_past_its_time():
+    """A get the holder never answers times out at the preload's bound: nothing is preloaded,
+    every request restores at the switch, and the preload returns in about its time."""
+    h = FakeHolder()
+    old = new = None
+    try:
+        old = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=64, holder=h.addr, deployment="hang")
+        for r in RIDS:
+            old.begin(r, PLEN + K + 8)
+        prefill(old, prompts())
+        assert old.writer.flush(30)
+        h.get_delay_s = 60.0  # lists still answer; gets hang
+        new = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=64, holder=h.addr, deployment="hang")
+        t0 = time.monotonic()
+        got = preload_mod.preload(new, 0.5)
+        took = time.monotonic() - t0
+        assert got["listed"] == len(RIDS) and got["preloaded"] == 0
+        assert took < 15.0, f"the preload took {took:.1f} s against its 0.5 s: it waited for the holder"
+        assert not new.preloaded and not any(new.pool.has(r) for r in RIDS)
+    finally:
+        h.get_delay_s = 0.0
+        for e in (old, new):
+            if e is not None:
+                e.close()
+        h.close()
