@@ -233,19 +233,20 @@ func (c *Client) Get(ctx context.Context, request string, fn func(Chunk) error) 
 // complete prompt and a writer of this stage in another process is still sending (a stage
 // handed over streams what it had queued until it exits).
 func (c *Client) GetAwaiting(ctx context.Context, request string, wait time.Duration, fn func(Chunk) error) (End, error) {
-	cl := &call{op: opGet, onChunk: fn}
-	if err := c.roundTrip(ctx, cl, requestMsg{Op: opGet, Request: request, WaitMS: int(wait.Milliseconds())}); err != nil {
-		return End{}, err
-	}
-	return cl.end, cl.chunkErr
+	return c.get(ctx, requestMsg{Op: opGet, Request: request, WaitMS: int(wait.Milliseconds())}, fn)
 }
 
 // GetExpected is GetAwaiting for a replica the caller knows is on its way (prompt–token
 // disaggregation: a prompt worker streams the prompt a token worker restores): held until
 // the prompt is complete, at most wait, whether or not a writer of the stage is sending yet.
 func (c *Client) GetExpected(ctx context.Context, request string, wait time.Duration, fn func(Chunk) error) (End, error) {
+	return c.get(ctx, requestMsg{Op: opGet, Request: request, WaitMS: int(wait.Milliseconds()), Expect: true}, fn)
+}
+
+// get sends one get (m) and hands its chunks to fn as they come.
+func (c *Client) get(ctx context.Context, m requestMsg, fn func(Chunk) error) (End, error) {
 	cl := &call{op: opGet, onChunk: fn}
-	if err := c.roundTrip(ctx, cl, requestMsg{Op: opGet, Request: request, WaitMS: int(wait.Milliseconds()), Expect: true}); err != nil {
+	if err := c.roundTrip(ctx, cl, m); err != nil {
 		return End{}, err
 	}
 	return cl.end, cl.chunkErr

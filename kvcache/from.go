@@ -22,9 +22,5 @@ func (s snapshot) startOf(fromStep int) int {
 // GetFrom is Get of the decode steps from fromStep on, without the prompt (fromStep <= 0: the
 // whole replica). End.FromStep says whether the holder honoured it.
 func (c *Client) GetFrom(ctx context.Context, request string, fromStep int, fn func(Chunk) error) (End, error) {
-	cl := &call{op: opGet, onChunk: fn}
-	if err := c.roundTrip(ctx, cl, requestMsg{Op: opGet, Request: request, FromStep: fromStep}); err != nil {
-		return End{}, err
-	}
-	return cl.end, cl.chunkErr
+	return c.get(ctx, requestMsg{Op: opGet, Request: request, FromStep: fromStep}, fn)
 }

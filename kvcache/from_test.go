@@ -89,15 +89,7 @@ func TestShmGetFromAStepHoldsOnlyTheStepsInItsFile(t *testing.T) {
 	shmReplica(t, tcp, "r")
 	want := byToken(t, tcp, "r")
 
-	c := rawUnix(t, sock)
-	_, err := c.Write(rawFrame(`{"op":"get","request":"r","shm":true,"from_step":4}`, nil))
-	require.NoError(t, err)
-	h, fds := readShm(t, c)
-	require.Len(t, fds, 1)
-	f := os.NewFile(uintptr(fds[0]), "shm")
-	defer f.Close()
-	var m shmMsg
-	require.NoError(t, json.Unmarshal([]byte(h), &m))
+	m, f := getShmFile(t, rawUnix(t, sock), `{"op":"get","request":"r","shm":true,"from_step":4}`)
 	require.Equal(t, 4, m.FromStep)
 	require.Equal(t, 5, m.AckedStep)
 	all, err := io.ReadAll(f)

@@ -139,11 +139,6 @@ type lendMsg struct {
 	Size int64  `json:"size"`
 	// Arena asks for the holder's arena too (arena.go): its descriptor comes with lent.
 	Arena bool `json:"arena,omitempty"`
-	// WaitMS lets a get wait, at most this long, while its replica is short of WantStep
-	// (default 0: the complete prompt) and another process's writer of the stage is still
-	// sending (writers.go): a stage handed over keeps streaming what it queued.
-	WaitMS   int  `json:"wait_ms,omitempty"`
-	WantStep *int `json:"want_step,omitempty"`
 }
 
 type lentMsg struct {

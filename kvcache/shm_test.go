@@ -91,14 +91,7 @@ func TestShmGetIsTheChunksBytesInOneMemoryFile(t *testing.T) {
 	require.Len(t, want, 5) // 35 tokens by 7
 
 	c := rawUnix(t, sock)
-	_, err := c.Write(rawFrame(`{"op":"get","request":"r","shm":true}`, nil))
-	require.NoError(t, err)
-	h, fds := readShm(t, c)
-	require.Len(t, fds, 1)
-	f := os.NewFile(uintptr(fds[0]), "shm")
-	defer f.Close()
-	var m shmMsg
-	require.NoError(t, json.Unmarshal([]byte(h), &m))
+	m, f := getShmFile(t, c, `{"op":"get","request":"r","shm":true}`)
 	require.Equal(t, "shm", m.Op)
 	require.Equal(t, "r", m.Request)
 	require.Equal(t, 5, m.AckedStep)
@@ -121,13 +114,13 @@ func TestShmGetIsTheChunksBytesInOneMemoryFile(t *testing.T) {
 	// the connection goes on: a later frame is answered after it
 	_, err = c.Write(rawFrame(`{"op":"list"}`, nil))
 	require.NoError(t, err)
-	h, _ = readRaw(t, c)
+	h, _ := readRaw(t, c)
 	require.Contains(t, h, `"op":"held"`)
 
 	// an unknown request: an shm answer with no chunks, no descriptor, acked_step -1
 	_, err = c.Write(rawFrame(`{"op":"get","request":"nope","shm":true}`, nil))
 	require.NoError(t, err)
-	h, fds = readShm(t, c)
+	h, fds := readShm(t, c)
 	require.Empty(t, fds)
 	require.JSONEq(t, `{"op":"shm","request":"nope","chunks":[],"acked_step":-1}`, h)
 }
@@ -145,6 +138,21 @@ func TestShmOverTCPAnswersByChunks(t *testing.T) {
 	}
 	h, _ := readRaw(t, c)
 	require.JSONEq(t, `{"op":"end","request":"r","acked_step":5}`, h)
+}
+
+// getShmFile sends an shm get (its frame's JSON) on c and returns the answer's header and the
+// memory file it passed (closed with the test).
+func getShmFile(t *testing.T, c *net.UnixConn, get string) (shmMsg, *os.File) {
+	t.Helper()
+	_, err := c.Write(rawFrame(get, nil))
+	require.NoError(t, err)
+	h, fds := readShm(t, c)
+	require.Len(t, fds, 1)
+	f := os.NewFile(uintptr(fds[0]), "shm")
+	t.Cleanup(func() { _ = f.Close() })
+	var m shmMsg
+	require.NoError(t, json.Unmarshal([]byte(h), &m))
+	return m, f
 }
 
 func openFDs(t *testing.T) int {
