@@ -39,6 +39,18 @@ def decode(e, k, last):
     return e.sample(ents, e.forward("decode", ents, last))
 
 
+def serve_to(old, steps):
+    """The stage being replaced serves RIDS: their prompts, then decode steps 1..steps, every
+    one replicated (its writer flushed). Returns the tokens of each step."""
+    for r in RIDS:
+        old.begin(r, PLEN + K + 8)
+    toks = [prefill(old, prompts())]
+    for k in range(1, steps + 1):
+        toks.append(decode(old, k, toks[-1]))
+    assert old.writer.flush(30)
+    return toks
+
+
 def holder_for(kind, path, tmp_path, monkeypatch):
     """(holder, address, honours from_step)."""
     if kind == "old":
@@ -65,12 +77,7 @@ def test_preload_then_the_delta_at_the_switch_gives_the_tokens_of_the_stage_that
     old = new = None
     try:
         old = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=64, holder=addr, deployment="mig")
-        for r in RIDS:
-            old.begin(r, PLEN + K + 8)
-        toks = [prefill(old, prompts())]
-        for k in range(1, K1 + 1):
-            toks.append(decode(old, k, toks[-1]))
-        assert old.writer.flush(30)
+        toks = serve_to(old, K1)
 
         # the replacement preloads while the old stage keeps decoding and replicating
         new = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=64, holder=addr, deployment="mig")
@@ -251,12 +258,7 @@ def test_the_delta_waits_for_the_steps_the_replaced_stage_still_sends(monkeypatc
         monkeypatch.setattr(frame, "PROCESS", "old-stage")  # the writer's hello names its process
         old = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=64, holder=h.addr, deployment="late")
         monkeypatch.setattr(frame, "PROCESS", "new-stage")
-        for r in RIDS:
-            old.begin(r, PLEN + K + 8)
-        toks = [prefill(old, prompts())]
-        for k in range(1, K1 + 1):
-            toks.append(decode(old, k, toks[-1]))
-        assert old.writer.flush(30)
+        toks = serve_to(old, K1)
         new = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=64, holder=h.addr, deployment="late",
                           restore_wait_s=10)
         assert preload_mod.preload(new, 10.0)["preloaded"] == len(RIDS)
@@ -279,10 +281,7 @@ def test_a_holder_that_stops_answering_does_not_hold_the_preload_past_its_time()
     old = new = None
     try:
         old = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=64, holder=h.addr, deployment="hang")
-        for r in RIDS:
-            old.begin(r, PLEN + K + 8)
-        prefill(old, prompts())
-        assert old.writer.flush(30)
+        serve_to(old, 0)
         h.get_delay_s = 60.0  # lists still answer; gets hang
         new = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=64, holder=h.addr, deployment="hang")
         t0 = time.monotonic()
