@@ -8,8 +8,9 @@
 # the two-process pipeline failover (bench_pipeline), then prompt–token disaggregation against a
 # colocated engine under a Poisson load (bench_disagg; DISAGG_RATE, DISAGG_REQUESTS,
 # DISAGG_PROMPT, DISAGG_OUTPUT, DISAGG_MODEL). STEPS picks some of them, in this order
-# (default "pytest fetch 2k8k 32k b32 pipeline disagg"); ONLY_PIPELINE=1 means STEPS=pipeline and
-# ONLY_2K8K=1 stops after 2k8k (PIPELINE_CONTEXTS, PIPELINE_BATCHES: the pipeline's cases).
+# (default "pytest fetch 2k8k 32k b32 pipeline disagg preload"; preload: a standby's pause at the
+# switch, cold against fetching the replicas before it, bench_preload, PRELOAD_CONTEXTS);
+# ONLY_PIPELINE=1 means STEPS=pipeline and ONLY_2K8K=1 stops after 2k8k (PIPELINE_CONTEXTS, PIPELINE_BATCHES: the pipeline's cases).
 # Each step has its own time limit, so what finished comes back even if a later step runs long.
 set -u
 source "$(dirname "$0")/../gpu/setup.sh"
@@ -22,7 +23,7 @@ holder=$!
 trap 'kill $holder 2>/dev/null' EXIT
 sleep 2
 cd "$root/trainer/python"
-steps=${STEPS:-"pytest fetch 2k8k 32k b32 pipeline disagg"}
+steps=${STEPS:-"pytest fetch 2k8k 32k b32 pipeline disagg preload"}
 [ -n "${ONLY_PIPELINE:-}" ] && steps=pipeline
 [ -n "${SKIP_PYTEST:-}" ] && steps=${steps//pytest/}
 [ -n "${SKIP_FETCH:-}" ] && steps=${steps//fetch/}
@@ -52,4 +53,6 @@ wants b32 && step failover-b32 "${WIDE_LIMIT:-150}" --model 8b --contexts 2048 -
 wants pipeline && pipeline pipeline-2k8k "${PIPELINE_LIMIT:-420}" --model 8b --contexts "${PIPELINE_CONTEXTS:-2048,8192}" --batches "${PIPELINE_BATCHES:-1,8}" --generated 32 --out "$out/pipeline-2k8k.json"
 # a prompt engine and a token engine as two processes on the one GPU, against one colocated engine
 wants disagg && run disagg "${DISAGG_LIMIT:-480}" bench_disagg --model "${DISAGG_MODEL:-8b}" --rate "${DISAGG_RATE:-2}" --requests "${DISAGG_REQUESTS:-64}" --prompt "${DISAGG_PROMPT:-2048}" --output "${DISAGG_OUTPUT:-128}" --out "$out/disagg.json"
+# a standby started on a notice: the pause at the switch, cold against preloaded (one engine of all layers)
+wants preload && run preload "${PRELOAD_LIMIT:-180}" bench_preload --model 8b --device cuda --contexts "${PRELOAD_CONTEXTS:-2048,8192}" --batches 1,8 --repeats 2 --out "$out/preload.json"
 exit 0
