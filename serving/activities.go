@@ -71,8 +71,9 @@ type StageAssignment struct {
 	// listens (and so before it is reported ready and switched to), its worker spends at most
 	// this long fetching the replicas of its stage from NextHolderAddr while the stage it
 	// replaces keeps serving; at the switch each request then fetches only the steps decoded
-	// since. Bounded so that a slow preload cannot hold the migration past the machine's
-	// reclaim; what is not preloaded in time restores at the switch.
+	// since. Bounded by the notice's deadline (less the switch's own time) so that a slow
+	// preload cannot hold the migration past the machine's reclaim; what is not preloaded in
+	// time restores at the switch.
 	PreloadSeconds float64 `json:"preload_s,omitempty"`
 	// Adopt: the deployment continued as new; a worker of this (deployment, replica, stage)
 	// still running on the node is kept and reported ready again instead of restarted.

@@ -154,6 +154,7 @@ type CarriedSlot struct {
 	WorkerAddr string    `json:"worker_addr,omitempty"`
 	HolderAddr string    `json:"holder_addr,omitempty"`
 	NoticedAt  time.Time `json:"noticed_at,omitempty"`
+	ReclaimAt  time.Time `json:"reclaim_at,omitempty"`
 }
 
 // PreemptionNotice tells the deployment an instance will be reclaimed or is gone (fleet's,
@@ -203,6 +204,9 @@ type StageStatus struct {
 	// stage keeps serving there, and reads ready, until its replacement is ready; then the
 	// machine is released. A client about to use or fault this machine should wait for it.
 	NoticedAt time.Time `json:"noticed_at,omitzero"`
+	// ReclaimAt is the notice's deadline in wall time (zero: none, or the notice came
+	// without one): the machine goes then, and the standby's preload must end before it.
+	ReclaimAt time.Time `json:"reclaim_at,omitzero"`
 }
 
 // Failover is one replacement of a stage's machine.

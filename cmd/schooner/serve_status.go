@@ -38,7 +38,11 @@ func printServingStatus(out io.Writer, st serving.Status) error {
 		state := orDash(s.State)
 		if !s.NoticedAt.IsZero() {
 			// Still serving on a machine that is going: say so, and what replaces it.
-			state += ", noticed " + s.NoticedAt.Local().Format(time.TimeOnly) + " → " + orDash(s.Standby)
+			state += ", noticed " + s.NoticedAt.Local().Format(time.TimeOnly)
+			if !s.ReclaimAt.IsZero() {
+				state += ", reclaimed " + s.ReclaimAt.Local().Format(time.TimeOnly)
+			}
+			state += " → " + orDash(s.Standby)
 		}
 		fmt.Fprintf(tw, "%d\t%d\t%d-%d\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Replica, s.Stage, s.Layers.First, s.Layers.End-1,
 			state, orDash(s.InstanceID), orDash(s.Zone), orDash(string(s.Capacity)), orDash(s.WorkerAddr), orDash(s.HolderAddr))

@@ -19,7 +19,7 @@ func TestServeStatusSaysAStageIsNoticed(t *testing.T) {
 		Stages: []serving.StageStatus{
 			{Stage: 0, Layers: serving.LayerRange{First: 0, End: 2}, State: serving.StateReady, InstanceID: "i-a"},
 			{Stage: 1, Layers: serving.LayerRange{First: 2, End: 4}, State: serving.StateReady, InstanceID: "i-b",
-				NoticedAt: at, Standby: "i-c"},
+				NoticedAt: at, ReclaimAt: at.Add(2 * time.Minute), Standby: "i-c"},
 		}}
 	var out bytes.Buffer
 	require.NoError(t, printServingStatus(&out, st))
@@ -33,6 +33,6 @@ func TestServeStatusSaysAStageIsNoticed(t *testing.T) {
 			b = string(l)
 		}
 	}
-	assert.Contains(t, b, "ready, noticed 03:04:05 → i-c")
+	assert.Contains(t, b, "ready, noticed 03:04:05, reclaimed 03:06:05 → i-c")
 	assert.NotContains(t, a, "noticed")
 }

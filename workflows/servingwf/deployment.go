@@ -144,7 +144,8 @@ func (d *dep) continueAsNew(ctx workflow.Context) error {
 	}
 	for _, s := range d.slots {
 		c.Slots = append(c.Slots, serving.CarriedSlot{Replica: s.replica, Stage: s.stage, InstanceID: s.inst.ID, State: s.state,
-			WorkerAddr: s.workerAddr, HolderAddr: s.holderAddr, NoticedAt: s.noticedAt})
+			WorkerAddr: s.workerAddr, HolderAddr: s.holderAddr, NoticedAt: s.noticedAt,
+			ReclaimAt: s.reclaimAt})
 	}
 	next := d.in
 	next.Spec, next.Carried = d.spec, c
@@ -164,7 +165,7 @@ func (d *dep) drainNotices(ctx workflow.Context) {
 		}
 		for _, s := range d.slots {
 			if s.inst.ID == n.InstanceID && s.noticedAt.IsZero() && !d.opts.IgnoreNotices {
-				s.noticedAt = now
+				s.noticedAt, s.reclaimAt = now, n.Deadline
 				d.status.Notices++
 			}
 		}

@@ -44,6 +44,9 @@ func (standIn) RunStage(context.Context, serving.StageAssignment) (serving.Stage
 type world struct {
 	*wftest.Cloud
 	assignments []serving.StageAssignment
+	// started is when each of assignments started (test clock); notices what noticeAt sent.
+	started []time.Time
+	notices []serving.PreemptionNotice
 	// boot is how long a stage takes to report ready (negative: never).
 	boot func(a serving.StageAssignment) time.Duration
 	// offers is what the offerings activity answers (nil: one offering per zone z-a, z-b,
@@ -55,6 +58,18 @@ func newWorld() *world {
 	c := wftest.NewCloud("V100-16")
 	c.Price = func(zone string) float64 { return map[string]float64{"z-a": 1, "z-b": 1.2, "z-c": 1.5}[zone] }
 	return &world{Cloud: c, boot: func(serving.StageAssignment) time.Duration { return 5 * time.Second }}
+}
+
+// startedAt is when assignment a (by its epoch) started.
+func (w *world) startedAt(a serving.StageAssignment) time.Time {
+	w.Lock()
+	defer w.Unlock()
+	for i, b := range w.assignments {
+		if b.Epoch == a.Epoch {
+			return w.started[i]
+		}
+	}
+	return time.Time{}
 }
 
 // current is the instance the latest assignment of (replica, stage) runs on.
@@ -110,6 +125,7 @@ func newEnv(t *testing.T, w *world) *testsuite.TestWorkflowEnvironment {
 	wftest.OnStarted(t, env, serving.ActivityRunStage, func(a serving.StageAssignment) {
 		w.Lock()
 		w.assignments = append(w.assignments, a)
+		w.started = append(w.started, env.Now())
 		w.Unlock()
 		boot := w.boot(a)
 		if boot < 0 {
@@ -137,8 +153,11 @@ func noticeAt(env *testsuite.TestWorkflowEnvironment, w *world, stage int, at ti
 	var noticed serving.StageAssignment
 	env.RegisterDelayedCallback(func() {
 		noticed = w.current(0, stage)
-		env.SignalWorkflow(serving.SignalPreemptionNotice, serving.PreemptionNotice{InstanceID: noticed.InstanceID, Kind: cloud.Notice,
-			Deadline: env.Now().Add(2 * time.Minute)})
+		n := serving.PreemptionNotice{InstanceID: noticed.InstanceID, Kind: cloud.Notice, Deadline: env.Now().Add(2 * time.Minute)}
+		w.Lock()
+		w.notices = append(w.notices, n)
+		w.Unlock()
+		env.SignalWorkflow(serving.SignalPreemptionNotice, n)
 	}, at)
 	return func() serving.StageAssignment { return noticed }
 }
@@ -298,7 +317,10 @@ func TestNoticeMigratesTheStageBeforeTheMachineIsReleased(t *testing.T) {
 	repl := w.current(0, 1)
 	assert.Equal(t, fo.To, repl.InstanceID)
 	assert.True(t, repl.Restore)
-	assert.Equal(t, StandbyPreload.Seconds(), repl.PreloadSeconds, "the standby preloads before it reports ready")
+	require.Len(t, w.notices, 1)
+	left := w.notices[0].Deadline.Sub(w.startedAt(repl))
+	assert.Equal(t, (left - SwitchReserve).Seconds(), repl.PreloadSeconds,
+		"the standby may preload until the switch's reserve before the notice's deadline (%s left at its start)", left)
 	log := w.logged()
 	readyAt := slices.Index(log, "ready "+repl.InstanceID)
 	releasedAt := slices.Index(log, "released "+noticed().InstanceID)

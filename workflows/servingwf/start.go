@@ -38,10 +38,28 @@ func (d *dep) advance(ctx workflow.Context) {
 }
 
 // StandbyPreload bounds a standby's preload of its stage's KV replicas before it reports ready
-// (serving.StageAssignment.PreloadSeconds): a notice leaves 30 s to 2 min, of which buying
-// and starting the standby take most; a preload runs at the holder's copy speed, so 5 s
-// covers gigabytes, and a longer one would eat into the time the switch needs.
+// (serving.StageAssignment.PreloadSeconds) when the notice gave no deadline: a notice leaves
+// 30 s to 2 min, of which buying and starting the standby take most; a preload runs at the
+// holder's copy speed, so 5 s covers gigabytes.
 const StandbyPreload = 5 * time.Second
+
+// SwitchReserve is the time a migration's switch needs before the machine is reclaimed, once
+// the standby reports ready: the predecessor's and the router's next look at the stages
+// (fast polls, under a second), the resubmission of the requests in flight and the restore of
+// the steps decoded since the preload.
+const SwitchReserve = 5 * time.Second
+
+// standbyPreload is how long a standby started at now may preload before it must report ready:
+// until SwitchReserve before the reclaim when the notice said when (nothing when less is left:
+// the switch then restores everything), StandbyPreload when it did not. It is an upper bound:
+// a preload that has fetched what there is reports ready at once, so the bound binds only on
+// a slow or hung holder.
+func standbyPreload(reclaimAt, now time.Time) time.Duration {
+	if reclaimAt.IsZero() {
+		return StandbyPreload
+	}
+	return max(reclaimAt.Sub(now)-SwitchReserve, 0)
+}
 
 // start runs RunStage for slot s on inst, under a new epoch.
 func (d *dep) start(ctx workflow.Context, s *slot, inst cloud.Instance, isStandby bool) {
@@ -55,7 +73,7 @@ func (d *dep) start(ctx workflow.Context, s *slot, inst cloud.Instance, isStandb
 		a.NextHolderAddr, a.NextWorkerAddr = n.holderAddr, n.workerAddr
 	}
 	if isStandby && a.Replication {
-		a.PreloadSeconds = StandbyPreload.Seconds()
+		a.PreloadSeconds = standbyPreload(s.reclaimAt, workflow.Now(ctx)).Seconds()
 	}
 	rctx, cancel := workflow.WithCancel(ctx)
 	what := "start"

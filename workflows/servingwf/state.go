@@ -77,6 +77,10 @@ type slot struct {
 	// noticedAt is when a preemption notice for inst came (zero: none); standby is the
 	// machine the stage migrates to ahead of it.
 	noticedAt time.Time
+	// reclaimAt is the notice's wall-time deadline (zero: the notice gave none, or it was
+	// read from the provider's description, whose clock is the provider's): it bounds the
+	// standby's preload (standbyPreload).
+	reclaimAt time.Time
 	standby   *standby
 	// toSpot: the stage runs on an on-demand fallback machine and moves back to spot (a
 	// standby on spot, switched to as after a notice; not a failover).
@@ -127,7 +131,7 @@ func newDep(ctx workflow.Context, in serving.DeployInput) *dep {
 		d.served = true
 		for _, cs := range c.Slots {
 			s := &slot{replica: cs.Replica, stage: cs.Stage, state: cs.State, workerAddr: cs.WorkerAddr, holderAddr: cs.HolderAddr,
-				noticedAt: cs.NoticedAt, restore: true, served: true}
+				noticedAt: cs.NoticedAt, reclaimAt: cs.ReclaimAt, restore: true, served: true}
 			if inst, ok := d.heldInstance(cs.InstanceID); ok {
 				s.inst = inst
 				s.adopt = s.state == serving.StateReady
@@ -224,7 +228,8 @@ func (d *dep) refresh(now time.Time) {
 	d.status.Stages = make([]serving.StageStatus, 0, len(d.slots))
 	for _, s := range d.slots {
 		st := serving.StageStatus{Replica: s.replica, Stage: s.stage, InstanceID: s.inst.ID, Zone: s.inst.Zone, Capacity: s.inst.Capacity,
-			WorkerAddr: s.workerAddr, HolderAddr: s.holderAddr, State: s.state, NoticedAt: s.noticedAt}
+			WorkerAddr: s.workerAddr, HolderAddr: s.holderAddr, State: s.state, NoticedAt: s.noticedAt,
+			ReclaimAt: s.reclaimAt}
 		if s.stage < len(d.layers) {
 			st.Layers = d.layers[s.stage]
 		}

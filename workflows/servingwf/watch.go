@@ -149,7 +149,7 @@ func (d *dep) onReady(ctx workflow.Context, m serving.StageReady) error {
 	s.inst, s.run, s.standby = sb.inst, sb.run, nil
 	s.run.standby = false
 	s.state, s.workerAddr, s.holderAddr, s.restarts, s.served = serving.StateReady, m.WorkerAddr, m.HolderAddr, 0, true
-	s.noticedAt = time.Time{}
+	s.noticedAt, s.reclaimAt = time.Time{}, time.Time{}
 	if s.toSpot {
 		s.toSpot = false
 		d.status.SpotReturns++
@@ -281,7 +281,7 @@ func (d *dep) onLost(ctx workflow.Context, s *slot, why loss) error {
 		d.version++
 	}
 	s.inst, s.state, s.workerAddr, s.holderAddr = cloud.Instance{}, serving.StateLost, "", ""
-	s.restarts, s.noticedAt, s.restore, s.toSpot = 0, time.Time{}, true, false
+	s.restarts, s.noticedAt, s.reclaimAt, s.restore, s.toSpot = 0, time.Time{}, time.Time{}, true, false
 	d.event(ctx, fmt.Sprintf("replica %d stage %d lost %s (%s)", s.replica, s.stage, old.ID, []string{"preempted", "gone", "replaced", "noticed"}[why]))
 	if old.ID == "" {
 		return nil
@@ -304,15 +304,15 @@ func (d *dep) onNotice(ctx workflow.Context, n serving.PreemptionNotice) error {
 			return d.dropStandby(ctx, s, "it got a preemption notice")
 		}
 		if s.inst.ID == n.InstanceID {
-			return d.noticed(ctx, s)
+			return d.noticed(ctx, s, n.Deadline)
 		}
 	}
 	return nil
 }
 
-// noticed marks the machine of s as about to be reclaimed (unless the deployment ignores
-// notices: then only the loss is acted on).
-func (d *dep) noticed(ctx workflow.Context, s *slot) error {
+// noticed marks the machine of s as about to be reclaimed at reclaimAt (wall time; zero when
+// unknown), unless the deployment ignores notices: then only the loss is acted on.
+func (d *dep) noticed(ctx workflow.Context, s *slot, reclaimAt time.Time) error {
 	if !s.noticedAt.IsZero() || d.opts.IgnoreNotices {
 		return nil
 	}
@@ -324,7 +324,7 @@ func (d *dep) noticed(ctx workflow.Context, s *slot) error {
 		// Nothing serves there yet: replace it at once rather than migrate.
 		return d.onLost(ctx, s, lossNoticed)
 	}
-	s.noticedAt = now
+	s.noticedAt, s.reclaimAt = now, reclaimAt
 	if s.fo == nil {
 		s.fo = &serving.Failover{At: now, Replica: s.replica, Stage: s.stage, Notice: true, From: s.inst.ID}
 	}
@@ -401,7 +401,8 @@ func (d *dep) confirm(ctx workflow.Context, ids []string) error {
 					return err
 				}
 			case s.inst.ID == in.ID && v == cloud.VerdictNotice:
-				if err := d.noticed(ctx, s); err != nil {
+				// The description's deadline is on the provider's clock, not the workflow's.
+				if err := d.noticed(ctx, s, time.Time{}); err != nil {
 					return err
 				}
 			case s.standby != nil && s.standby.inst.ID == in.ID:
