@@ -234,9 +234,11 @@ type Status struct {
 	Model        string `json:"model"`
 	Phase        string `json:"phase"`
 	// Replicas is the number asked for (scale); Depth the stages per replica.
-	Replicas int           `json:"replicas"`
-	Depth    int           `json:"depth"`
-	Stages   []StageStatus `json:"stages"`
+	Replicas int `json:"replicas"`
+	// PrefillReplicas is the prefill pool's replicas laid out (0: colocated).
+	PrefillReplicas int           `json:"prefill_replicas,omitempty"`
+	Depth           int           `json:"depth"`
+	Stages          []StageStatus `json:"stages"`
 	// Failovers counts replaced stages; FailoverRecords keeps the latest maxFailoverRecords.
 	Failovers       int        `json:"failovers"`
 	FailoverRecords []Failover `json:"failover_records,omitempty"`
