@@ -33,7 +33,10 @@ type Pool struct {
 	feeds    map[int]int     // prefill replica → the decode replica it streams prompts to
 	draining []*Router
 	past     Counters // of the routers closed after draining
-	wg       sync.WaitGroup
+	// pastPrefill: the same of prefill replicas' routers
+	pastPrefill     Counters
+	drainingPrefill []*Router
+	wg              sync.WaitGroup
 }
 
 // ReplicaRoute is one replica's pipeline for SetReplicas: its stages in order, or none while
@@ -126,8 +129,11 @@ func (p *Pool) drain(r *Router, count bool) {
 	defer p.mu.Unlock()
 	if count {
 		p.past = p.past.plus(c)
+	} else {
+		p.pastPrefill = p.pastPrefill.plus(c)
 	}
 	p.draining = slices.DeleteFunc(p.draining, func(d *Router) bool { return d == r })
+	p.drainingPrefill = slices.DeleteFunc(p.drainingPrefill, func(d *Router) bool { return d == r })
 }
 
 // pick is the router a new completion goes to: a ready replica before one that is not, then
@@ -186,11 +192,20 @@ func (p *Pool) Status() Status {
 	for _, r := range p.draining {
 		add(-1, r)
 	}
-	for _, id := range sortedIDs(p.prefill) {
-		for _, stage := range p.prefill[id].Status().Stages {
-			stage.Pool, stage.Replica = PoolPrefill, id
-			s.Stages = append(s.Stages, stage)
+	if len(p.prefill) > 0 || len(p.drainingPrefill) > 0 || p.pastPrefill != (Counters{}) {
+		pc := p.pastPrefill
+		for _, id := range sortedIDs(p.prefill) {
+			st := p.prefill[id].Status()
+			pc = pc.plus(st.Counters)
+			for _, stage := range st.Stages {
+				stage.Pool, stage.Replica = PoolPrefill, id
+				s.Stages = append(s.Stages, stage)
+			}
 		}
+		for _, r := range p.drainingPrefill {
+			pc = pc.plus(r.Status().Counters)
+		}
+		s.Prefill = &pc
 	}
 	return s
 }
@@ -201,7 +216,7 @@ func (p *Pool) Close() error {
 	if !closing.Begin(&p.mu, &p.closed) {
 		return nil
 	}
-	all := slices.Clone(p.draining)
+	all := append(slices.Clone(p.draining), p.drainingPrefill...)
 	for _, r := range p.routers {
 		all = append(all, r)
 	}

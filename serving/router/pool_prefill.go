@@ -46,7 +46,7 @@ func (p *Pool) setPrefillLocked(routes []ReplicaRoute) {
 		if !listed[id] {
 			delete(p.prefill, id)
 			delete(p.feeds, id)
-			p.draining = append(p.draining, r)
+			p.drainingPrefill = append(p.drainingPrefill, r)
 			p.wg.Add(1)
 			go p.drain(r, false)
 		}

@@ -70,6 +70,9 @@ func TestPoolPrefillsOnTheReplicasFeedingTheChosenDecodeReplica(t *testing.T) {
 	require.Len(t, dw1.submitted(), 2)
 	assert.False(t, dw1.submitted()[1].Expect, "prefilled where it is decoded")
 	assert.Zero(t, dw1.submitted()[1].ResumeFrom)
+	require.NotNil(t, p.Status().Prefill)
+	assert.EqualValues(t, 2, p.Status().Prefill.Completed, "two prompts computed by the prefill replicas (one since drained)")
+	assert.EqualValues(t, 3, p.Status().Counters.Completed, "each completion counted once")
 	for _, st := range p.Status().Stages {
 		if st.Addr == pw2.addr() {
 			assert.Equal(t, router.PoolPrefill, st.Pool, "status names the prefill replicas' stages")

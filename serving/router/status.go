@@ -65,6 +65,9 @@ type Status struct {
 	Paused   int           `json:"paused"`
 	Stages   []StageStatus `json:"stages"`
 	Counters Counters      `json:"counters"`
+	// Prefill are a Pool's prefill replicas' totals (nil without any): Completed counts the
+	// prompts they computed for the decode replicas, whose Counters count each completion once.
+	Prefill *Counters `json:"prefill,omitempty"`
 }
 
 // Status reports requests by state and the connection of every stage.
