@@ -96,7 +96,7 @@ func (e *servingEnv) instanceOf(ctx context.Context, stage int) string {
 	st, err := e.sc.Status(ctx, e.id)
 	require.NoError(e.t, err)
 	for _, s := range st.Stages {
-		if s.Replica == 0 && s.Stage == stage && s.State == serving.StateReady {
+		if s.Pool == serving.PoolDecode && s.Replica == 0 && s.Stage == stage && s.State == serving.StateReady {
 			return s.InstanceID
 		}
 	}
@@ -136,13 +136,13 @@ func (e *servingEnv) settledInstance(ctx context.Context, which int) string {
 		}
 		routed := map[int]string{}
 		for _, r := range e.router.Status().Stages {
-			if r.Replica == 0 {
+			if r.Pool == "" && r.Replica == 0 {
 				routed[r.Stage] = r.Node
 			}
 		}
 		var stages []serving.StageStatus
 		for _, s := range st.Stages {
-			if s.Replica == 0 {
+			if s.Pool == serving.PoolDecode && s.Replica == 0 {
 				stages = append(stages, s)
 			}
 		}

@@ -42,11 +42,18 @@ type LayerRange struct {
 // activations to (NextWorkerAddr) and the holder it replicates to (NextHolderAddr). The last
 // stage starts first, before stage 0 (its ring successor) is known; it, and any stage whose
 // successor is replaced later, finds the current addresses in the stages query (Pipeline).
+//
+// A prefill replica's stage (Pool PoolPrefill) is told its own pipeline's next worker, but the
+// holder that the same stage of the decode replica it feeds restores from (pools.go): it
+// starts once that holder is known.
 type StageAssignment struct {
 	Deployment string `json:"deployment"`
 	InstanceID string `json:"instance_id"`
-	Replica    int    `json:"replica"`
-	Stage      int    `json:"stage"`
+	// Pool is PoolPrefill for a prefill replica's stage, else empty (PoolDecode); prefill and
+	// decode replicas are numbered apart.
+	Pool    string `json:"pool,omitempty"`
+	Replica int    `json:"replica"`
+	Stage   int    `json:"stage"`
 	// Depth is the pipeline's number of stages.
 	Depth  int        `json:"depth"`
 	Layers LayerRange `json:"layers"`

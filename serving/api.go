@@ -147,6 +147,7 @@ type CarryState struct {
 // CarriedSlot is one (replica, stage) as the previous run left it: a ready stage keeps its
 // addresses (the router keeps routing) while the new run re-attaches to it (Adopt).
 type CarriedSlot struct {
+	Pool       string    `json:"pool,omitempty"`
 	Replica    int       `json:"replica"`
 	Stage      int       `json:"stage"`
 	InstanceID string    `json:"instance_id,omitempty"`
@@ -165,6 +166,8 @@ type PreemptionNotice = fleet.PreemptionNotice
 // and its node's KV-cache holder listens. Epoch is the assignment's: a report of an older
 // epoch (a replaced run) is ignored.
 type StageReady struct {
+	// Pool is the assignment's (PoolDecode or PoolPrefill).
+	Pool       string `json:"pool,omitempty"`
 	Replica    int    `json:"replica"`
 	Stage      int    `json:"stage"`
 	InstanceID string `json:"instance"`
@@ -187,6 +190,8 @@ type StopRequest struct {
 
 // StageStatus is one (replica, stage) of the deployment.
 type StageStatus struct {
+	// Pool is PoolPrefill for a prefill replica's stage, else empty (PoolDecode).
+	Pool       string             `json:"pool,omitempty"`
 	Replica    int                `json:"replica"`
 	Stage      int                `json:"stage"`
 	Layers     LayerRange         `json:"layers"`
@@ -213,6 +218,7 @@ type StageStatus struct {
 type Failover struct {
 	// At is when the loss was seen (no notice) or the notice came (Notice true).
 	At      time.Time `json:"at"`
+	Pool    string    `json:"pool,omitempty"`
 	Replica int       `json:"replica"`
 	Stage   int       `json:"stage"`
 	Notice  bool      `json:"notice"`
@@ -232,9 +238,11 @@ type Status struct {
 	Model        string `json:"model"`
 	Phase        string `json:"phase"`
 	// Replicas is the number asked for (scale); Depth the stages per replica.
-	Replicas int           `json:"replicas"`
-	Depth    int           `json:"depth"`
-	Stages   []StageStatus `json:"stages"`
+	Replicas int `json:"replicas"`
+	// PrefillReplicas is the prefill pool's replicas laid out (0: colocated).
+	PrefillReplicas int           `json:"prefill_replicas,omitempty"`
+	Depth           int           `json:"depth"`
+	Stages          []StageStatus `json:"stages"`
 	// Failovers counts replaced stages; FailoverRecords keeps the latest maxFailoverRecords.
 	Failovers       int        `json:"failovers"`
 	FailoverRecords []Failover `json:"failover_records,omitempty"`
@@ -287,7 +295,15 @@ type Pipeline struct {
 
 // ReplicaStages is one pipeline replica, stages in order. The router routes only to replicas
 // with Ready set (every stage ready); Stages lists every stage, an address only once ready.
+//
+// A prefill replica (Pool PoolPrefill, numbered apart from the decode replicas) takes the
+// prompts of decode replica Feeds; its stages' Holder is not their own node's holder but the
+// one its ring predecessor streams prompts to: the holder of the same stage of the decode
+// replica it feeds (empty while that stage is not ready), so a prefill stage's node agent
+// follows its successor exactly as a decode stage's does.
 type ReplicaStages struct {
+	Pool    string      `json:"pool,omitempty"`
+	Feeds   int         `json:"feeds,omitempty"`
 	Replica int         `json:"replica"`
 	Ready   bool        `json:"ready"`
 	Stages  []StageAddr `json:"stages"`

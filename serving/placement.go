@@ -2,6 +2,7 @@ package serving
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/schooner-ml/schooner/cloud"
@@ -12,8 +13,11 @@ import (
 
 // Slot is one (replica, stage) of a deployment: one inference worker on one machine.
 type Slot struct {
-	Replica int `json:"replica"`
-	Stage   int `json:"stage"`
+	// Pool is PoolPrefill for a prefill replica's stage, else empty; the pools number their
+	// replicas apart.
+	Pool    string `json:"pool,omitempty"`
+	Replica int    `json:"replica"`
+	Stage   int    `json:"stage"`
 }
 
 // ZoneUse says a stage of a replica runs (or will run) in a zone: placement spreads a
@@ -64,7 +68,8 @@ type Placement struct {
 	Unplaced []Slot           `json:"unplaced,omitempty"`
 }
 
-// Place chooses an offering per slot, slots in (replica, stage) order:
+// Place chooses an offering per slot, slots in (pool, replica, stage) order (decode replicas
+// before prefill ones):
 //
 //   - spot before on-demand: the spot policy allows on-demand capacity always (on-demand)
 //     or only for a slot no spot offering can take (spot-with-fallback), never for spot;
@@ -76,6 +81,9 @@ type Placement struct {
 func Place(req PlacementRequest) Placement {
 	need := slices.Clone(req.Need)
 	slices.SortStableFunc(need, func(a, b Slot) int {
+		if a.Pool != b.Pool {
+			return strings.Compare(a.Pool, b.Pool)
+		}
 		if a.Replica != b.Replica {
 			return a.Replica - b.Replica
 		}
@@ -115,10 +123,10 @@ func Place(req PlacementRequest) Placement {
 	// Zone use, kept as slices (in first-use order) so nothing iterates a map.
 	var uses []ZoneUse
 	uses = append(uses, req.Held...)
-	replicaIn := func(replica int, zone string) int {
+	replicaIn := func(pool string, replica int, zone string) int {
 		n := 0
 		for _, u := range uses {
-			if u.Replica == replica && u.Zone == zone {
+			if u.Pool == pool && u.Replica == replica && u.Zone == zone {
 				n++
 			}
 		}
@@ -142,7 +150,7 @@ func Place(req PlacementRequest) Placement {
 			if o.capacity == cloud.Spot && spotLeft[k] <= 0 || o.capacity != cloud.Spot && spotOnly {
 				continue
 			}
-			score := [4]float64{float64(o.tier), float64(replicaIn(s.Replica, o.offer.Zone)), o.offer.Price(o.capacity), float64(allIn(o.offer.Zone))}
+			score := [4]float64{float64(o.tier), float64(replicaIn(s.Pool, s.Replica, o.offer.Zone)), o.offer.Price(o.capacity), float64(allIn(o.offer.Zone))}
 			if best < 0 || less(score, bestScore) {
 				best, bestScore = k, score
 			}

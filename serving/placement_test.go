@@ -122,3 +122,21 @@ func TestSplitLayers(t *testing.T) {
 	assert.Equal(t, []LayerRange{{0, 2}, {2, 4}}, SplitLayers(4, 2))
 	assert.Equal(t, []LayerRange{{0, 32}}, SplitLayers(32, 1))
 }
+
+// Prefill replica 0 is not decode replica 0: each spreads its own stages, so a prefill stage
+// goes to the cheap zone that decode replica 0 already uses; and prefill slots are placed
+// after the decode ones whatever order they are asked in.
+func TestPlaceSpreadsEachPoolsReplicaApart(t *testing.T) {
+	offers := []cloud.Offering{offer("z-a", "v1", 1, 3, 8), offer("z-b", "v1", 1.5, 3, 8)}
+	held := []ZoneUse{{Slot: Slot{Replica: 0, Stage: 0}, Zone: "z-a"}}
+	p := Place(PlacementRequest{Offers: offers, Spot: fleet.SpotOnly, Need: []Slot{{Pool: PoolPrefill, Replica: 0, Stage: 0}}, Held: held})
+	require.Len(t, p.Stages, 1)
+	assert.Equal(t, "z-a", p.Stages[0].Key.Zone, "the prefill replica has no stage in z-a: the cheapest")
+
+	p = Place(PlacementRequest{Offers: offers, Spot: fleet.SpotOnly,
+		Need: []Slot{{Pool: PoolPrefill, Replica: 0, Stage: 1}, {Replica: 0, Stage: 1}}, Held: held})
+	require.Len(t, p.Stages, 2)
+	assert.Equal(t, Slot{Replica: 0, Stage: 1}, p.Stages[0].Slot)
+	assert.Equal(t, "z-b", p.Stages[0].Key.Zone, "decode stage 1 away from its replica's stage 0")
+	assert.Equal(t, Slot{Pool: PoolPrefill, Replica: 0, Stage: 1}, p.Stages[1].Slot)
+}

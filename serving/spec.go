@@ -15,9 +15,17 @@ type Spec struct {
 	// Stages is the pipeline depth: the model's layers are split over this many inference
 	// workers, one per machine (1 by default).
 	Stages int `json:"stages,omitempty" yaml:"stages,omitempty"`
-	// Replicas is how many copies of the pipeline serve (1 by default).
-	Replicas  int             `json:"replicas,omitempty" yaml:"replicas,omitempty"`
-	Resources fleet.Resources `json:"resources,omitempty" yaml:"resources,omitempty"`
+	// Replicas is how many copies of the pipeline serve (1 by default); with PrefillReplicas,
+	// the decode (token) pool's replicas.
+	Replicas int `json:"replicas,omitempty" yaml:"replicas,omitempty"`
+	// PrefillReplicas (0 by default: every replica prefills and decodes its own requests)
+	// disaggregates prefill from decode, as DéjàVu's prompt and token pools, vLLM's
+	// disaggregated prefill (kv_producer, kv_consumer) and Dynamo's prefill and decode workers
+	// do: this many more pipelines, of the same stages, only prefill; each streams a prompt's KV
+	// cache layer by layer to the KV-cache holders its decode replica restores from, and the
+	// decode replica generates the rest (pools.go).
+	PrefillReplicas int             `json:"prefill_replicas,omitempty" yaml:"prefill_replicas,omitempty"`
+	Resources       fleet.Resources `json:"resources,omitempty" yaml:"resources,omitempty"`
 	// Spot is which capacity the stages may run on (spot by default).
 	Spot fleet.SpotPolicy `json:"spot,omitempty" yaml:"spot,omitempty"`
 	// MaxBatch bounds the sequences decoded together per stage; MaxContext the tokens of one

@@ -48,6 +48,9 @@ func TestValidateNamesEveryBadField(t *testing.T) {
 		"gpu":              {func(s *Spec) { s.Resources.GPUTypes = []string{"K80"} }, "resources.gpu_types[0]"},
 		"negative latency": {func(s *Spec) { s.Latency.TTFTMillis = -1 }, "latency"},
 		"queue":            {func(s *Spec) { s.Queue = -1 }, "queue"},
+		"prefill bound":    {func(s *Spec) { s.PrefillReplicas = MaxReplicas + 1 }, "prefill_replicas"},
+		"prefill negative": {func(s *Spec) { s.PrefillReplicas = -1 }, "prefill_replicas"},
+		"prefill no kv":    {func(s *Spec) { s.PrefillReplicas, s.KVReplication = 1, ReplicationOff }, "prefill_replicas"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := valid()
@@ -62,6 +65,17 @@ func TestValidateNamesEveryBadField(t *testing.T) {
 			assert.True(t, strings.HasPrefix(err.Error(), "invalid serving spec"))
 		})
 	}
+}
+
+func TestPrefillPoolIsAnOption(t *testing.T) {
+	s := valid()
+	assert.False(t, s.Disaggregated(), "colocated unless asked")
+	s.PrefillReplicas = 3
+	require.NoError(t, s.Validate())
+	assert.True(t, s.Disaggregated())
+	// Prefill replicas are dealt round-robin over the decode replicas.
+	assert.Equal(t, []int{0, 1, 0}, []int{Feeds(0, 2), Feeds(1, 2), Feeds(2, 2)})
+	assert.Equal(t, 0, Feeds(1, 0), "no decode replica laid out yet")
 }
 
 func TestExamplesAreValid(t *testing.T) {

@@ -38,6 +38,7 @@ func (s Spec) Validate() error {
 	}
 	bounded("stages", s.Stages, 1, MaxStages)
 	bounded("replicas", s.Replicas, 1, MaxReplicas)
+	checkPools(&c, s)
 	bounded("max_batch", s.MaxBatch, 1, MaxBatchLimit)
 	bounded("max_context", s.MaxContext, 16, MaxContext)
 	bounded("queue", s.Queue, 1, MaxQueue)

@@ -35,9 +35,17 @@ var originalIDs = map[string]string{
 	// machine released once its worker ended (release-after-handover), and before that change.
 	"serving_deployment.json":                 "serve-tiny-test01",
 	"serving_deployment_before_handover.json": "serve-tiny-test01",
+	// The lost-stage run as a client could have started it before the prefill pool existed:
+	// serving_deployment.json with "prefill_replicas": 1 added to its input, which that code
+	// ignored (its Spec had no such field), so its history is that run's. Replayed, the
+	// version prompt-token-pools keeps it colocated.
+	"serving_deployment_before_pools.json": "serve-tiny-test01",
 	// A spot-with-fallback deployment that starts on on-demand and returns to spot
 	// (integration/serving_spot_test.go; version return-to-spot).
 	"serving_deployment_spot_return.json": "serve-tiny-test01",
+	// A deployment with a prefill pool whose prefill stage is lost and replaced
+	// (integration/serving_pools_test.go; version prompt-token-pools).
+	"serving_deployment_pools.json": "serve-tiny-test01",
 }
 
 // TestReplayCommittedHistories replays every history under testdata/replay against the

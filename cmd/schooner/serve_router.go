@@ -22,10 +22,16 @@ func newServeRouterCommand(g *globals) *cobra.Command {
 		Use:   "router DEPLOYMENT-ID",
 		Short: "Serve the OpenAI-compatible API of a deployment, following its stages",
 		Long: `router serves /v1/completions (streaming with SSE) and /v1/models for one deployment on
---listen. It polls the deployment's "stages" query every half second and routes to its first
-ready replica; when a stage is replaced it pauses the affected requests and resumes them on the
-replacement from the tokens already delivered (the KV cache comes back from the replica, not
-from recomputation). Try it with the official OpenAI client or curl:
+--listen. It polls the deployment's "stages" query every half second and sends each completion
+to the ready replica with the least work; when a stage is replaced it pauses the affected
+requests and resumes them on the replacement from the tokens already delivered (the KV cache
+comes back from the replica, not from recomputation).
+
+A deployment with prefill_replicas (prompt–token disaggregation) is served the same way: each
+completion's prompt goes first to a prefill replica that feeds the chosen decode replica (the
+ready one with the least work), which streams the prompt's KV cache to that replica's holders;
+the decode replica then restores it and generates the rest. A decode replica that no prefill
+replica feeds prefills its own prompts. Try it with the official OpenAI client or curl:
 
   curl -N http://127.0.0.1:8000/v1/completions -H 'content-type: application/json' \
     -d '{"model":"tiny","prompt":"hello","max_tokens":32,"stream":true}'`,

@@ -26,8 +26,12 @@ func newServeStatusCommand(g *globals) *cobra.Command {
 
 // printServingStatus is the human view of a deployment.
 func printServingStatus(out io.Writer, st serving.Status) error {
-	fmt.Fprintf(out, "deployment %s (%s)   phase %s   model %s   %d × %d stages\n", st.DeploymentID, st.Name,
-		strings.ToUpper(st.Phase), st.Model, st.Replicas, st.Depth)
+	pools := ""
+	if st.PrefillReplicas > 0 {
+		pools = fmt.Sprintf(" decode + %d × %d prefill", st.PrefillReplicas, st.Depth)
+	}
+	fmt.Fprintf(out, "deployment %s (%s)   phase %s   model %s   %d × %d stages%s\n", st.DeploymentID, st.Name,
+		strings.ToUpper(st.Phase), st.Model, st.Replicas, st.Depth, pools)
 	fmt.Fprintf(out, "cost %s so far, %s/h now (on-demand would be %s)   GPUs %d   zones %s\n",
 		usd(st.CostUSD), usd(st.USDPerHour), usd(st.OnDemandCostUSD), st.GPUs, strings.Join(st.Zones, ","))
 	fmt.Fprintf(out, "failovers %d   preemptions %d (notices %d)   machines lost otherwise %d\n",
@@ -44,7 +48,7 @@ func printServingStatus(out io.Writer, st serving.Status) error {
 			}
 			state += " → " + orDash(s.Standby)
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%d-%d\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Replica, s.Stage, s.Layers.First, s.Layers.End-1,
+		fmt.Fprintf(tw, "%s\t%d\t%d-%d\t%s\t%s\t%s\t%s\t%s\t%s\n", replicaName(s.Pool, s.Replica), s.Stage, s.Layers.First, s.Layers.End-1,
 			state, orDash(s.InstanceID), orDash(s.Zone), orDash(string(s.Capacity)), orDash(s.WorkerAddr), orDash(s.HolderAddr))
 	}
 	if err := tw.Flush(); err != nil {
@@ -55,8 +59,8 @@ func printServingStatus(out io.Writer, st serving.Status) error {
 		if f.Notice {
 			kind = "notice"
 		}
-		fmt.Fprintf(out, "  failover %s replica %d stage %d (%s): %s → %s in %.1f s (down %.1f s)\n",
-			f.At.Local().Format(time.TimeOnly), f.Replica, f.Stage, kind, f.From, orDash(f.To), f.Seconds, f.DowntimeSeconds)
+		fmt.Fprintf(out, "  failover %s replica %s stage %d (%s): %s → %s in %.1f s (down %.1f s)\n",
+			f.At.Local().Format(time.TimeOnly), replicaName(f.Pool, f.Replica), f.Stage, kind, f.From, orDash(f.To), f.Seconds, f.DowntimeSeconds)
 	}
 	if st.Error != "" {
 		fmt.Fprintln(out, "error: "+st.Error)
@@ -65,6 +69,15 @@ func printServingStatus(out io.Writer, st serving.Status) error {
 		fmt.Fprintf(out, "STALE: the deployment did not answer; this is what it last published, at %s\n", st.UpdatedAt.Format(time.TimeOnly))
 	}
 	return nil
+}
+
+// replicaName is a replica as the status lists it: its number, "prefill N" for a prefill
+// replica (the pools number their replicas apart).
+func replicaName(pool string, replica int) string {
+	if pool == "" {
+		return fmt.Sprint(replica)
+	}
+	return fmt.Sprintf("%s %d", pool, replica)
 }
 
 func orDash(s string) string {

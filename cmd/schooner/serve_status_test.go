@@ -36,3 +36,19 @@ func TestServeStatusSaysAStageIsNoticed(t *testing.T) {
 	assert.Contains(t, b, "ready, noticed 03:04:05, reclaimed 03:06:05 → i-c")
 	assert.NotContains(t, a, "noticed")
 }
+
+// A disaggregated deployment's status says how many prefill replicas it has and which
+// stages are theirs.
+func TestServeStatusNamesThePrefillPool(t *testing.T) {
+	st := serving.Status{DeploymentID: "serve-chat", Phase: serving.PhaseServing, Replicas: 1, PrefillReplicas: 2, Depth: 1,
+		Stages: []serving.StageStatus{
+			{Stage: 0, State: serving.StateReady, InstanceID: "i-a"},
+			{Pool: serving.PoolPrefill, Replica: 1, Stage: 0, State: serving.StateReady, InstanceID: "i-b"},
+		},
+		FailoverRecords: []serving.Failover{{Pool: serving.PoolPrefill, Replica: 1, From: "i-x", To: "i-b"}}}
+	var out bytes.Buffer
+	require.NoError(t, printServingStatus(&out, st))
+	assert.Contains(t, out.String(), "1 × 1 stages decode + 2 × 1 prefill")
+	assert.Regexp(t, `(?m)^prefill 1\s+0\s.*i-b`, out.String())
+	assert.Contains(t, out.String(), "replica prefill 1 stage 0")
+}

@@ -23,12 +23,23 @@ func (r *Router) roomFor(q *request) *APIError {
 	return r.roomLocked()
 }
 
-// prefillFirst runs token 0 of q on the prompt pool and gives it to q. answered is true when
+// prefillRouter is the prompt pool of the next completion: Options.Prefill, else what
+// Options.PickPrefill chooses; nil: the completion is prefilled here.
+func (r *Router) prefillRouter() *Router {
+	if r.opts.Prefill != nil {
+		return r.opts.Prefill
+	}
+	if r.opts.PickPrefill != nil {
+		return r.opts.PickPrefill()
+	}
+	return nil
+}
+
+// prefillFirst runs token 0 of q on the prompt pool pre and gives it to q. answered is true when
 // q has ended there (token 0 was a stop token, or max_tokens is 1): q is done and its answer is
 // due; else q carries token 0 and is to be queued here. An error is the prompt pool's (refused,
 // failed, the client gone: then the prefill is cancelled).
-func (r *Router) prefillFirst(hr *http.Request, q *request) (answered bool, aerr *APIError) {
-	pre := r.opts.Prefill
+func (r *Router) prefillFirst(hr *http.Request, q *request, pre *Router) (answered bool, aerr *APIError) {
 	// With max_tokens 1 token 0 is the whole answer: nothing to hand off, nothing to keep.
 	first := &request{id: q.id, prompt: q.prompt, maxTokens: 1, temperature: q.temperature, seed: q.seed,
 		key: q.key, created: q.created, notify: make(chan struct{}, 1), handoff: q.maxTokens > 1}

@@ -241,12 +241,12 @@ func (r *Router) serveCompletion(w http.ResponseWriter, hr *http.Request) {
 	now := time.Now()
 	q := &request{id: newID(), prompt: p.prompt, maxTokens: p.maxTokens, temperature: p.temperature, seed: p.seed,
 		key: now.UnixNano(), created: now, notify: make(chan struct{}, 1)}
-	if r.opts.Prefill != nil {
+	if pre := r.prefillRouter(); pre != nil {
 		if aerr := r.roomFor(q); aerr != nil {
 			writeError(w, aerr, r.retryAfter(aerr))
 			return
 		}
-		answered, aerr := r.prefillFirst(hr, q)
+		answered, aerr := r.prefillFirst(hr, q, pre)
 		if aerr != nil {
 			writeError(w, aerr, r.retryAfter(aerr))
 			return

@@ -76,6 +76,11 @@ type Options struct {
 	// pipelines must replicate to the same holders under the same deployment and stage
 	// numbers. Prefill serves no HTTP of its own here.
 	Prefill *Router
+	// PickPrefill, when set and Prefill is nil, chooses the prompt pool per completion: a Pool
+	// gives each decode replica's router one that picks among the prefill replicas feeding
+	// that replica (they stream prompts to its holders). Nil from it means none feeds the
+	// replica now, and the completion is prefilled where it is decoded.
+	PickPrefill func() *Router
 }
 
 func (o Options) withDefaults() Options {

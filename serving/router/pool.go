@@ -19,20 +19,33 @@ import (
 // A replica that leaves the deployment (scaled down) takes no new requests and is closed once
 // the requests it has are done, or after drainLimit. Replica 0's router exists from the start,
 // so requests queue before any replica is ready, as they do with one Router.
+//
+// A disaggregated deployment's prefill replicas (ReplicaRoute.Pool "prefill") get routers of
+// their own that serve no HTTP: each decode replica's router sends its completions' prompts to
+// one of the prefill replicas that feed it (pool_prefill.go).
 type Pool struct {
 	opts Options
 
 	mu       sync.Mutex
 	closed   bool
 	routers  map[int]*Router
+	prefill  map[int]*Router // prefill replica → its router
+	feeds    map[int]int     // prefill replica → the decode replica it streams prompts to
 	draining []*Router
 	past     Counters // of the routers closed after draining
-	wg       sync.WaitGroup
+	// pastPrefill: the same of prefill replicas' routers
+	pastPrefill     Counters
+	drainingPrefill []*Router
+	wg              sync.WaitGroup
 }
 
 // ReplicaRoute is one replica's pipeline for SetReplicas: its stages in order, or none while
-// a stage is not ready (its requests pause until the replacement is).
+// a stage is not ready (its requests pause until the replacement is). Pool is PoolPrefill for
+// a prefill replica, which streams its prompts to decode replica Feeds; prefill and decode
+// replicas are numbered apart.
 type ReplicaRoute struct {
+	Pool    string
+	Feeds   int
 	Replica int
 	Stages  []StageAddr
 }
@@ -42,11 +55,13 @@ const drainLimit = 5 * time.Minute
 
 // NewPool starts a pool with replica 0's router and no stages.
 func NewPool(opts Options) (*Pool, error) {
-	r, err := New(opts)
+	p := &Pool{opts: opts, routers: map[int]*Router{}, prefill: map[int]*Router{}, feeds: map[int]int{}}
+	r, err := New(p.decodeOpts(0))
 	if err != nil {
 		return nil, err
 	}
-	return &Pool{opts: opts, routers: map[int]*Router{0: r}}, nil
+	p.routers[0] = r
+	return p, nil
 }
 
 // SetReplicas sets every replica's pipeline: a router for each replica not seen before, the
@@ -59,12 +74,17 @@ func (p *Pool) SetReplicas(routes []ReplicaRoute) {
 		return
 	}
 	listed := map[int]bool{}
+	var prefill []ReplicaRoute
 	for _, rt := range routes {
+		if rt.Pool == PoolPrefill {
+			prefill = append(prefill, rt)
+			continue
+		}
 		listed[rt.Replica] = true
 		r := p.routers[rt.Replica]
 		if r == nil {
 			var err error
-			if r, err = New(p.opts); err != nil { // only a missing model fails, and NewPool had one
+			if r, err = New(p.decodeOpts(rt.Replica)); err != nil { // only a missing model fails, and NewPool had one
 				continue
 			}
 			p.routers[rt.Replica] = r
@@ -76,13 +96,15 @@ func (p *Pool) SetReplicas(routes []ReplicaRoute) {
 			delete(p.routers, id)
 			p.draining = append(p.draining, r)
 			p.wg.Add(1)
-			go p.drain(r)
+			go p.drain(r, true)
 		}
 	}
+	p.setPrefillLocked(prefill)
 }
 
-// drain closes r once it holds no request (or after drainLimit) and keeps its counters.
-func (p *Pool) drain(r *Router) {
+// drain closes r once it holds no request (or after drainLimit) and keeps its counters if
+// count (a prefill replica's are not: its completions are counted by their decode replicas).
+func (p *Pool) drain(r *Router, count bool) {
 	defer p.wg.Done()
 	// A completion may have picked r just before it left: give it a moment to be admitted.
 	select {
@@ -105,8 +127,13 @@ func (p *Pool) drain(r *Router) {
 	_ = r.Close()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.past = p.past.plus(c)
+	if count {
+		p.past = p.past.plus(c)
+	} else {
+		p.pastPrefill = p.pastPrefill.plus(c)
+	}
 	p.draining = slices.DeleteFunc(p.draining, func(d *Router) bool { return d == r })
+	p.drainingPrefill = slices.DeleteFunc(p.drainingPrefill, func(d *Router) bool { return d == r })
 }
 
 // pick is the router a new completion goes to: a ready replica before one that is not, then
@@ -126,7 +153,9 @@ func (p *Pool) pick() *Router {
 	return best
 }
 
-func (p *Pool) ids() []int { return slices.Sorted(maps.Keys(p.routers)) }
+func (p *Pool) ids() []int { return sortedIDs(p.routers) }
+
+func sortedIDs(m map[int]*Router) []int { return slices.Sorted(maps.Keys(m)) }
 
 // ServeHTTP sends each request to the replica pick chooses: a completion runs there to its end,
 // and the models endpoints and errors are the same on every replica.
@@ -163,6 +192,21 @@ func (p *Pool) Status() Status {
 	for _, r := range p.draining {
 		add(-1, r)
 	}
+	if len(p.prefill) > 0 || len(p.drainingPrefill) > 0 || p.pastPrefill != (Counters{}) {
+		pc := p.pastPrefill
+		for _, id := range sortedIDs(p.prefill) {
+			st := p.prefill[id].Status()
+			pc = pc.plus(st.Counters)
+			for _, stage := range st.Stages {
+				stage.Pool, stage.Replica = PoolPrefill, id
+				s.Stages = append(s.Stages, stage)
+			}
+		}
+		for _, r := range p.drainingPrefill {
+			pc = pc.plus(r.Status().Counters)
+		}
+		s.Prefill = &pc
+	}
 	return s
 }
 
@@ -172,11 +216,14 @@ func (p *Pool) Close() error {
 	if !closing.Begin(&p.mu, &p.closed) {
 		return nil
 	}
-	all := slices.Clone(p.draining)
+	all := append(slices.Clone(p.draining), p.drainingPrefill...)
 	for _, r := range p.routers {
 		all = append(all, r)
 	}
-	p.routers = map[int]*Router{}
+	for _, r := range p.prefill {
+		all = append(all, r)
+	}
+	p.routers, p.prefill = map[int]*Router{}, map[int]*Router{}
 	p.mu.Unlock()
 	var errs []error
 	for _, r := range all {

@@ -31,7 +31,9 @@ type stageInfo struct {
 type StageStatus struct {
 	// Replica is the pipeline replica, as a Pool reports it (-1: a replica draining after it
 	// left the deployment); a lone Router reports 0.
-	Replica   int       `json:"replica"`
+	Replica int `json:"replica"`
+	// Pool is PoolPrefill for a prefill replica's stage (a Pool's), else empty.
+	Pool      string    `json:"pool,omitempty"`
 	Stage     int       `json:"stage"`
 	Addr      string    `json:"addr"`
 	Node      string    `json:"node,omitempty"`
@@ -63,6 +65,9 @@ type Status struct {
 	Paused   int           `json:"paused"`
 	Stages   []StageStatus `json:"stages"`
 	Counters Counters      `json:"counters"`
+	// Prefill are a Pool's prefill replicas' totals (nil without any): Completed counts the
+	// prompts they computed for the decode replicas, whose Counters count each completion once.
+	Prefill *Counters `json:"prefill,omitempty"`
 }
 
 // Status reports requests by state and the connection of every stage.

@@ -100,7 +100,7 @@ func (r *stageRun) waitListening(ctx context.Context) error {
 
 // signalReady sends stage-ready until the deployment takes it, the worker exits or ctx ends.
 func (r *stageRun) signalReady(ctx context.Context) error {
-	m := serving.StageReady{Replica: r.a.Replica, Stage: r.a.Stage, InstanceID: r.a.InstanceID, Epoch: r.a.Epoch,
+	m := serving.StageReady{Pool: r.a.Pool, Replica: r.a.Replica, Stage: r.a.Stage, InstanceID: r.a.InstanceID, Epoch: r.a.Epoch,
 		WorkerAddr: r.p.addr, HolderAddr: r.s.HolderAddr}
 	if m.InstanceID == "" {
 		m.InstanceID = r.s.NodeID
@@ -246,10 +246,11 @@ func (r *stageRun) ping(ctx context.Context) {
 	r.setState(func(h *Heartbeat) { h.Load = &l })
 }
 
-// Successor is the ring successor of (replica, stage) in a pipeline of depth stages: its
-// ready addresses, ok false while it is not ready.
-func Successor(p serving.Pipeline, replica, stage, depth int) (Peers, bool) {
-	return readyPeers(successorAddr(p, replica, stage, depth))
+// Successor is the ring successor of (replica, stage) of a pool in a pipeline of depth
+// stages: its ready addresses, ok false while it is not ready. For a prefill replica the
+// holder is the one it streams prompts to (serving.ReplicaStages).
+func Successor(p serving.Pipeline, pool string, replica, stage, depth int) (Peers, bool) {
+	return readyPeers(successorAddr(p, pool, replica, stage, depth))
 }
 
 // readyPeers is a stage's addresses as a worker's peers, ok false while it is not ready.
@@ -260,12 +261,12 @@ func readyPeers(a serving.StageAddr) (Peers, bool) {
 	return Peers{Next: a.Addr, Holder: a.Holder}, true
 }
 
-// successorAddr is the pipeline's entry for the ring successor of (replica, stage); the zero
+// successorAddr is the pipeline's entry for the ring successor of (pool, replica, stage); the zero
 // StageAddr (not ready) when the pipeline has none.
-func successorAddr(p serving.Pipeline, replica, stage, depth int) serving.StageAddr {
+func successorAddr(p serving.Pipeline, pool string, replica, stage, depth int) serving.StageAddr {
 	next := (stage + 1) % depth
 	for _, rs := range p.Replicas {
-		if rs.Replica != replica {
+		if rs.Pool != pool || rs.Replica != replica {
 			continue
 		}
 		for _, st := range rs.Stages {
@@ -291,7 +292,7 @@ func (r *stageRun) syncPeers(ctx context.Context) bool {
 		}
 		return true
 	}
-	at := successorAddr(pl, r.a.Replica, r.a.Stage, r.a.Depth)
+	at := successorAddr(pl, r.a.Pool, r.a.Replica, r.a.Stage, r.a.Depth)
 	want, ok := readyPeers(at)
 	if !ok {
 		return false

@@ -97,8 +97,11 @@ type Supervisor struct {
 	killed bool
 }
 
+// procKey is a worker's stage; prefill and decode replicas are numbered apart, so the pool
+// is part of it.
 type procKey struct {
 	deployment     string
+	pool           string
 	replica, stage int
 }
 
@@ -208,7 +211,7 @@ func (s *Supervisor) Run(ctx context.Context, a serving.StageAssignment, hb func
 // acquire adopts the running worker of a's stage (a.Adopt) or starts a new one, stopping a
 // previous worker of the same stage first.
 func (s *Supervisor) acquire(a serving.StageAssignment, log zerolog.Logger) (*proc, chan struct{}, bool, error) {
-	key := procKey{a.Deployment, a.Replica, a.Stage}
+	key := procKey{a.Deployment, a.Pool, a.Replica, a.Stage}
 	s.mu.Lock()
 	if s.killed {
 		s.mu.Unlock()
@@ -234,8 +237,10 @@ func (s *Supervisor) acquire(a serving.StageAssignment, log zerolog.Logger) (*pr
 	}
 
 	peers := Peers{Next: a.NextWorkerAddr, Holder: a.NextHolderAddr}
-	if a.Depth == 1 && peers.Holder == "" {
-		peers.Holder = s.HolderAddr // one stage: its replica stays on its own node
+	if a.Depth == 1 && peers.Holder == "" && a.Pool != serving.PoolPrefill {
+		// One stage: its replica stays on its own node. Not a prefill stage's: its prompts
+		// belong on its decode replica's node, which the stages query gives it.
+		peers.Holder = s.HolderAddr
 	}
 	port, err := freePort(s.Host)
 	if err != nil {

@@ -62,11 +62,12 @@ func Settled(p serving.Pipeline) bool {
 
 // RoutesOf is every replica of the pipeline with its ordered stage addresses once all of its
 // stages are ready, and no stages while one is not (the router pauses that replica's requests
-// until its replacement is ready; the other replicas go on).
+// until its replacement is ready; the other replicas go on). A prefill replica keeps its pool
+// and the decode replica it feeds, so the router sends that replica's prompts to it.
 func RoutesOf(p serving.Pipeline) []router.ReplicaRoute {
 	out := make([]router.ReplicaRoute, 0, len(p.Replicas))
 	for _, rep := range p.Replicas {
-		rt := router.ReplicaRoute{Replica: rep.Replica}
+		rt := router.ReplicaRoute{Pool: rep.Pool, Feeds: rep.Feeds, Replica: rep.Replica}
 		if rep.Ready {
 			for _, s := range rep.Stages {
 				rt.Stages = append(rt.Stages, router.StageAddr{Addr: s.Addr, Node: s.Node})

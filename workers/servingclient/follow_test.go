@@ -21,6 +21,20 @@ func TestRoutesOfListsEveryReplicaWithStagesOnlyOnceReady(t *testing.T) {
 	assert.Empty(t, RoutesOf(serving.Pipeline{}), "no replica yet: the pool keeps what it has")
 }
 
+func TestRoutesOfKeepsThePrefillPool(t *testing.T) {
+	p := serving.Pipeline{Replicas: []serving.ReplicaStages{
+		{Replica: 0, Ready: true, Stages: []serving.StageAddr{{Stage: 0, Addr: "d:1", Holder: "d:9", Ready: true}}},
+		{Pool: serving.PoolPrefill, Replica: 0, Feeds: 0, Ready: true, Stages: []serving.StageAddr{{Stage: 0, Addr: "p:1", Holder: "d:9", Ready: true}}},
+		{Pool: serving.PoolPrefill, Replica: 1, Feeds: 0},
+	}}
+	assert.Equal(t, []router.ReplicaRoute{
+		{Replica: 0, Stages: []router.StageAddr{{Addr: "d:1"}}},
+		{Pool: router.PoolPrefill, Replica: 0, Stages: []router.StageAddr{{Addr: "p:1"}}},
+		{Pool: router.PoolPrefill, Replica: 1},
+	}, RoutesOf(p))
+	assert.Equal(t, serving.PoolPrefill, router.PoolPrefill, "the router and the deployment name the pool alike")
+}
+
 func TestSettledOnlyWithEveryReplicaReadyAndNoStageMoving(t *testing.T) {
 	ready := func(moving bool) serving.ReplicaStages {
 		return serving.ReplicaStages{Ready: true, Stages: []serving.StageAddr{{Stage: 0, Ready: true}, {Stage: 1, Ready: true, Moving: moving}}}

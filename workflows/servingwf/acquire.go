@@ -23,7 +23,7 @@ type need struct {
 // needs lists the machines to buy, in slot order.
 func (d *dep) needs() []need {
 	var out []need
-	for _, s := range d.slots {
+	for _, s := range d.all() {
 		switch {
 		case s.inst.ID == "" && s.standby == nil:
 			out = append(out, need{slot: s})
@@ -63,17 +63,17 @@ func (d *dep) ensure(ctx workflow.Context) error {
 		req := serving.PlacementRequest{Offers: offers, Spot: d.spec.Spot, GPUTypes: d.spec.Resources.GPUTypes,
 			Unavailable: d.unavailable, Avoided: d.avoided, Now: now}
 		for _, n := range needs {
-			req.Need = append(req.Need, serving.Slot{Replica: n.slot.replica, Stage: n.slot.stage})
+			req.Need = append(req.Need, n.slot.key())
 			if n.slot.toSpot {
-				req.SpotOnly = append(req.SpotOnly, serving.Slot{Replica: n.slot.replica, Stage: n.slot.stage})
+				req.SpotOnly = append(req.SpotOnly, n.slot.key())
 			}
 		}
-		for _, s := range d.slots {
+		for _, s := range d.all() {
 			if s.inst.ID != "" && s.noticedAt.IsZero() {
-				req.Held = append(req.Held, serving.ZoneUse{Slot: serving.Slot{Replica: s.replica, Stage: s.stage}, Zone: s.inst.Zone})
+				req.Held = append(req.Held, serving.ZoneUse{Slot: s.key(), Zone: s.inst.Zone})
 			}
 			if s.standby != nil {
-				req.Held = append(req.Held, serving.ZoneUse{Slot: serving.Slot{Replica: s.replica, Stage: s.stage}, Zone: s.standby.inst.Zone})
+				req.Held = append(req.Held, serving.ZoneUse{Slot: s.key(), Zone: s.standby.inst.Zone})
 			}
 		}
 		p := serving.Place(req)
@@ -94,7 +94,7 @@ func (d *dep) ensure(ctx workflow.Context) error {
 	}
 	var short []serving.Slot
 	for _, n := range d.needs() {
-		short = append(short, serving.Slot{Replica: n.slot.replica, Stage: n.slot.stage})
+		short = append(short, n.slot.key())
 	}
 	d.noSpotToReturnTo(ctx, short)
 	if n := len(d.needs()); n > 0 {
@@ -112,7 +112,7 @@ func (d *dep) ensure(ctx workflow.Context) error {
 // now (the next check is SpotReturnEvery later). They keep their on-demand machines.
 func (d *dep) noSpotToReturnTo(ctx workflow.Context, unplaced []serving.Slot) {
 	for _, u := range unplaced {
-		if s := d.slotAt(u.Replica, u.Stage); s != nil && s.toSpot && s.standby == nil {
+		if s := d.slotOf(u.Pool, u.Replica, u.Stage); s != nil && s.toSpot && s.standby == nil {
 			s.toSpot = false
 			d.event(ctx, fmt.Sprintf("replica %d stage %d stays on demand: no spot room", s.replica, s.stage))
 		}
@@ -144,7 +144,7 @@ func (d *dep) take(ctx workflow.Context, p serving.Placement, got fleet.Result, 
 	now := workflow.Now(ctx)
 	used := make([]bool, len(got.Instances))
 	for _, sp := range p.Stages {
-		i := slices.IndexFunc(needs, func(n need) bool { return n.slot.replica == sp.Replica && n.slot.stage == sp.Stage })
+		i := slices.IndexFunc(needs, func(n need) bool { return n.slot.key() == sp.Slot })
 		if i < 0 {
 			continue
 		}

@@ -29,6 +29,7 @@ func (d *dep) admit(ctx workflow.Context) error {
 	}
 	d.status.Name, d.status.Model = d.spec.Name, d.spec.ModelID()
 	d.layers = serving.SplitLayers(d.spec.Model.Dims().Layers, d.spec.Stages)
+	d.admitPools(ctx)
 	if d.scale <= 0 {
 		scale, err := jobwf.TimeScale(ctx)
 		if err != nil {

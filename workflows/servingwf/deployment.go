@@ -31,6 +31,9 @@ func ServingDeployment(ctx workflow.Context, in serving.DeployInput) (serving.St
 	if d.in.Carried == nil {
 		d.addReplicas(d.wantReplicas)
 	}
+	if d.pools {
+		d.addPrefill(d.spec.PrefillReplicas)
+	}
 	d.event(ctx, "started")
 	err := d.loop(ctx)
 	return d.finish(ctx, err)
@@ -72,7 +75,7 @@ func (d *dep) stop(ctx workflow.Context) error {
 	timer := workflow.NewTimerWithOptions(tctx, d.opts.DrainTimeout, workflow.TimerOptions{Summary: "wait for the stages to drain"})
 	jobwf.AwaitRuns(ctx, timer, d.runs, nil)
 	d.runs = nil
-	for _, s := range d.slots {
+	for _, s := range d.all() {
 		s.run, s.state, s.workerAddr, s.holderAddr = nil, "", "", ""
 	}
 	if err := d.cleanup(ctx); err != nil {
@@ -90,7 +93,7 @@ func (d *dep) cleanup(ctx workflow.Context) error {
 	if err := d.release(ctx, ids); err != nil {
 		return err
 	}
-	for _, s := range d.slots {
+	for _, s := range d.all() {
 		s.inst, s.standby = cloud.Instance{}, nil
 	}
 	stragglers, leaked, err := jobwf.ReleaseStragglers(ctx, d.id, d.release)
@@ -113,7 +116,7 @@ func (d *dep) canContinueAsNew(ctx workflow.Context) bool {
 	if !workflow.GetInfo(ctx).GetContinueAsNewSuggested() && (d.opts.ContinueAsNewAfter <= 0 || d.events < d.opts.ContinueAsNewAfter) {
 		return false
 	}
-	for _, s := range d.slots {
+	for _, s := range d.all() {
 		if s.state != serving.StateReady || s.standby != nil || s.fo != nil || !s.noticedAt.IsZero() || s.toSpot {
 			return false
 		}
@@ -142,8 +145,8 @@ func (d *dep) continueAsNew(ctx workflow.Context) error {
 			c.OnDemandPrices[in.ID] = p
 		}
 	}
-	for _, s := range d.slots {
-		c.Slots = append(c.Slots, serving.CarriedSlot{Replica: s.replica, Stage: s.stage, InstanceID: s.inst.ID, State: s.state,
+	for _, s := range d.all() {
+		c.Slots = append(c.Slots, serving.CarriedSlot{Pool: s.pool, Replica: s.replica, Stage: s.stage, InstanceID: s.inst.ID, State: s.state,
 			WorkerAddr: s.workerAddr, HolderAddr: s.holderAddr, NoticedAt: s.noticedAt,
 			ReclaimAt: s.reclaimAt})
 	}
@@ -163,7 +166,7 @@ func (d *dep) drainNotices(ctx workflow.Context) {
 		if !notices.ReceiveAsync(&n) {
 			break
 		}
-		for _, s := range d.slots {
+		for _, s := range d.all() {
 			if s.inst.ID == n.InstanceID && s.noticedAt.IsZero() && !d.opts.IgnoreNotices {
 				s.noticedAt, s.reclaimAt = now, n.Deadline
 				d.status.Notices++

@@ -72,12 +72,17 @@ func (w *world) startedAt(a serving.StageAssignment) time.Time {
 	return time.Time{}
 }
 
-// current is the instance the latest assignment of (replica, stage) runs on.
+// current is the latest assignment of (replica, stage) of the decode (or colocated) pool.
 func (w *world) current(replica, stage int) serving.StageAssignment {
+	return w.currentIn(serving.PoolDecode, replica, stage)
+}
+
+// currentIn is the latest assignment of (replica, stage) of a pool.
+func (w *world) currentIn(pool string, replica, stage int) serving.StageAssignment {
 	w.Lock()
 	defer w.Unlock()
 	for i := len(w.assignments) - 1; i >= 0; i-- {
-		if a := w.assignments[i]; a.Replica == replica && a.Stage == stage {
+		if a := w.assignments[i]; a.Pool == pool && a.Replica == replica && a.Stage == stage {
 			return a
 		}
 	}
@@ -139,7 +144,7 @@ func newEnv(t *testing.T, w *world) *testsuite.TestWorkflowEnvironment {
 			}
 			w.Unlock()
 			if alive {
-				env.SignalWorkflow(serving.SignalStageReady, serving.StageReady{Replica: a.Replica, Stage: a.Stage, InstanceID: a.InstanceID,
+				env.SignalWorkflow(serving.SignalStageReady, serving.StageReady{Pool: a.Pool, Replica: a.Replica, Stage: a.Stage, InstanceID: a.InstanceID,
 					Epoch: a.Epoch, WorkerAddr: a.InstanceID + ":9000", HolderAddr: a.InstanceID + ":9100"})
 			}
 		}, boot)

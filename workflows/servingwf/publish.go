@@ -24,13 +24,16 @@ func (d *dep) publish(ctx workflow.Context) {
 func (d *dep) story() string {
 	var b strings.Builder
 	ready := 0
-	for _, s := range d.slots {
+	for _, s := range d.all() {
 		if s.state == serving.StateReady {
 			ready++
 		}
 	}
 	fmt.Fprintf(&b, "**%s** (%s) — %s, %d/%d stages ready (%d replicas × %d stages)", d.spec.Name, d.spec.ModelID(),
-		d.status.Phase, ready, len(d.slots), d.replicas(), d.depth())
+		d.status.Phase, ready, len(d.all()), d.replicas(), d.depth())
+	if n := d.prefillReplicas(); n > 0 {
+		fmt.Fprintf(&b, ", and %d prefill replicas streaming prompts to them", n)
+	}
 	fmt.Fprintf(&b, "\n\n%d GPUs in %s, $%.2f/h, $%.2f so far (on demand: $%.2f)", d.status.GPUs,
 		strings.Join(d.status.Zones, ", "), d.status.USDPerHour, d.status.CostUSD, d.status.OnDemandCostUSD)
 	fmt.Fprintf(&b, "\n\n%d failovers, %d preemptions, %d notices", d.status.Failovers, d.status.Preemptions, d.status.Notices)

@@ -26,7 +26,7 @@ func (d *dep) lookForSpot(ctx workflow.Context, now time.Time) {
 		return
 	}
 	var back []*slot
-	for _, s := range d.slots {
+	for _, s := range d.all() {
 		if s.inst.ID != "" && capOf(s.inst) == cloud.OnDemand && s.state == serving.StateReady && s.standby == nil &&
 			s.noticedAt.IsZero() && s.fo == nil && !s.toSpot {
 			back = append(back, s)

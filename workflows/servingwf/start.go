@@ -22,18 +22,35 @@ import (
 // restarts as soon as its successor is ready, usually at once. A standby (the migration off a
 // noticed machine) follows the same rule; a stage re-attached after continue-as-new (adopt)
 // starts at once, being ready already.
+//
+// A prefill replica's stage waits, besides, for the holder it streams prompts to: the one
+// the same stage of the decode replica it feeds restores from (holderSlot), on the node of that
+// replica's next stage. Without it the worker would have nowhere to keep the prompt.
 func (d *dep) advance(ctx workflow.Context) {
 	for r := range d.replicas() {
 		for st := d.depth() - 1; st >= 0; st-- {
-			s := d.slotAt(r, st)
-			successorReady := st == d.depth()-1 || d.slotAt(r, st+1).state == serving.StateReady
-			if s.inst.ID != "" && s.run == nil && (s.adopt || successorReady) {
-				d.start(ctx, s, s.inst, false)
-			}
-			if s.standby != nil && s.standby.run == nil && successorReady {
-				d.start(ctx, s, s.standby.inst, true)
-			}
+			d.advanceSlot(ctx, d.slotAt(r, st))
 		}
+	}
+	for p := range d.prefillReplicas() {
+		for st := d.depth() - 1; st >= 0; st-- {
+			d.advanceSlot(ctx, d.slotOf(serving.PoolPrefill, p, st))
+		}
+	}
+}
+
+// advanceSlot starts the run of s, or of its standby, if it may start now.
+func (d *dep) advanceSlot(ctx workflow.Context, s *slot) {
+	successorReady := s.stage == d.depth()-1 || d.next(s).state == serving.StateReady
+	if s.pool == serving.PoolPrefill {
+		h := d.holderSlot(s)
+		successorReady = successorReady && h != nil && h.state == serving.StateReady
+	}
+	if s.inst.ID != "" && s.run == nil && (s.adopt || successorReady) {
+		d.start(ctx, s, s.inst, false)
+	}
+	if s.standby != nil && s.standby.run == nil && successorReady {
+		d.start(ctx, s, s.standby.inst, true)
 	}
 }
 
@@ -65,14 +82,24 @@ func standbyPreload(reclaimAt, now time.Time) time.Duration {
 func (d *dep) start(ctx workflow.Context, s *slot, inst cloud.Instance, isStandby bool) {
 	d.status.Epoch++
 	epoch := d.status.Epoch
-	a := serving.StageAssignment{Deployment: d.id, InstanceID: inst.ID, Replica: s.replica, Stage: s.stage, Depth: d.depth(),
+	a := serving.StageAssignment{Deployment: d.id, InstanceID: inst.ID, Pool: s.pool, Replica: s.replica, Stage: s.stage, Depth: d.depth(),
 		Layers: d.layers[s.stage], Model: d.spec.Model.Dims(), MaxBatch: d.spec.MaxBatch, MaxContext: d.spec.MaxContext,
 		Replication: d.spec.KVReplication == serving.ReplicationOn, Epoch: epoch,
 		Restore: s.restore || isStandby, Adopt: s.adopt && !isStandby, TimeScale: float64(d.scale)}
 	if n := d.next(s); n != nil && n != s && n.state == serving.StateReady {
 		a.NextHolderAddr, a.NextWorkerAddr = n.holderAddr, n.workerAddr
 	}
-	if isStandby && a.Replication {
+	if s.pool == serving.PoolPrefill {
+		// Its prompts go where the decode replica it feeds restores them from, not to its own
+		// ring (advance started it only once that holder was known).
+		a.NextHolderAddr = ""
+		if h := d.holderSlot(s); h != nil && h.state == serving.StateReady {
+			a.NextHolderAddr = h.holderAddr
+		}
+	}
+	// A prefill stage keeps no request beyond its prompt's hand-off: nothing to preload, and
+	// the replicas under its (deployment, stage) at that holder are the decode stage's.
+	if isStandby && a.Replication && s.pool != serving.PoolPrefill {
 		a.PreloadSeconds = standbyPreload(s.reclaimAt, workflow.Now(ctx)).Seconds()
 	}
 	rctx, cancel := workflow.WithCancel(ctx)
@@ -89,8 +116,8 @@ func (d *dep) start(ctx workflow.Context, s *slot, inst cloud.Instance, isStandb
 		TaskQueue: taskqueue.Node(inst.ID), StartToCloseTimeout: 30 * 24 * time.Hour,
 		ScheduleToStartTimeout: d.opts.ScheduleToStartTimeout, HeartbeatTimeout: d.opts.HeartbeatTimeout,
 		WaitForCancellation: true, RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
-		Summary: fmt.Sprintf("%s replica %d stage %d/%d (layers %d-%d) on %s, epoch %d",
-			what, s.replica, s.stage, d.depth(), a.Layers.First, a.Layers.End-1, inst.ID, epoch),
+		Summary: fmt.Sprintf("%s %s/%d (layers %d-%d) on %s, epoch %d",
+			what, s.name(), d.depth(), a.Layers.First, a.Layers.End-1, inst.ID, epoch),
 	})
 	run := &stageRun{slot: s, epoch: epoch, instanceID: inst.ID, cancel: cancel, startedAt: workflow.Now(ctx), standby: isStandby,
 		Run: jobwf.Run[serving.StageResult]{Future: workflow.ExecuteActivity(actx, serving.ActivityRunStage, a)}}
@@ -104,7 +131,7 @@ func (d *dep) start(ctx workflow.Context, s *slot, inst cloud.Instance, isStandb
 			s.state = serving.StateStarting
 		}
 	}
-	d.event(ctx, fmt.Sprintf("%s replica %d stage %d on %s, epoch %d", what, s.replica, s.stage, inst.ID, epoch))
+	d.event(ctx, fmt.Sprintf("%s %s on %s, epoch %d", what, s.name(), inst.ID, epoch))
 }
 
 // retire cancels a run whose end no longer matters (replaced, scaled away, stopped).

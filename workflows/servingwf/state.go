@@ -26,6 +26,10 @@ type dep struct {
 	status serving.Status
 	// slots are the (replica, stage) pairs, in replica-then-stage order: slot r*depth+s.
 	slots []*slot
+	// prefill are the prefill replicas' slots (spec prefill_replicas), laid out the same way;
+	// pools says this run has them (poolsVersion).
+	prefill []*slot
+	pools   bool
 	// held are every instance held (stages and standbys), in acquisition order.
 	held    []cloud.Instance
 	odPrice map[string]float64
@@ -60,6 +64,7 @@ type dep struct {
 // slot is one (replica, stage): the machine it runs on, its RunStage, and the failover in
 // progress, if any.
 type slot struct {
+	pool           string // serving.PoolPrefill or empty (decode)
 	replica, stage int
 	inst           cloud.Instance // ID "" while none is assigned
 	state          string         // "", starting, ready, lost
@@ -130,7 +135,7 @@ func newDep(ctx workflow.Context, in serving.DeployInput) *dep {
 		d.unavailable, d.avoided, d.scale, d.fleets = c.Unavailable, c.Avoided, c.TimeScale, c.Fleets
 		d.served = true
 		for _, cs := range c.Slots {
-			s := &slot{replica: cs.Replica, stage: cs.Stage, state: cs.State, workerAddr: cs.WorkerAddr, holderAddr: cs.HolderAddr,
+			s := &slot{pool: cs.Pool, replica: cs.Replica, stage: cs.Stage, state: cs.State, workerAddr: cs.WorkerAddr, holderAddr: cs.HolderAddr,
 				noticedAt: cs.NoticedAt, reclaimAt: cs.ReclaimAt, restore: true, served: true}
 			if inst, ok := d.heldInstance(cs.InstanceID); ok {
 				s.inst = inst
@@ -139,7 +144,11 @@ func newDep(ctx workflow.Context, in serving.DeployInput) *dep {
 			if s.inst.ID == "" {
 				s.state = serving.StateLost
 			}
-			d.slots = append(d.slots, s)
+			if s.pool == serving.PoolPrefill {
+				d.prefill = append(d.prefill, s)
+			} else {
+				d.slots = append(d.slots, s)
+			}
 		}
 		d.version = 1
 	}
@@ -166,7 +175,7 @@ func (d *dep) slotAt(replica, stage int) *slot {
 }
 
 // next is the stage after s in its replica's ring: (stage+1) mod depth.
-func (d *dep) next(s *slot) *slot { return d.slotAt(s.replica, (s.stage+1)%d.depth()) }
+func (d *dep) next(s *slot) *slot { return d.slotOf(s.pool, s.replica, (s.stage+1)%d.depth()) }
 
 // addReplicas lays out the slots of replicas up to n.
 func (d *dep) addReplicas(n int) {
@@ -225,9 +234,10 @@ func (d *dep) refresh(now time.Time) {
 	d.status.Zones = slices.Compact(d.status.Zones)
 	d.status.Replicas = d.wantReplicas
 	d.status.Depth = d.depth()
-	d.status.Stages = make([]serving.StageStatus, 0, len(d.slots))
-	for _, s := range d.slots {
-		st := serving.StageStatus{Replica: s.replica, Stage: s.stage, InstanceID: s.inst.ID, Zone: s.inst.Zone, Capacity: s.inst.Capacity,
+	d.status.PrefillReplicas = d.prefillReplicas()
+	d.status.Stages = make([]serving.StageStatus, 0, len(d.slots)+len(d.prefill))
+	for _, s := range d.all() {
+		st := serving.StageStatus{Pool: s.pool, Replica: s.replica, Stage: s.stage, InstanceID: s.inst.ID, Zone: s.inst.Zone, Capacity: s.inst.Capacity,
 			WorkerAddr: s.workerAddr, HolderAddr: s.holderAddr, State: s.state, NoticedAt: s.noticedAt,
 			ReclaimAt: s.reclaimAt}
 		if s.stage < len(d.layers) {
@@ -293,5 +303,6 @@ func (d *dep) pipeline() serving.Pipeline {
 		}
 		p.Replicas = append(p.Replicas, rs)
 	}
+	p.Replicas = append(p.Replicas, d.prefillPipelines()...)
 	return p
 }

@@ -104,7 +104,7 @@ func (d *dep) updatePhase(ctx workflow.Context) {
 		return
 	}
 	all, recovering, lacking := len(d.slots) > 0, false, false
-	for _, s := range d.slots {
+	for _, s := range d.all() {
 		if s.state != serving.StateReady {
 			all = false
 			recovering = recovering || s.served
@@ -128,7 +128,7 @@ func (d *dep) updatePhase(ctx workflow.Context) {
 // ready (and ends a failover in progress); one of its standby switches the stage over to the
 // standby, then releases the noticed machine. Reports of older epochs are stale.
 func (d *dep) onReady(ctx workflow.Context, m serving.StageReady) error {
-	s := d.slotAt(m.Replica, m.Stage)
+	s := d.slotOf(m.Pool, m.Replica, m.Stage)
 	if s == nil {
 		return nil
 	}
@@ -274,7 +274,7 @@ func (d *dep) onLost(ctx workflow.Context, s *slot, why loss) error {
 		d.status.LostInstances++
 	}
 	if s.served && s.fo == nil {
-		s.fo = &serving.Failover{At: now, Replica: s.replica, Stage: s.stage, From: old.ID}
+		s.fo = &serving.Failover{At: now, Pool: s.pool, Replica: s.replica, Stage: s.stage, From: old.ID}
 	}
 	if s.state == serving.StateReady {
 		s.downSince = now
@@ -297,7 +297,7 @@ func (d *dep) onNotice(ctx workflow.Context, n serving.PreemptionNotice) error {
 	if n.Kind != cloud.Notice {
 		return d.confirm(ctx, []string{n.InstanceID})
 	}
-	for _, s := range d.slots {
+	for _, s := range d.all() {
 		if s.standby != nil && s.standby.inst.ID == n.InstanceID {
 			d.status.Notices++
 			d.avoidZone(s.standby.inst.Zone, workflow.Now(ctx))
@@ -326,7 +326,7 @@ func (d *dep) noticed(ctx workflow.Context, s *slot, reclaimAt time.Time) error 
 	}
 	s.noticedAt, s.reclaimAt = now, reclaimAt
 	if s.fo == nil {
-		s.fo = &serving.Failover{At: now, Replica: s.replica, Stage: s.stage, Notice: true, From: s.inst.ID}
+		s.fo = &serving.Failover{At: now, Pool: s.pool, Replica: s.replica, Stage: s.stage, Notice: true, From: s.inst.ID}
 	}
 	d.event(ctx, fmt.Sprintf("preemption notice for %s (replica %d stage %d): migrating", s.inst.ID, s.replica, s.stage))
 	return nil
@@ -358,7 +358,7 @@ func (d *dep) onPoll(ctx workflow.Context) error {
 	}
 	now := workflow.Now(ctx)
 	d.lookForSpot(ctx, now)
-	for _, s := range d.slots {
+	for _, s := range d.all() {
 		if r := s.run; r != nil && s.state == serving.StateStarting && now.Sub(r.startedAt) > d.opts.StageReadyTimeout {
 			d.retire(r)
 			s.run = nil
@@ -394,7 +394,7 @@ func (d *dep) confirm(ctx workflow.Context, ids []string) error {
 		if v == cloud.VerdictAlive {
 			continue
 		}
-		for _, s := range d.slots {
+		for _, s := range d.all() {
 			switch {
 			case s.inst.ID == in.ID && v.Lost():
 				if err := d.onLost(ctx, s, lossOf(v)); err != nil {
