@@ -1,0 +1,125 @@
+"""Microbatch swapping (swap.py, hostkv.py, microbatch.py) on the CPU, where the host↔device
+copies are plain copies: a swapping engine yields the tokens a non-swapping one does, and serves
+a batch its GPU KV pool alone cannot hold."""
+
+import pytest
+
+pytest.importorskip("torch")
+
+import torch  # noqa: E402
+
+from schooner_serve.config import CONFIGS, encode  # noqa: E402
+from schooner_serve.engine import StageEngine, generate  # noqa: E402
+from schooner_serve.hostkv import HostFull, HostKV  # noqa: E402
+from schooner_serve.kvpool import PoolFull  # noqa: E402
+from schooner_serve.microbatch import Microbatches  # noqa: E402
+
+TINY = CONFIGS["tiny"]
+SEED = 7
+BLOCK = 4
+PER_POS = TINY.kv_bytes_per_token(4)  # f32, all layers
+
+
+def requests(n=8, out=10):
+    """n requests of different prompt lengths, greedy and seeded sampling."""
+    return [{"request": f"r{i}", "prompt": encode("swap " * (1 + i % 3) + str(i)), "max_tokens": out,
+             "temperature": 0.8 if i % 2 else 0.0, "seed": i, "stop": []} for i in range(n)]
+
+
+def serve(engine, reqs, count, size):
+    """All requests through Microbatches: admitted, prefilled a microbatch a step, decoded round
+    robin to the end. Returns request -> tokens."""
+    mb = Microbatches(engine, count, size)
+    out = {}
+    for g, group in enumerate(mb.admit(reqs)):
+        if group:
+            for r, t in zip(group, mb.prefill(g, group)):
+                out[r["request"]] = [t]
+    while len(mb):
+        for r, _k, t, _done in mb.step():
+            out[r].append(t)
+    return out
+
+
+def reserve_blocks(reqs):
+    return max(-(-(len(r["prompt"]) + r["max_tokens"]) // BLOCK) for r in reqs)
+
+
+def test_a_swapping_engine_yields_the_same_tokens_as_one_holding_every_cache_on_the_gpu():
+    reqs = requests()
+    plain = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=len(reqs) * reserve_blocks(reqs), block=BLOCK)
+    want = serve(plain, reqs, count=4, size=2)
+    # Room on the "GPU" for two microbatches of two: the other two live in host memory.
+    swapping = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=4 * reserve_blocks(reqs), block=BLOCK,
+                           swap_host=len(reqs) * 64 * PER_POS)
+    got = serve(swapping, reqs, count=4, size=2)
+    assert got == want
+    st = swapping.swap.stats
+    # Every decode round swaps the two microbatches not computing out and back in.
+    assert st["evictions"] > 0 and st["swap_ins"] > 0 and st["prefetches"] > 0, st
+    assert st["in_bytes"] > 0 and st["out_bytes"] > 0
+    # Each request alone, without swapping or microbatches, says the same.
+    ref = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=64, block=BLOCK)
+    for r in reqs:
+        assert got[r["request"]] == generate(ref, r["request"], r["prompt"], r["max_tokens"], r["temperature"],
+                                             r["seed"]), r["request"]
+    # Everything released: no page or host region left.
+    assert swapping.pool.num_free == swapping.pool.num_blocks and not swapping.swap.host.regions
+
+
+def test_with_swapping_a_batch_larger_than_the_gpu_pool_is_served_that_without_it_is_refused():
+    reqs = requests(n=12)
+    gpu_blocks = 3 * reserve_blocks(reqs)  # three requests' reservations: a quarter of the batch
+    plain = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=gpu_blocks, block=BLOCK)
+    with pytest.raises(PoolFull):
+        Microbatches(plain, 4, 3).admit(reqs)
+    swapping = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=gpu_blocks, block=BLOCK,
+                           swap_host=len(reqs) * 64 * PER_POS)
+    # Six microbatches of two: a step's two always fit; the next one beside it only while the
+    # contexts are short (later the step swaps it in itself).
+    got = serve(swapping, reqs, count=6, size=2)
+    assert len(got) == len(reqs) and all(len(t) == r["max_tokens"] for t, r in zip(got.values(), reqs))
+    ref = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=64, block=BLOCK)
+    for r in reqs:
+        assert got[r["request"]] == generate(ref, r["request"], r["prompt"], r["max_tokens"], r["temperature"],
+                                             r["seed"]), r["request"]
+    assert swapping.swap.stats["evictions"] > 0
+
+
+def test_a_step_larger_than_the_gpu_pool_is_refused_and_admission_stops_at_the_host_pools_size():
+    reqs = requests(n=4)
+    e = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=reserve_blocks(reqs), block=BLOCK,
+                    swap_host=2 * 40 * PER_POS)
+    mb = Microbatches(e, 2, 2)
+    with pytest.raises(HostFull):  # two 40-position regions of host memory, for four requests
+        mb.admit(reqs)
+    e2 = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=reserve_blocks(reqs), block=BLOCK,
+                     swap_host=8 * 40 * PER_POS)
+    mb2 = Microbatches(e2, 1, 4)
+    (group,) = mb2.admit(reqs)
+    with pytest.raises(PoolFull, match="the GPU pool has"):  # four prompts at once: one fits
+        mb2.prefill(0, group)
+
+
+def test_the_host_pool_allocates_first_fit_and_merges_freed_extents():
+    h = HostKV(1, 10, 1, 2, torch.float32, pin=False)
+    h.allocate("a", 3)
+    h.allocate("b", 4)
+    h.allocate("c", 3)
+    assert h.num_free == 0
+    with pytest.raises(HostFull):
+        h.allocate("d", 1)
+    h.view("b", 0, 4).fill_(2.0)
+    h.release("a")
+    h.release("c")
+    assert h.free == [(0, 3), (7, 3)]
+    with pytest.raises(HostFull):
+        h.allocate("d", 4)  # six free, but no four together
+    h.release("b")
+    assert h.free == [(0, 10)]
+    h.allocate("e", 2)
+    h.view("e", 0, 2).fill_(5.0)
+    h.allocate("e", 6)  # grows: moved, contents kept
+    assert h.view("e", 0, 2).eq(5.0).all() and h.regions["e"][1] == 6
+    with pytest.raises(IndexError):
+        h.view("e", 0, 7)
