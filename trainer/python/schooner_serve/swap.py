@@ -9,8 +9,13 @@ Every admitted request has a host region (its whole reservation); some are also 
 the GPU pool. A request's positions [0, on_host) are valid in host memory; a resident one's
 newer positions are only in the GPU pool until it is evicted, when just those are copied out
 (a decode step adds one position, so a swap-out is small; the swap-in of a whole context is
-what costs). Eviction is least recently used first among the residents not protected (the
-step's requests and the prefetched ones): with room for all, nothing is ever swapped.
+what costs). Eviction takes the most recently used residents first, never the step's own
+requests or the prefetched ones: microbatches take their turns in a fixed cycle, and for a
+cycle longer than the pool holds, least-recently-used eviction would evict each microbatch just
+before its turn (every step a full swap-in), where most-recently-used eviction keeps all but
+one slot's worth resident for good and swaps the rest through it (Belady's choice for a loop).
+With room for every microbatch nothing is ever swapped; with room for C of N, N - C + 1 of them
+are swapped in per round.
 
 On a GPU the copies run on a side stream: the side stream first waits for the compute issued
 so far (a freed page may still be read by it), and the compute stream waits for the side
@@ -37,7 +42,7 @@ class Swapper:
         self.side = torch.cuda.Stream(self.device) if self.cuda else None
         self.length: dict[str, int] = {}  # a swapped-out request's positions
         self.on_host: dict[str, int] = {}  # positions [0, n) valid in host memory
-        self.resident: collections.OrderedDict = collections.OrderedDict()  # least recently used first
+        self.resident: collections.OrderedDict = collections.OrderedDict()  # most recently used last
         self.ready: dict[str, object] = {}  # resident request -> the side stream's event of its swap-in
         self.current: set = set()  # the step's requests: not evicted by its prefetch
         self.stats = {"swap_ins": 0, "swap_outs": 0, "in_bytes": 0, "out_bytes": 0, "evictions": 0,
@@ -121,7 +126,7 @@ class Swapper:
         if self.blocks_for(rows) > self.pool.num_blocks:
             raise PoolFull(f"the step's {len(rows)} sequences need {self.blocks_for(rows)} KV blocks; "
                            f"the GPU pool has {self.pool.num_blocks}")
-        victims = [r for r in self.resident if r not in protect]
+        victims = [r for r in reversed(self.resident) if r not in protect]  # most recently used first
         out = []
         while need > self.pool.num_free and victims:
             out.append(victims.pop(0))

@@ -123,3 +123,22 @@ def test_the_host_pool_allocates_first_fit_and_merges_freed_extents():
     assert h.view("e", 0, 2).eq(5.0).all() and h.regions["e"][1] == 6
     with pytest.raises(IndexError):
         h.view("e", 0, 7)
+
+
+def test_with_room_for_three_of_four_microbatches_two_are_swapped_in_per_round_not_four():
+    # Eight requests of 8 prompt positions and 6 tokens: every context fits one block of 16, so
+    # the pool's 6 blocks hold exactly three microbatches of two.
+    reqs = [{"request": f"r{i}", "prompt": encode(f"swap {i:02d}"), "max_tokens": 6, "temperature": 0.0,
+             "seed": 0, "stop": []} for i in range(8)]
+    e = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=6, block=16, swap_host=8 * 16 * PER_POS)
+    mb = Microbatches(e, 4, 2)
+    for g, group in enumerate(mb.admit(reqs)):
+        mb.prefill(g, group)
+    before = e.swap.stats["swap_ins"]
+    rounds = 4
+    for _ in range(4 * rounds):
+        mb.step()
+    # Most-recently-used eviction: two microbatches stay resident for good and the other two
+    # take turns in the third slot: two microbatches (four requests) swapped in per round, where
+    # least-recently-used eviction would swap in all four (eight requests) every round.
+    assert (e.swap.stats["swap_ins"] - before) == rounds * 2 * 2, e.swap.stats
