@@ -410,7 +410,10 @@ class StageEngine:
         prefetch's (request, positions) rows — the next step's — start swapping in beside this
         step's compute; without swapping prefetch is ignored."""
         if self.swap is not None:
-            self.swap.ensure([(e["request"], e["positions"][1]) for e in entries])
+            rows = [(e["request"], e["positions"][1]) for e in entries]
+            if len(entries) > 1 and self.swap.blocks_for(rows) > self.pool.num_blocks:
+                return self._forward_in_parts(kind, entries, x, prefetch)
+            self.swap.ensure(rows)
             if prefetch:
                 self.swap.prefetch(prefetch)
         pool, dev = self.pool, self.device
@@ -494,6 +497,28 @@ class StageEngine:
         for r, _, p1, _ in segs:
             pool.lengths[r] = p1
         return x
+
+    def _forward_in_parts(self, kind: str, entries: list[dict], x, prefetch):
+        """Swapping, a step whose sequences do not fit the GPU pool together (a stage whose pool
+        is smaller than the first stage's, which chose the step) runs as consecutive forwards of
+        parts that do, each swapping its sequences in: every row attends to its own request's
+        cache only, so the parts' outputs are the step's."""
+        parts, cur, blocks = [], [], 0
+        for e in entries:
+            n = self.pool.blocks_needed(e["positions"][1])
+            if cur and blocks + n > self.pool.num_blocks:
+                parts.append(cur)
+                cur, blocks = [], 0
+            cur.append(e)
+            blocks += n
+        parts.append(cur)
+        outs, row = [], 0
+        for i, part in enumerate(parts):
+            n = sum(e["positions"][1] - e["positions"][0] for e in part)
+            xs = x[row:row + n]
+            row += n
+            outs.append(self.forward(kind, part, xs, prefetch if i == len(parts) - 1 else None))
+        return torch.cat(outs)
 
     def _decoded(self, entries, segs, slots_t, x):
         """After a decode step: the cache lengths move on and, replicating, the step's new K/V of

@@ -88,7 +88,9 @@ class Swapper:
         others as needed, and have the compute stream wait for their swap-ins. PoolFull when the
         step alone needs more blocks than the GPU pool has."""
         self.current = {r for r, _ in rows}
-        self._bring(rows, protect=self.current, strict=True)
+        # Swap-ins the step waits for in full: no prefetch brought them (none was given, or it
+        # did not fit beside the step before).
+        self.stats["sync_ins"] += self._bring(rows, protect=self.current, strict=True)
         if self.cuda:
             events = {id(e): e for e in (self.ready.pop(r, None) for r, _ in rows) if e is not None}
             t = time.perf_counter()
@@ -117,7 +119,8 @@ class Swapper:
         self.stats["prefetches"] += 1
         return True
 
-    def _bring(self, rows, protect: set, strict: bool) -> None:
+    def _bring(self, rows, protect: set, strict: bool) -> int:
+        """Make rows resident (evicting unprotected residents); returns how many were swapped in."""
         need = 0
         for r, p1 in rows:
             if not self.host.has(r):
@@ -157,6 +160,7 @@ class Swapper:
             ev.record(self.side)
             for r, _ in rows:
                 self.ready[r] = ev
+        return len(fetch)
 
     def _evict(self, r: str) -> None:
         """Copy the resident request's positions not yet in host memory out, free its pages."""

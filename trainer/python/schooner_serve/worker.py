@@ -85,7 +85,8 @@ class Worker:
                                   dtype=getattr(torch, a.dtype) if a.dtype else None,
                                   kv_blocks=a.kv_blocks, kv_mem=int(a.kv_mem_gib * (1 << 30)) if a.kv_mem_gib else None,
                                   block=a.block, holder=a.holder, replicate=a.replicate == "on",
-                                  deployment=a.deployment, stage=a.stage, restore_wait_s=a.restore_wait)
+                                  deployment=a.deployment, stage=a.stage, restore_wait_s=a.restore_wait,
+                                  swap_host=int(a.swap_host_gib * (1 << 30)) or None)
         self.first, self.last = self.engine.is_first, self.engine.is_last
         self._capture_graphs()
         self._warm_prefill()
@@ -173,8 +174,7 @@ class Worker:
             print(f"schooner_serve: warm-up prefill of {n} positions in {time.perf_counter() - t:.2f} s",
                   file=sys.stderr, flush=True)
         finally:
-            e.pool.release(rid)
-            e.params.pop(rid, None)
+            e.release(rid)  # the writer is off: nothing is dropped at the holder
             e.writer = writer
 
     def on_sigterm(self, *_) -> None:
@@ -204,6 +204,12 @@ class Worker:
         reports the stage ready (and the deployment switches to it) once it listens, so the
         switch finds the caches here and fetches only the steps decoded since (preload.py)."""
         if self.a.preload <= 0 or not self.a.holder:
+            return {}
+        if self.engine.swap is not None:
+            # preload.py places replicas into GPU pages directly; a swapping stage restores them
+            # at the switch instead (each swapped in, placed, swapped out as any request).
+            print("schooner_serve: --preload is not done with --swap-host-gib: the switch restores instead",
+                  file=sys.stderr, flush=True)
             return {}
         return preload_mod.preload(self.engine, self.a.preload, ttl_s=self.a.orphan_ttl,
                                    log=lambda m: print(m, file=sys.stderr, flush=True))
@@ -275,7 +281,8 @@ class Worker:
         if self.first:
             return {"running": len(self.running), "waiting": len(self.waiting),
                     "kv_blocks_free": self.engine.pool.num_free}
-        return {"running": len(self.engine.pool.tables), "waiting": 0, "kv_blocks_free": self.engine.pool.num_free}
+        held = self.engine.swap.requests() if self.engine.swap is not None else self.engine.pool.tables
+        return {"running": len(held), "waiting": 0, "kv_blocks_free": self.engine.pool.num_free}
 
     def hop(self, route) -> str:
         """Where this stage's frames for a step go: the stage after this one on the step's route
@@ -490,9 +497,9 @@ class Worker:
             r.generated = list(gen)
             r.replay = list(gen)
             if mode == "auto":
-                mode = "restore" if (self.a.holder or self.engine.pool.has(rid) or self.a.depth > 1) else "reprefill"
+                mode = "restore" if (self.a.holder or self.engine.holds(rid) or self.a.depth > 1) else "reprefill"
             r.resume_mode = mode
-        if old is not None or self.engine.pool.has(rid):  # a resubmit replaces the old run
+        if old is not None or self.engine.holds(rid):  # a resubmit replaces the old run
             self._forget(rid, keep_kv=r.resume_mode == "restore")
         self.requests[rid] = r
         self.orphans.pop(rid, None)
@@ -580,7 +587,8 @@ class Worker:
             self.run_step("prefill", entries, tokens)
             return
         entries, tokens = [], []
-        for rid in self.running[: self.a.max_batch]:
+        window = self.running[: self.a.max_batch]
+        for rid in window:
             r = self.requests[rid]
             k, p = len(r.generated), len(r.prompt)
             e = {"request": rid, "step": k, "run": r.run, "positions": [p + k - 1, p + k]}
@@ -588,10 +596,18 @@ class Worker:
                 e["replay"] = True  # catching up after a restore: token k is known, not emitted again
             entries.append(e)
             tokens.append(r.generated[-1])
+        prefetch = None
+        if self.engine.swap is not None and len(self.running) > len(window):
+            # Swapping, more run than one step takes: microbatches of --max-batch take turns
+            # (this one goes to the back), and every stage starts swapping in the next one's
+            # caches while it computes this one (its rows: the positions its next step needs).
+            nxt = self.running[len(window): len(window) + self.a.max_batch]
+            prefetch = [[rid, len(self.requests[rid].prompt) + len(self.requests[rid].generated)] for rid in nxt]
+            self.running = self.running[len(window):] + window
         if entries:
-            self.run_step("decode", entries, tokens)
+            self.run_step("decode", entries, tokens, prefetch)
 
-    def run_step(self, kind, entries, tokens) -> None:
+    def run_step(self, kind, entries, tokens, prefetch=None) -> None:
         entries, tokens, failed = self.prepare(entries, tokens)
         if kind == "restore":
             if self.a.depth == 1:
@@ -608,7 +624,7 @@ class Worker:
             return
         t = time.perf_counter()
         if entries:
-            x = self.engine.forward(kind, entries, tokens)
+            x = self.engine.forward(kind, entries, tokens, prefetch=_rows(prefetch))
             t = self._trace("forward", t, kind=kind, rows=x.shape[0])
         else:  # only failures: an empty forward carries them to the last stage
             x = torch.empty(0, self.cfg.hidden, dtype=self.engine.dtype)
@@ -621,8 +637,11 @@ class Worker:
             self.emit(entries, toks, failed)
             self.after_step(entries, toks, failed)
             return
-        self._send_step({"op": "forward", "kind": kind, "batch": entries, "failed": failed,
-                         "dtype": frame.dtype_name(x.dtype), "shape": list(x.shape)}, entries, frame.tensor_bytes(x))
+        h = {"op": "forward", "kind": kind, "batch": entries, "failed": failed,
+             "dtype": frame.dtype_name(x.dtype), "shape": list(x.shape)}
+        if prefetch:
+            h["prefetch"] = prefetch
+        self._send_step(h, entries, frame.tensor_bytes(x))
         self._trace("send", t, kind=kind)
 
     def _send_step(self, h: dict, entries, payload=b"") -> None:
@@ -773,7 +792,7 @@ class Worker:
                                                                    expect=bool(e.get("expect"))))
                 elif "params" in e:
                     self.engine.begin(r, e["params"]["reserve"], e["params"])
-                elif not self.engine.pool.has(r):
+                elif not self.engine.holds(r):
                     raise RestoreFailed(f"{r}: stage {self.a.stage} holds no KV cache for it")
                 keep.append(i)
             except (RestoreFailed, PoolFull) as ex:
@@ -812,7 +831,7 @@ class Worker:
             entries, x, failed = self.prepare(h["batch"], x, h.get("failed"))
             t = self._trace("prepare", t, kind=h.get("kind"), seq=h.get("seq"), payload=len(payload))
             if entries and h["kind"] != "restore":
-                x = self.engine.forward(h["kind"], entries, x)
+                x = self.engine.forward(h["kind"], entries, x, prefetch=_rows(h.get("prefetch")))
                 t = self._trace("forward", t, kind=h["kind"], rows=x.shape[0])
         except (KeyError, ValueError, frame.FrameError) as e:
             print(f"schooner_serve: bad forward: {e}", file=sys.stderr, flush=True)
@@ -895,6 +914,17 @@ class Worker:
         self.done_sent.add(rid)
 
 
+def _rows(prefetch):
+    """A forward frame's `prefetch` ([[request, positions], ...], the next step's rows) as the
+    engine's (request, positions) tuples; None when absent or malformed (a prefetch is only a
+    hint: the next step swaps in whatever it lacks)."""
+    if not isinstance(prefetch, list):
+        return None
+    rows = [(x[0], x[1]) for x in prefetch if isinstance(x, list) and len(x) == 2
+            and isinstance(x[0], str) and isinstance(x[1], int)]
+    return rows or None
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python3 -m schooner_serve.worker", description=__doc__.split("\n\n")[0])
     add_model_args(p)
@@ -914,6 +944,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--kv-blocks", type=int, default=None, help="KV pool size in blocks (else --kv-mem-gib)")
     p.add_argument("--kv-mem-gib", type=float, default=None, help="KV pool memory budget (default 64 MiB)")
     p.add_argument("--max-batch", type=int, default=64, help="sequences in one decode step")
+    p.add_argument("--swap-host-gib", type=float, default=0.0,
+                   help="microbatch swapping: requests are admitted into this much pinned host memory and hold "
+                        "KV pages in the GPU pool only while a step uses them, so more run than the GPU pool "
+                        "holds, --max-batch a step, the next microbatch swapped in while one computes; 0: off")
     p.add_argument("--capture-context", type=int, default=None,
                    help="on a GPU, capture decode graphs up to this many cached positions at start "
                         "(default the model's max_seq; 0: capture each on first use)")

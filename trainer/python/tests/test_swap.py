@@ -86,19 +86,27 @@ def test_with_swapping_a_batch_larger_than_the_gpu_pool_is_served_that_without_i
     assert swapping.swap.stats["evictions"] > 0
 
 
-def test_a_step_larger_than_the_gpu_pool_is_refused_and_admission_stops_at_the_host_pools_size():
+def test_admission_stops_at_the_host_pools_size_and_a_step_larger_than_the_gpu_pool_runs_in_parts():
     reqs = requests(n=4)
     e = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=reserve_blocks(reqs), block=BLOCK,
                     swap_host=2 * 40 * PER_POS)
-    mb = Microbatches(e, 2, 2)
     with pytest.raises(HostFull):  # two 40-position regions of host memory, for four requests
-        mb.admit(reqs)
+        Microbatches(e, 2, 2).admit(reqs)
+    # A pool with room for one request: a microbatch of four runs as four forwards of one (a
+    # later stage's pool may be smaller than the first stage's, which chose the step).
     e2 = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=reserve_blocks(reqs), block=BLOCK,
                      swap_host=8 * 40 * PER_POS)
-    mb2 = Microbatches(e2, 1, 4)
-    (group,) = mb2.admit(reqs)
-    with pytest.raises(PoolFull, match="the GPU pool has"):  # four prompts at once: one fits
-        mb2.prefill(0, group)
+    got = serve(e2, reqs, count=1, size=4)
+    ref = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=64, block=BLOCK)
+    for r in reqs:
+        assert got[r["request"]] == generate(ref, r["request"], r["prompt"], r["max_tokens"], r["temperature"],
+                                             r["seed"]), r["request"]
+    # One request larger than the GPU pool cannot run at all.
+    e2.begin("long", 10 * BLOCK * reserve_blocks(reqs), {"temperature": 0.0, "seed": 0, "max_tokens": 1,
+                                                         "stop": [], "reserve": 10 * BLOCK * reserve_blocks(reqs)})
+    n = BLOCK * reserve_blocks(reqs) + 1
+    with pytest.raises(PoolFull, match="the GPU pool has"):
+        e2.forward("prefill", [{"request": "long", "step": 0, "positions": [0, n]}], [1] * n)
 
 
 def test_the_host_pool_allocates_first_fit_and_merges_freed_extents():
