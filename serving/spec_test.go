@@ -48,6 +48,8 @@ func TestValidateNamesEveryBadField(t *testing.T) {
 		"gpu":              {func(s *Spec) { s.Resources.GPUTypes = []string{"K80"} }, "resources.gpu_types[0]"},
 		"negative latency": {func(s *Spec) { s.Latency.TTFTMillis = -1 }, "latency"},
 		"queue":            {func(s *Spec) { s.Queue = -1 }, "queue"},
+		"negative swap":    {func(s *Spec) { s.KVSwapGiB = -1 }, "kv_swap_gib"},
+		"swap bound":       {func(s *Spec) { s.KVSwapGiB = MaxKVSwapGiB + 1 }, "kv_swap_gib"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := valid()

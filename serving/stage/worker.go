@@ -88,6 +88,9 @@ func WorkerArgs(a serving.StageAssignment, listen string, p Peers) []string {
 	if a.PreloadSeconds > 0 && a.Replication {
 		args = append(args, "--preload", strconv.FormatFloat(a.PreloadSeconds, 'f', -1, 64))
 	}
+	if a.KVSwapGiB > 0 {
+		args = append(args, "--swap-host-gib", strconv.FormatFloat(a.KVSwapGiB, 'f', -1, 64))
+	}
 	return args
 }
 
