@@ -27,7 +27,6 @@ makes plain copies (there is nothing to overlap), so tests run the mechanism.
 from __future__ import annotations
 
 import collections
-import time
 
 import torch
 
@@ -46,7 +45,7 @@ class Swapper:
         self.ready: dict[str, object] = {}  # resident request -> the side stream's event of its swap-in
         self.current: set = set()  # the step's requests: not evicted by its prefetch
         self.stats = {"swap_ins": 0, "swap_outs": 0, "in_bytes": 0, "out_bytes": 0, "evictions": 0,
-                      "prefetches": 0, "prefetch_skipped": 0, "sync_ins": 0, "wait_s": 0.0}
+                      "prefetches": 0, "prefetch_skipped": 0, "sync_ins": 0}
         self._per_pos = pool.layers * 2 * pool.kv_heads * pool.head_dim * pool.kv.element_size()
 
     def holds(self, request: str) -> bool:
@@ -93,10 +92,8 @@ class Swapper:
         self.stats["sync_ins"] += self._bring(rows, protect=self.current, strict=True)
         if self.cuda:
             events = {id(e): e for e in (self.ready.pop(r, None) for r, _ in rows) if e is not None}
-            t = time.perf_counter()
             for e in events.values():
                 torch.cuda.current_stream(self.device).wait_event(e)
-            self.stats["wait_s"] += time.perf_counter() - t
         for r, _ in rows:
             self.resident.move_to_end(r)
 

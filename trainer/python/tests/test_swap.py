@@ -150,3 +150,19 @@ def test_with_room_for_three_of_four_microbatches_two_are_swapped_in_per_round_n
     # take turns in the third slot: two microbatches (four requests) swapped in per round, where
     # least-recently-used eviction would swap in all four (eight requests) every round.
     assert (e.swap.stats["swap_ins"] - before) == rounds * 2 * 2, e.swap.stats
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the side stream, pinned host memory and events need a GPU")
+def test_on_a_gpu_the_prefetch_on_a_side_stream_yields_the_same_tokens():
+    # bf16 with decode graphs, as served: only where the caches are (and when they are copied)
+    # differs between the two engines, so the tokens must be bit for bit the same.
+    reqs = requests(n=16, out=24)
+    plain = StageEngine(TINY, SEED, 0, TINY.layers, device="cuda", kv_blocks=16 * reserve_blocks(reqs), block=BLOCK)
+    want = serve(plain, reqs, count=4, size=4)
+    swapping = StageEngine(TINY, SEED, 0, TINY.layers, device="cuda", kv_blocks=8 * reserve_blocks(reqs),
+                           block=BLOCK, swap_host=len(reqs) * 64 * PER_POS)
+    assert swapping.swap.host.data.is_pinned()
+    got = serve(swapping, reqs, count=4, size=4)
+    assert got == want
+    st = swapping.swap.stats
+    assert st["prefetches"] > 0 and st["evictions"] > 0, st
