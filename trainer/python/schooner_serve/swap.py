@@ -136,8 +136,8 @@ class Swapper:
         if self.cuda:
             # Pages being freed or filled may still be read by compute issued before now.
             self.side.wait_stream(torch.cuda.current_stream(self.device))
-        for r in out:
-            self._evict(r)
+        if out:
+            self._evict(out)
         fetch = []
         for r, p1 in rows:
             if r not in self.resident:
@@ -159,21 +159,28 @@ class Swapper:
                 self.ready[r] = ev
         return len(fetch)
 
-    def _evict(self, r: str) -> None:
-        """Copy the resident request's positions not yet in host memory out, free its pages."""
-        n, a = self.pool.lengths.get(r, 0), self.on_host[r]
-        if n > a:
+    def _evict(self, reqs: list[str]) -> None:
+        """Copy the resident requests' positions not yet in host memory out (one gather of them
+        all on the device, then one device-to-host copy per request into its region) and free
+        their pages."""
+        spans = [(r, self.on_host[r], self.pool.lengths.get(r, 0)) for r in reqs]
+        copy = [(r, a, n) for r, a, n in spans if n > a]
+        if copy:
             with self._on_side():
-                idx = self.pool.slot_index(r, a, n).to(self.device, non_blocking=True)
-                src = self.pool.kv[:, :, idx].permute(2, 0, 1, 3, 4)  # [n - a, layers, 2, kvh, hd]
-                self.host.view(r, a, n).copy_(src, non_blocking=True)
-            self.stats["swap_outs"] += 1
-            self.stats["out_bytes"] += (n - a) * self._per_pos
-        self.on_host[r], self.length[r] = n, n
-        self.pool.release(r)
-        self.resident.pop(r, None)
-        self.ready.pop(r, None)
-        self.stats["evictions"] += 1
+                idx = torch.cat([self.pool.slot_index(r, a, n) for r, a, n in copy]).to(self.device, non_blocking=True)
+                src = self.pool.kv[:, :, idx].permute(2, 0, 1, 3, 4).contiguous()  # [positions, layers, 2, kvh, hd]
+                o = 0
+                for r, a, n in copy:
+                    self.host.view(r, a, n).copy_(src[o:o + n - a], non_blocking=True)
+                    o += n - a
+            self.stats["swap_outs"] += len(copy)
+            self.stats["out_bytes"] += sum(n - a for _, a, n in copy) * self._per_pos
+        for r, _, n in spans:
+            self.on_host[r], self.length[r] = n, n
+            self.pool.release(r)
+            self.resident.pop(r, None)
+            self.ready.pop(r, None)
+        self.stats["evictions"] += len(reqs)
 
     def _swap_in(self, reqs: list[str]) -> None:
         """One host-to-device copy per request into one staging buffer, then one scatter into
