@@ -11,7 +11,7 @@
 # (default "pytest fetch 2k8k 32k b32 pipeline disagg preload swap"; preload: a standby's pause at the
 # switch, cold against fetching the replicas before it, bench_preload, PRELOAD_CONTEXTS; swap:
 # microbatch swapping against none at the largest microbatch each fits, bench_swap, SWAP_DEPTH,
-# SWAP_PROMPT, SWAP_OUTPUT, SWAP_KV_GIB, SWAP_SIZES);
+# SWAP_PROMPT, SWAP_OUTPUT, SWAP_KV_GIB, SWAP_SIZES, SWAP_TBT_TARGET_MS);
 # ONLY_PIPELINE=1 means STEPS=pipeline and ONLY_2K8K=1 stops after 2k8k (PIPELINE_CONTEXTS, PIPELINE_BATCHES: the pipeline's cases).
 # Each step has its own time limit, so what finished comes back even if a later step runs long.
 set -u
@@ -58,14 +58,16 @@ wants disagg && run disagg "${DISAGG_LIMIT:-480}" bench_disagg --model "${DISAGG
 # a standby started on a notice: the pause at the switch, cold against preloaded (one engine of all layers)
 wants preload && run preload "${PRELOAD_LIMIT:-180}" bench_preload --model 8b --device cuda --contexts "${PRELOAD_CONTEXTS:-2048,8192}" --batches 1,8 --repeats 2 --out "$out/preload.json"
 # microbatch swapping against none (one stage of a SWAP_DEPTH-deep pipeline emulated by one engine
-# with SWAP_KV_GIB of KV room; no holder), each at its largest microbatch, then SWAP_SIZES between;
+# with SWAP_KV_GIB of KV room; no holder), each at its largest microbatch, then SWAP_SIZES between
+# (SWAP_TBT_TARGET_MS: each mode's best tokens/s whose TBT p99 meets it);
 # a second depth (SWAP_DEPTH2) shows how the gain grows with the microbatches in flight
 wants swap && {
   for d in "${SWAP_DEPTH:-4}" ${SWAP_DEPTH2-8}; do
     echo "== swap-d$d ($(date -u +%T))" >> "$out/steps.log"
     timeout "${SWAP_LIMIT:-300}" python3 -m schooner_serve.bench_swap --model "${SWAP_MODEL:-8b}" --device cuda --depth "$d" \
       --prompt "${SWAP_PROMPT:-128}" --output "${SWAP_OUTPUT:-128}" --kv-gib "${SWAP_KV_GIB:-2}" \
-      --swap-sizes "${SWAP_SIZES:-24}" --out "$out/swap-d$d.json" > "$out/swap-d$d.log" 2>&1
+      --swap-sizes "${SWAP_SIZES:-20,24,28}" --tbt-target-ms "${SWAP_TBT_TARGET_MS:-0}" \
+      --out "$out/swap-d$d.json" > "$out/swap-d$d.log" 2>&1
     echo "   exit $? ($(date -u +%T))" >> "$out/steps.log"
   done
 }

@@ -37,3 +37,14 @@ def test_without_room_for_one_request_per_microbatch_only_the_swapping_mode_runs
     a.kv_gib = 5 * per_block / (1 << 30)  # 5 blocks; a request takes 2; 4 in flight take 8
     sz = bench_swap.sizes(a, per_block)
     assert (sz["pool_blocks"], sz["reserve_blocks"], sz["off"], sz["on"]) == (5, 2, 0, 1)
+
+
+def test_at_a_latency_target_each_mode_counts_only_its_runs_that_meet_it():
+    run = lambda swap, m, tps, p99: {"swap": swap, "microbatch": m, "tokens_per_s": tps,  # noqa: E731
+                                     "tbt_ms": {"p50": p99 / 2, "p99": p99}}
+    runs = [run(False, 8, 100.0, 40.0), run(False, 4, 70.0, 30.0), run(True, 16, 180.0, 90.0),
+            run(True, 12, 150.0, 45.0)]
+    t = bench_swap.at_target(runs, 50.0)
+    assert (t["off"]["microbatch"], t["on"]["microbatch"], t["speedup"]) == (8, 12, 1.5)
+    t = bench_swap.at_target(runs, 35.0)
+    assert t["off"]["microbatch"] == 4 and t["on"] is None and "speedup" not in t
