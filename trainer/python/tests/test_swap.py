@@ -10,9 +10,11 @@ import torch  # noqa: E402
 
 from schooner_serve.config import CONFIGS, encode  # noqa: E402
 from schooner_serve.engine import StageEngine, generate  # noqa: E402
+from schooner_serve.fake_holder import FakeHolder  # noqa: E402
 from schooner_serve.hostkv import HostFull, HostKV  # noqa: E402
 from schooner_serve.kvpool import PoolFull  # noqa: E402
 from schooner_serve.microbatch import Microbatches  # noqa: E402
+from schooner_serve.running import Running, params, prefill  # noqa: E402
 
 TINY = CONFIGS["tiny"]
 SEED = 7
@@ -107,6 +109,50 @@ def test_admission_stops_at_the_host_pools_size_and_a_step_larger_than_the_gpu_p
     n = BLOCK * reserve_blocks(reqs) + 1
     with pytest.raises(PoolFull, match="the GPU pool has"):
         e2.forward("prefill", [{"request": "long", "step": 0, "positions": [0, n]}], [1] * n)
+
+
+def test_a_swapping_stage_restores_replicas_swaps_them_out_and_back_and_decodes_on():
+    """A replacement that swaps: two requests restored from the holder onto a GPU pool with room
+    for one (the second's restore evicts the first, its whole cache copied to host memory), then
+    decoded in turns, each step swapping the other out: the tokens of a run that never failed."""
+    reqs = requests(n=2, out=12)
+    h = FakeHolder()
+    old = new = None
+    try:
+        old = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=64, block=BLOCK, holder=h.addr, deployment="sw")
+        run = Running(old)
+        out = {}
+        for r, t in zip(reqs, prefill(old, reqs)):
+            run.add(r["request"], len(r["prompt"]), [t])
+            out[r["request"]] = [t]
+        for _ in range(4):
+            for rid, _k, t, _d in run.step():
+                out[rid].append(t)
+        assert old.writer.flush(30) and all(h.acked_step(r["request"], deployment="sw") == 4 for r in reqs)
+        old.close()
+
+        new = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=reserve_blocks(reqs), block=BLOCK, holder=h.addr,
+                          deployment="sw", swap_host=4 * 64 * PER_POS)
+        for r in reqs:
+            p, need = len(r["prompt"]), len(r["prompt"]) + len(out[r["request"]]) - 1
+            assert new.restore(r["request"], need, p + r["max_tokens"], params(r)) == need
+        assert new.swap.stats["evictions"] == 1 and new.swap.stats["out_bytes"] > 0
+        turns = Microbatches(new, 2, 1)
+        for g, r in enumerate(reqs):  # each its own microbatch, as restored
+            turns.groups[g].append(r["request"])
+            turns.reqs[r["request"]] = (len(r["prompt"]), out[r["request"]])
+        while len(turns):
+            turns.step()
+        ref = StageEngine(TINY, SEED, 0, TINY.layers, kv_blocks=64, block=BLOCK)
+        for r in reqs:
+            assert out[r["request"]] == generate(ref, r["request"], r["prompt"], r["max_tokens"], r["temperature"],
+                                                 r["seed"]), r["request"]
+        assert new.swap.stats["swap_ins"] >= 7, new.swap.stats
+    finally:
+        for e in (old, new):
+            if e is not None:
+                e.close()
+        h.close()
 
 
 def test_the_host_pool_allocates_first_fit_and_merges_freed_extents():
