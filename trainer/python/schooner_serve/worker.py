@@ -105,14 +105,13 @@ class Worker:
         self.waiting: collections.deque = collections.deque()
         self.running: list[str] = []
         self.restoring: set = set()  # resubmits whose KV restore is in flight through the stages
-        self.inflight: set | None = None
-        # The step in flight: its number, where it went and when (a step that does not come
-        # back within --step-timeout breaks the pipeline). `origin` tells this process's steps
-        # from those of a first stage it replaced.
+        # The steps in flight (at most --inflight), by number: their requests, where each went
+        # and when (a step that does not come back within --step-timeout breaks the pipeline).
+        # `origin` tells this process's steps from those of a first stage it replaced.
+        self.steps: dict[int, dict] = {}
         self.origin = uuid.uuid4().hex[:12]
         self.seq = 0
-        self.inflight_to: str | None = None
-        self.inflight_since = 0.0
+        self.stalled = False  # the last step() found nothing it could send: wait for an event
         # Requests set aside with their KV kept, each until a deadline: a resubmit takes it up,
         # else it is freed on every stage (its router is gone for good).
         self.orphans: dict[str, float] = {}
@@ -365,35 +364,41 @@ class Worker:
                 # SIGTERM: no more steps (they would queue more to replicate); the drain
                 # thread exits the process once the writer has sent what it has.
                 threading.Event().wait()
-            idle = self.inflight is not None or not (self.waiting or self.running) or not self.first
+            idle = len(self.steps) >= self.a.inflight or not (self.waiting or self.running) or not self.first \
+                or self.stalled
             wait = None if idle else 0
             deadlines = list(self.orphans.values())
             if self.engine.preloaded:
                 deadlines.append(preload_mod.next_expiry(self.engine))
-            if self.inflight is not None and self.a.step_timeout > 0:
-                deadlines.append(self.inflight_since + self.a.step_timeout)
+            if self.steps and self.a.step_timeout > 0:
+                deadlines.append(self._oldest()["since"] + self.a.step_timeout)
             if deadlines and wait is None:
                 wait = max(0.0, min(deadlines) - time.monotonic())
             try:
                 ev = self.inbox.get(timeout=wait)
             except queue.Empty:
                 ev = None
-            if self.inflight is not None and self.a.step_timeout > 0 and \
-                    time.monotonic() >= self.inflight_since + self.a.step_timeout:
-                self._pipeline_lost(f"step {self.seq} sent to {self.inflight_to} did not come back "
+            if self.steps and self.a.step_timeout > 0 and \
+                    time.monotonic() >= self._oldest()["since"] + self.a.step_timeout:
+                old = self._oldest()
+                self._pipeline_lost(f"step {old['seq']} sent to {old['to']} did not come back "
                                     f"within {self.a.step_timeout:g} s")
             if self.orphans:
                 self._free_orphans()
             if self.engine.preloaded:
                 preload_mod.expire(self.engine)
             while ev is not None:
+                self.stalled = False
                 self.handle(*ev)
                 try:
                     ev = self.inbox.get_nowait()
                 except queue.Empty:
                     ev = None
-            if self.first and self.inflight is None:
-                self.step()
+            if self.first and len(self.steps) < self.a.inflight:
+                self.stalled = not self.step()
+
+    def _oldest(self) -> dict:
+        return self.steps[min(self.steps)]
 
     def handle(self, op, conn, h, payload) -> None:
         if op == "router":
@@ -410,7 +415,7 @@ class Worker:
             addr = h
             if self.links.get(addr) is conn:
                 del self.links[addr]
-                if self.first and self.a.depth > 1 and self.inflight is not None and addr == self.inflight_to:
+                if self.first and self.a.depth > 1 and any(st["to"] == addr for st in self.steps.values()):
                     self._pipeline_lost(f"the connection to {addr} closed with a step in flight")
         elif op == "peers_holder":
             self.engine.set_holder(h["holder"])
@@ -542,10 +547,11 @@ class Worker:
             pass
         return True
 
-    def step(self) -> None:
+    def step(self) -> bool:
         """Schedule one step: the restore of resubmitted requests (each stage makes its KV present
         and says how much of it it has), else a prefill of newly admitted requests, else a decode
-        of all running."""
+        of the running requests not in a step in flight (at most --max-batch). False when there
+        was nothing it could send."""
         restore = []
         for rid in list(self.waiting):
             r = self.requests[rid]
@@ -561,7 +567,7 @@ class Worker:
                                 "restore": True, "need": p + k - 1, "have": p + k - 1, "prompt_len": p,
                                 "params": r.params(), **({"expect": True} if r.expect else {})})
             self.run_step("restore", entries, [])
-            return
+            return True
         prefill, budget = [], self.a.max_prefill_tokens
         while self.waiting:
             r = self.requests[self.waiting[0]]
@@ -585,9 +591,11 @@ class Worker:
                                 "params": r.params()})
                 tokens.extend(seq)
             self.run_step("prefill", entries, tokens)
-            return
+            return True
         entries, tokens = [], []
-        window = self.running[: self.a.max_batch]
+        busy = set().union(*(st["requests"] for st in self.steps.values()))
+        free = [rid for rid in self.running if rid not in busy]
+        window = free[: self.a.max_batch]
         for rid in window:
             r = self.requests[rid]
             k, p = len(r.generated), len(r.prompt)
@@ -597,15 +605,17 @@ class Worker:
             entries.append(e)
             tokens.append(r.generated[-1])
         prefetch = None
-        if self.engine.swap is not None and len(self.running) > len(window):
+        if self.engine.swap is not None and len(free) > len(window):
             # Swapping, more run than one step takes: microbatches of --max-batch take turns
             # (this one goes to the back), and every stage starts swapping in the next one's
             # caches while it computes this one (its rows: the positions its next step needs).
-            nxt = self.running[len(window): len(window) + self.a.max_batch]
+            nxt = free[len(window): len(window) + self.a.max_batch]
             prefetch = [[rid, len(self.requests[rid].prompt) + len(self.requests[rid].generated)] for rid in nxt]
-            self.running = self.running[len(window):] + window
+            chosen = set(window)
+            self.running = [rid for rid in self.running if rid not in chosen] + window
         if entries:
             self.run_step("decode", entries, tokens, prefetch)
+        return bool(entries)
 
     def run_step(self, kind, entries, tokens, prefetch=None) -> None:
         entries, tokens, failed = self.prepare(entries, tokens)
@@ -647,11 +657,10 @@ class Worker:
     def _send_step(self, h: dict, entries, payload=b"") -> None:
         """Sends a step down the route, numbered so that only its own `sampled` ends it."""
         self.seq += 1
-        self.inflight = {e["request"] for e in entries}
-        self.inflight_since = time.monotonic()
-        self.inflight_to = None
+        st = self.steps[self.seq] = {"seq": self.seq, "requests": {e["request"] for e in entries},
+                                     "since": time.monotonic(), "to": None}
         try:
-            self.inflight_to = self.send_next({**h, "origin": self.origin, "seq": self.seq}, payload, self.route)
+            st["to"] = self.send_next({**h, "origin": self.origin, "seq": self.seq}, payload, self.route)
         except (OSError, frame.Closed) as e:
             self._pipeline_lost(str(e))
 
@@ -663,7 +672,7 @@ class Worker:
         lost = list(self.running) + list(self.restoring) + list(self.waiting)
         print(f"schooner_serve: pipeline broken ({why}); {len(lost)} requests set aside for the routers' resubmits",
               file=sys.stderr, flush=True)
-        self.inflight, self.inflight_to = None, None
+        self.steps.clear()
         for c in list(self.links.values()):
             c.close()
         self.links.clear()
@@ -686,10 +695,10 @@ class Worker:
         old = [rid for rid, r in self.requests.items() if r.route != route]
         for rid in old:
             self._set_aside(rid)
-        if self.inflight is not None or old:
-            print(f"schooner_serve: the route changed to {route}: the step in flight given up, {len(old)} requests "
-                  "set aside for their resubmits", file=sys.stderr, flush=True)
-        self.inflight, self.inflight_to = None, None
+        if self.steps or old:
+            print(f"schooner_serve: the route changed to {route}: {len(self.steps)} steps in flight given up, "
+                  f"{len(old)} requests set aside for their resubmits", file=sys.stderr, flush=True)
+        self.steps.clear()
 
     def _router_gone(self, conn) -> None:
         """The first stage's router connection closed: the router has paused its requests (or is
@@ -718,7 +727,8 @@ class Worker:
                     pass
 
     def on_sampled(self, h) -> None:
-        if h.get("origin", self.origin) != self.origin or h.get("seq", self.seq) != self.seq or self.inflight is None:
+        seq = h.get("seq", self.seq)
+        if h.get("origin", self.origin) != self.origin or seq not in self.steps:
             # The answer to a step this process did not send, or one it gave up on: its
             # requests were set aside, and the router resubmits them.
             print(f"schooner_serve: stale sampled (origin {h.get('origin')}, step {h.get('seq')}) dropped",
@@ -726,9 +736,9 @@ class Worker:
             return
         batch = h.get("batch", [])
         if TRACE:
-            print(f"schooner_serve: trace stage {self.a.stage} step {self.seq} back after "
-                  f"{1e3 * (time.monotonic() - self.inflight_since):.1f} ms", file=sys.stderr, flush=True)
-        self.inflight, self.inflight_to = None, None
+            print(f"schooner_serve: trace stage {self.a.stage} step {seq} back after "
+                  f"{1e3 * (time.monotonic() - self.steps[seq]['since']):.1f} ms", file=sys.stderr, flush=True)
+        del self.steps[seq]
         self.after_step([{"request": b["request"], "step": b["step"], "run": b.get("run")} for b in batch],
                         [b["token"] for b in batch], h.get("failed", []), h.get("restored", []))
 
@@ -944,6 +954,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--kv-blocks", type=int, default=None, help="KV pool size in blocks (else --kv-mem-gib)")
     p.add_argument("--kv-mem-gib", type=float, default=None, help="KV pool memory budget (default 64 MiB)")
     p.add_argument("--max-batch", type=int, default=64, help="sequences in one decode step")
+    p.add_argument("--inflight", type=int, default=1,
+                   help="steps the first stage keeps in flight through the pipeline, each of other requests "
+                        "(microbatches of at most --max-batch): the pipeline's depth keeps every stage busy")
     p.add_argument("--swap-host-gib", type=float, default=0.0,
                    help="microbatch swapping: requests are admitted into this much pinned host memory and hold "
                         "KV pages in the GPU pool only while a step uses them, so more run than the GPU pool "

@@ -39,3 +39,25 @@ def test_a_swapping_pipeline_runs_more_requests_than_its_gpu_pools_hold_with_the
         c.close()
     finally:
         holder.close()
+
+
+def test_a_pipeline_with_a_step_in_flight_per_stage_gives_the_same_tokens_with_and_without_swapping(reference):
+    """--inflight 2 on two stages: the first stage keeps two microbatches (of --max-batch 1) in
+    flight, one at each stage, as the pipeline's depth asks; with swapping the stages hold three
+    requests on pools with room for about one."""
+    for swap in ([], ["--kv-blocks", "4", "--swap-host-gib", "0.001"]):
+        common = ["--depth", "2", "--max-batch", "1", "--inflight", "2", *swap]
+        w1, a1 = inproc("--stage", "1", "--layers", "2:4", *common)
+        w0, a0 = inproc("--stage", "0", "--layers", "0:2", "--next", a1, *common)
+        c = RouterClient(a0, a1)
+        submit_all(c, route=[a0, a1])
+        most = 0
+        deadline = time.time() + 30
+        while len(c.done) < len(REQS) and time.time() < deadline:
+            most = max(most, len(w0.steps))
+            time.sleep(0.001)
+        assert c.wait([r[0] for r in REQS], 60) == reference, swap
+        assert most == 2, f"two steps in flight at once ({swap})"
+        if swap:
+            assert w1.engine.swap.stats["evictions"] > 0
+        c.close()
