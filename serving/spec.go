@@ -30,7 +30,8 @@ type Spec struct {
 	// KVSwapGiB turns on microbatch swapping (DéjàVu): each stage admits requests into this
 	// much pinned host memory and keeps in its GPU KV pool only the microbatch computing and
 	// the next one, swapped in while the other computes, so a stage holds more sequences than
-	// its GPU pool (the worker's --swap-host-gib; docs/serving.md). 0, the default: off.
+	// its GPU pool (the worker's --swap-host-gib; with several stages the first keeps one step
+	// in flight per stage, --inflight; docs/serving.md). 0, the default: off.
 	KVSwapGiB float64 `json:"kv_swap_gib,omitempty" yaml:"kv_swap_gib,omitempty"`
 	// Latency are the targets the deployment is planned and judged by.
 	Latency Latency `json:"latency,omitempty" yaml:"latency,omitempty"`

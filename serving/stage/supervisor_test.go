@@ -463,7 +463,12 @@ func TestWorkerArgs(t *testing.T) {
 
 	a.KVSwapGiB = 12.5
 	got = WorkerArgs(a, "127.0.0.1:7002", Peers{})
-	assert.Equal(t, []string{"--swap-host-gib", "12.5"}, got[len(got)-2:], "microbatch swapping's host pool")
+	assert.Equal(t, []string{"--swap-host-gib", "12.5", "--inflight", "2"}, got[len(got)-4:],
+		"microbatch swapping's host pool, and a step in flight per stage")
+	a.Depth = 1
+	got = WorkerArgs(a, "127.0.0.1:7002", Peers{})
+	assert.Equal(t, []string{"--swap-host-gib", "12.5"}, got[len(got)-2:], "one stage: one step in flight")
+	a.Depth = 2
 	a.KVSwapGiB = 0
 	assert.NotContains(t, WorkerArgs(a, "127.0.0.1:7002", Peers{}), "--swap-host-gib", "off by default")
 

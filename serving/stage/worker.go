@@ -90,6 +90,11 @@ func WorkerArgs(a serving.StageAssignment, listen string, p Peers) []string {
 	}
 	if a.KVSwapGiB > 0 {
 		args = append(args, "--swap-host-gib", strconv.FormatFloat(a.KVSwapGiB, 'f', -1, 64))
+		if a.Depth > 1 {
+			// Swapping pays where each stage would otherwise hold every microbatch in flight:
+			// the first stage keeps one step in flight per stage.
+			args = append(args, "--inflight", strconv.Itoa(a.Depth))
+		}
 	}
 	return args
 }
