@@ -115,7 +115,8 @@ def summarize(run: dict, t0: float) -> dict:
             "ttft_ms": {"p50": ms(ttft, .5), "p99": ms(ttft, .99)},
             "tbt_ms": {"p50": ms(gaps, .5), "p99": ms(gaps, .99)},
             "tpot_ms": {"p50": ms(tpot, .5), "p99": ms(tpot, .99)},
-            "decode_step_ms": {"p50": ms(st, .5), "p99": ms(st, .99), "mean": round(1e3 * sum(st) / max(1, len(st)), 3)}}
+            "decode_step_ms": {"p50": ms(st, .5), "p99": ms(st, .99),
+                               "mean": round(1e3 * sum(st) / max(1, len(st)), 3)}}
 
 
 def run_mode(a, model, swap: bool, m: int, sz: dict) -> dict:
@@ -163,7 +164,8 @@ def run_mode(a, model, swap: bool, m: int, sz: dict) -> dict:
 
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(prog="python3 -m schooner_serve.bench_swap", description=__doc__.split("\n\n")[0])
-    p.add_argument("--smoke", action="store_true", help="the tiny model on the CPU, small sizes: seconds (what CI runs)")
+    p.add_argument("--smoke", action="store_true",
+                   help="the tiny model on the CPU, small sizes: seconds (what CI runs)")
     p.add_argument("--model", default="tiny", choices=sorted(CONFIGS))
     p.add_argument("--seed", type=int, default=7, help="model weights and prompts")
     p.add_argument("--depth", type=int, default=4, help="pipeline stages emulated: microbatches in flight")
@@ -274,7 +276,8 @@ def table(res: dict) -> str:
         rows.append(f"tokens/s with swapping against without, each at its largest: {res['speedup_largest']}x")
     t = res.get("at_target")
     if t:
-        f = lambda m: "none meets it" if t[m] is None else f"mb {t[m]['microbatch']}, {t[m]['tokens_per_s']:.1f} tok/s"  # noqa: E731
+        def f(m):
+            return "none meets it" if t[m] is None else f"mb {t[m]['microbatch']}, {t[m]['tokens_per_s']:.1f} tok/s"
         rows.append(f"at TBT p99 <= {t['tbt_p99_target_ms']:g} ms: off {f('off')}; on {f('on')}"
                     + (f"; {t['speedup']}x" if "speedup" in t else ""))
     if "off_does_not_fit" in res:

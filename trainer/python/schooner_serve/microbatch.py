@@ -42,13 +42,14 @@ class Microbatches:
             placed[i].append(r)
         return placed
 
-    def prefill(self, group: int, reqs: list[dict], prefetch: list[dict] | None = None) -> list[int]:
+    def prefill(self, group: int, reqs: list[dict]) -> list[int]:
         """Prefill new requests of microbatch `group` in one forward (prefetching the caches of
         the microbatch after it); returns each one's token 0. The requests decode from then on,
         unless token 0 ended them."""
         ents = [{"request": r["request"], "step": 0, "positions": [0, len(r["prompt"])]} for r in reqs]
-        rows = self._rows(self._next(group)) if prefetch is None else [(r["request"], len(r["prompt"])) for r in prefetch]
-        x = self.engine.forward("prefill", ents, [t for r in reqs for t in r["prompt"]], prefetch=rows)
+        nxt = self._next(group)
+        x = self.engine.forward("prefill", ents, [t for r in reqs for t in r["prompt"]],
+                                prefetch=self._rows(nxt) if nxt != group else None)
         toks = self.engine.sample(ents, x)
         for r, t in zip(reqs, toks):
             if finished(self.engine.params[r["request"]], [t]):
@@ -78,7 +79,8 @@ class Microbatches:
         g = self.turn if self.groups[self.turn] else self._next(self.turn)
         batch = [(r, self.reqs[r]) for r in self.groups[g]]
         nxt = self._next(g)
-        ents = [{"request": r, "step": len(gen), "positions": [p + len(gen) - 1, p + len(gen)]} for r, (p, gen) in batch]
+        ents = [{"request": r, "step": len(gen), "positions": [p + len(gen) - 1, p + len(gen)]}
+                for r, (p, gen) in batch]
         x = self.engine.forward("decode", ents, [gen[-1] for _, (_, gen) in batch],
                                 prefetch=self._rows(nxt) if nxt != g else None)
         toks = self.engine.sample(ents, x)
