@@ -63,6 +63,8 @@ class Swapper:
         """A host region for the request's reservation (HostFull, a PoolFull, when there is none);
         the GPU pool is asked for pages only when a step uses it."""
         new = not self.host.has(request)
+        if not new and self.host.regions[request][1] < reserve:
+            self.sync()  # a larger region copies the old one on the host: its swap-outs must have landed
         self.host.allocate(request, reserve)
         if new:
             self.length[request], self.on_host[request] = 0, 0
