@@ -82,6 +82,8 @@ type StageAssignment struct {
 	// preload cannot hold the migration past the machine's reclaim; what is not preloaded in
 	// time restores at the switch.
 	PreloadSeconds float64 `json:"preload_s,omitempty"`
+	// KVSwapGiB (> 0): microbatch swapping with this much pinned host memory (spec kv_swap_gib).
+	KVSwapGiB float64 `json:"kv_swap_gib,omitempty"`
 	// Adopt: the deployment continued as new; a worker of this (deployment, replica, stage)
 	// still running on the node is kept and reported ready again instead of restarted.
 	Adopt bool `json:"adopt,omitempty"`

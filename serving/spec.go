@@ -35,6 +35,12 @@ type Spec struct {
 	// KVReplication streams every stage's KV cache to the next stage's holder so a lost
 	// stage resumes without recomputing ("on" by default; "off" recomputes on failover).
 	KVReplication string `json:"kv_replication,omitempty" yaml:"kv_replication,omitempty"`
+	// KVSwapGiB turns on microbatch swapping (DéjàVu): each stage admits requests into this
+	// much pinned host memory and keeps in its GPU KV pool only the microbatch computing and
+	// the next one, swapped in while the other computes, so a stage holds more sequences than
+	// its GPU pool (the worker's --swap-host-gib; with several stages the first keeps one step
+	// in flight per stage, --inflight; docs/serving.md). 0, the default: off.
+	KVSwapGiB float64 `json:"kv_swap_gib,omitempty" yaml:"kv_swap_gib,omitempty"`
 	// Latency are the targets the deployment is planned and judged by.
 	Latency Latency `json:"latency,omitempty" yaml:"latency,omitempty"`
 	// Queue bounds the requests waiting at the router; more get HTTP 429.

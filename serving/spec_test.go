@@ -51,6 +51,8 @@ func TestValidateNamesEveryBadField(t *testing.T) {
 		"prefill bound":    {func(s *Spec) { s.PrefillReplicas = MaxReplicas + 1 }, "prefill_replicas"},
 		"prefill negative": {func(s *Spec) { s.PrefillReplicas = -1 }, "prefill_replicas"},
 		"prefill no kv":    {func(s *Spec) { s.PrefillReplicas, s.KVReplication = 1, ReplicationOff }, "prefill_replicas"},
+		"negative swap":    {func(s *Spec) { s.KVSwapGiB = -1 }, "kv_swap_gib"},
+		"swap bound":       {func(s *Spec) { s.KVSwapGiB = MaxKVSwapGiB + 1 }, "kv_swap_gib"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := valid()

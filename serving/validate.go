@@ -15,6 +15,7 @@ const (
 	MaxBatchLimit = 1024
 	MaxContext    = 1 << 18
 	MaxQueue      = 1 << 16
+	MaxKVSwapGiB  = 4096
 )
 
 // FieldError and ValidationError are the spec files' (specfile) problem types.
@@ -46,6 +47,9 @@ func (s Spec) Validate() error {
 	s.Spot.Check("spot", c.Record)
 	if s.KVReplication != ReplicationOn && s.KVReplication != ReplicationOff {
 		c.Add("kv_replication", "must be %s or %s (got %q)", ReplicationOn, ReplicationOff, s.KVReplication)
+	}
+	if !(s.KVSwapGiB >= 0 && s.KVSwapGiB <= MaxKVSwapGiB) {
+		c.Add("kv_swap_gib", "must be between 0 (off) and %d GiB of host memory per stage (got %g)", MaxKVSwapGiB, s.KVSwapGiB)
 	}
 	if s.Latency.TTFTMillis < 0 || s.Latency.TPOTMillis < 0 {
 		c.Add("latency", "targets must be ≥ 0 ms (0: none)")

@@ -8,8 +8,10 @@
 # the two-process pipeline failover (bench_pipeline), then prompt–token disaggregation against a
 # colocated engine under a Poisson load (bench_disagg; DISAGG_RATE, DISAGG_REQUESTS,
 # DISAGG_PROMPT, DISAGG_OUTPUT, DISAGG_MODEL). STEPS picks some of them, in this order
-# (default "pytest fetch 2k8k 32k b32 pipeline disagg preload"; preload: a standby's pause at the
-# switch, cold against fetching the replicas before it, bench_preload, PRELOAD_CONTEXTS);
+# (default "pytest fetch 2k8k 32k b32 pipeline disagg preload swap"; preload: a standby's pause at the
+# switch, cold against fetching the replicas before it, bench_preload, PRELOAD_CONTEXTS; swap:
+# microbatch swapping against none at the largest microbatch each fits, bench_swap, SWAP_DEPTH,
+# SWAP_PROMPT, SWAP_OUTPUT, SWAP_KV_GIB, SWAP_SIZES, SWAP_TBT_TARGET_MS);
 # ONLY_PIPELINE=1 means STEPS=pipeline and ONLY_2K8K=1 stops after 2k8k (PIPELINE_CONTEXTS, PIPELINE_BATCHES: the pipeline's cases).
 # Each step has its own time limit, so what finished comes back even if a later step runs long.
 set -u
@@ -23,7 +25,7 @@ holder=$!
 trap 'kill $holder 2>/dev/null' EXIT
 sleep 2
 cd "$root/trainer/python"
-steps=${STEPS:-"pytest fetch 2k8k 32k b32 pipeline disagg preload"}
+steps=${STEPS:-"pytest fetch 2k8k 32k b32 pipeline disagg preload swap"}
 [ -n "${ONLY_PIPELINE:-}" ] && steps=pipeline
 [ -n "${SKIP_PYTEST:-}" ] && steps=${steps//pytest/}
 [ -n "${SKIP_FETCH:-}" ] && steps=${steps//fetch/}
@@ -40,7 +42,7 @@ step() { local name=$1 limit=$2; shift 2; run "$name" "$limit" bench_failover "$
 pipeline() { local name=$1 limit=$2; shift 2; run "$name" "$limit" bench_pipeline --logs "$out/$name-logs" "$@"; }
 # the Python serving tests on the GPU (the CUDA-graph test runs only here), with the Go holder
 if wants pytest; then
-  SCHOONER_BIN="$bin" timeout 240 python3 -m pytest -q -rs tests/test_serve.py tests/test_restore_stream.py tests/test_disagg.py > "$out/pytest-gpu.log" 2>&1
+  SCHOONER_BIN="$bin" timeout 240 python3 -m pytest -q -rs tests/test_serve.py tests/test_restore_stream.py tests/test_disagg.py tests/test_swap.py tests/test_bench_swap.py > "$out/pytest-gpu.log" 2>&1
   echo "== pytest-gpu exit $?" >> "$out/steps.log"
 fi
 wants fetch && {
@@ -55,4 +57,18 @@ wants pipeline && pipeline pipeline-2k8k "${PIPELINE_LIMIT:-420}" --model 8b --c
 wants disagg && run disagg "${DISAGG_LIMIT:-480}" bench_disagg --model "${DISAGG_MODEL:-8b}" --rate "${DISAGG_RATE:-2}" --requests "${DISAGG_REQUESTS:-64}" --prompt "${DISAGG_PROMPT:-2048}" --output "${DISAGG_OUTPUT:-128}" --out "$out/disagg.json"
 # a standby started on a notice: the pause at the switch, cold against preloaded (one engine of all layers)
 wants preload && run preload "${PRELOAD_LIMIT:-180}" bench_preload --model 8b --device cuda --contexts "${PRELOAD_CONTEXTS:-2048,8192}" --batches 1,8 --repeats 2 --out "$out/preload.json"
+# microbatch swapping against none (one stage of a SWAP_DEPTH-deep pipeline emulated by one engine
+# with SWAP_KV_GIB of KV room; no holder), each at its largest microbatch, then SWAP_SIZES between
+# (SWAP_TBT_TARGET_MS: each mode's best tokens/s whose TBT p99 meets it);
+# a second depth (SWAP_DEPTH2) shows how the gain grows with the microbatches in flight
+wants swap && {
+  for d in "${SWAP_DEPTH:-4}" ${SWAP_DEPTH2-8}; do
+    echo "== swap-d$d ($(date -u +%T))" >> "$out/steps.log"
+    timeout "${SWAP_LIMIT:-300}" python3 -m schooner_serve.bench_swap --model "${SWAP_MODEL:-8b}" --device cuda --depth "$d" \
+      --prompt "${SWAP_PROMPT:-128}" --output "${SWAP_OUTPUT:-128}" --kv-gib "${SWAP_KV_GIB:-2}" \
+      --swap-sizes "${SWAP_SIZES:-20,24,28}" --tbt-target-ms "${SWAP_TBT_TARGET_MS:-0}" \
+      --out "$out/swap-d$d.json" > "$out/swap-d$d.log" 2>&1
+    echo "   exit $? ($(date -u +%T))" >> "$out/steps.log"
+  done
+}
 exit 0

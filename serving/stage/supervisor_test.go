@@ -461,6 +461,17 @@ func TestWorkerArgs(t *testing.T) {
 	a.Replication = false
 	assert.NotContains(t, WorkerArgs(a, "127.0.0.1:7002", Peers{}), "--preload", "nothing to preload without replication")
 
+	a.KVSwapGiB = 12.5
+	got = WorkerArgs(a, "127.0.0.1:7002", Peers{})
+	assert.Equal(t, []string{"--swap-host-gib", "12.5", "--inflight", "2"}, got[len(got)-4:],
+		"microbatch swapping's host pool, and a step in flight per stage")
+	a.Depth = 1
+	got = WorkerArgs(a, "127.0.0.1:7002", Peers{})
+	assert.Equal(t, []string{"--swap-host-gib", "12.5"}, got[len(got)-2:], "one stage: one step in flight")
+	a.Depth = 2
+	a.KVSwapGiB = 0
+	assert.NotContains(t, WorkerArgs(a, "127.0.0.1:7002", Peers{}), "--swap-host-gib", "off by default")
+
 	a.Model = serving.Model{Name: "llama-8b"}.Dims()
 	assert.Equal(t, []string{"--model", "8b"}, WorkerArgs(a, "h:1", Peers{})[:2])
 }

@@ -88,6 +88,14 @@ func WorkerArgs(a serving.StageAssignment, listen string, p Peers) []string {
 	if a.PreloadSeconds > 0 && a.Replication {
 		args = append(args, "--preload", strconv.FormatFloat(a.PreloadSeconds, 'f', -1, 64))
 	}
+	if a.KVSwapGiB > 0 {
+		args = append(args, "--swap-host-gib", strconv.FormatFloat(a.KVSwapGiB, 'f', -1, 64))
+		if a.Depth > 1 {
+			// Swapping pays where each stage would otherwise hold every microbatch in flight:
+			// the first stage keeps one step in flight per stage.
+			args = append(args, "--inflight", strconv.Itoa(a.Depth))
+		}
+	}
 	return args
 }
 

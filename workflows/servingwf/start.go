@@ -84,7 +84,7 @@ func (d *dep) start(ctx workflow.Context, s *slot, inst cloud.Instance, isStandb
 	epoch := d.status.Epoch
 	a := serving.StageAssignment{Deployment: d.id, InstanceID: inst.ID, Pool: s.pool, Replica: s.replica, Stage: s.stage, Depth: d.depth(),
 		Layers: d.layers[s.stage], Model: d.spec.Model.Dims(), MaxBatch: d.spec.MaxBatch, MaxContext: d.spec.MaxContext,
-		Replication: d.spec.KVReplication == serving.ReplicationOn, Epoch: epoch,
+		Replication: d.spec.KVReplication == serving.ReplicationOn, KVSwapGiB: d.spec.KVSwapGiB, Epoch: epoch,
 		Restore: s.restore || isStandby, Adopt: s.adopt && !isStandby, TimeScale: float64(d.scale)}
 	if n := d.next(s); n != nil && n != s && n.state == serving.StateReady {
 		a.NextHolderAddr, a.NextWorkerAddr = n.holderAddr, n.workerAddr

@@ -15,12 +15,14 @@ import time
 import torch
 
 from .config import ModelConfig
+from .hostkv import HostKV
 from .kvpool import KVPool, PoolFull
 from .model import StageModel, rope_tables
 from .decode_graphs import DecodeGraphs, decode_attention
 from .replicate import HolderWriter, LentReader, fetch_replica
 from .restore_stream import ChunkPlacer, PlacementError, RestoreSlots, StreamedScatter, pool_order
 from .sampling import choose
+from .swap import Swapper
 from .preload import Fetched
 
 
@@ -38,7 +40,7 @@ class StageEngine:
                  kv_blocks: int | None = None, kv_mem: int | None = None, block: int = 16,
                  holder: str | None = None, replicate: bool = True, deployment: str = "default",
                  stage: int = 0, queue_size: int = 64, model: StageModel | None = None,
-                 restore_wait_s: float = 0.0):
+                 restore_wait_s: float = 0.0, swap_host: int | None = None):
         device = torch.device(device)
         if dtype is None:
             dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
@@ -50,6 +52,13 @@ class StageEngine:
         if kv_blocks is None:
             kv_blocks = KVPool.blocks_for_budget(kv_mem or (64 << 20), local, block, c.kv_heads, c.head_dim, esize)
         self.pool = KVPool(local, kv_blocks, block, c.kv_heads, c.head_dim, dtype, device)
+        # Microbatch swapping (swap.py): with swap_host bytes of host memory, requests are
+        # admitted there and hold GPU pages only while a step uses them.
+        self.swap = None
+        if swap_host:
+            host = HostKV(local, HostKV.positions_for_budget(swap_host, local, c.kv_heads, c.head_dim, esize),
+                          c.kv_heads, c.head_dim, dtype, pin=device.type == "cuda")
+            self.swap = Swapper(self.pool, host, device)
         self.params: dict[str, dict] = {}
         self.holder, self.deployment, self.stage = holder, deployment, stage
         self._replicate, self._queue_size = replicate, queue_size
@@ -142,15 +151,24 @@ class StageEngine:
         """Every request's cache held here, in full, to the writer's holder (a new one)."""
         if self.writer is None:
             return
-        for request in list(self.pool.tables):
-            n = self.pool.lengths.get(request, 0)
+        if self.swap is not None:
+            self.swap.sync()  # swap-outs still copying to the host regions read below
+        for request in (self.swap.requests() if self.swap is not None else list(self.pool.tables)):
+            n = self.length_of(request)
             p = self.params.get(request)
             if n <= 0 or p is None:
                 continue
             prompt = p["reserve"] - p["max_tokens"]
-            slots = torch.tensor(self.pool.slots(request, 0, n), device=self.device)
+            swapped = not self.pool.has(request)  # swapped out: its cache is in host memory
+            if swapped:
+                host = self.swap.host.view(request, 0, n)
+            else:
+                slots = torch.tensor(self.pool.slots(request, 0, n), device=self.device)
             for i, layer in enumerate(range(self.first, self.end)):
-                k, v = self.pool.kv[i, 0, slots], self.pool.kv[i, 1, slots]
+                if swapped:
+                    k, v = host[:, i, 0], host[:, i, 1]
+                else:
+                    k, v = self.pool.kv[i, 0, slots], self.pool.kv[i, 1, slots]
                 last = layer == self.end - 1
                 self.writer.put_prompt(request, layer, 0, n, k, v, last=last,
                                        layers=(self.first, self.end), step=max(n - prompt, 0))
@@ -173,7 +191,20 @@ class StageEngine:
             self.pool.release(request)  # recomputed after all: as if never preloaded
         if params is not None:
             self.params[request] = params
+        if self.swap is not None:
+            self.swap.admit(request, reserve)
+            return
         self.pool.allocate(request, reserve)
+
+    def holds(self, request: str) -> bool:
+        """Whether the request is admitted here (in the GPU pool, or swapped out)."""
+        return self.pool.has(request) or (self.swap is not None and self.swap.holds(request))
+
+    def length_of(self, request: str) -> int:
+        """Positions of the request's KV cache present here, resident or swapped out."""
+        if self.swap is not None:
+            return self.swap.length_of(request)
+        return self.pool.lengths.get(request, 0)
 
     def _retry_holder(self) -> None:
         """Where the holder could not be reached, try it again, at most once a second, from a
@@ -209,9 +240,11 @@ class StageEngine:
         """Frees the request's pages and parameters here and drops its replica on the holder,
         unless keep_replica (a prompt handed off to a token engine, which restores it: the puts
         still queued hold their own copies of the KV, so the pages may be reused at once)."""
-        known = self.pool.has(request) or request in self.params
+        known = self.holds(request) or request in self.params
         self.preloaded.pop(request, None)
         self.pool.release(request)
+        if self.swap is not None:
+            self.swap.release(request)
         self.params.pop(request, None)
         if known and self.writer is not None and not keep_replica:
             self.writer.drop(request)
@@ -231,7 +264,18 @@ class StageEngine:
         if params is not None:
             self.params[request] = params
         pre = self.preloaded.pop(request, None)
-        if self.pool.has(request):
+        kept = self.holds(request)
+        if self.swap is not None:
+            # Swapping: the request is made resident for its whole reservation (a swapped-out
+            # survivor's cache swapped in), placed into as without swapping, and swapped out as
+            # any other once its pages are wanted.
+            room = max(reserve, need + 1)
+            try:
+                self.swap.admit(request, room)
+                self.swap.ensure([(request, room)])
+            except PoolFull as e:
+                raise RestoreFailed(str(e)) from e
+        if kept:
             have = min(self.pool.lengths.get(request, 0), need)
             try:
                 self.pool.allocate(request, max(reserve, need + 1))
@@ -250,7 +294,11 @@ class StageEngine:
             raise RestoreFailed(str(e)) from e
         if not self.holder:
             return 0
-        return self.fetch_into_pool(request, need, expect, wait_ms=self.restore_wait_ms).have
+        have = self.fetch_into_pool(request, need, expect, wait_ms=self.restore_wait_ms).have
+        if self.swap is not None and self.device.type == "cuda":
+            # The streamed scatter may still write the pages; an eviction must read them after.
+            torch.cuda.synchronize(self.device)
+        return have
 
     def fetch_into_pool(self, request: str, need: int, expect: bool = False, start: int = 0, from_step: int = 0,
                         wait_ms: int | None = None, want_step: int = 0, timeout: float | None = None) -> "Fetched":
@@ -355,9 +403,19 @@ class StageEngine:
     # --- compute ----------------------------------------------------------------------------
 
     @torch.no_grad()
-    def forward(self, kind: str, entries: list[dict], x):
+    def forward(self, kind: str, entries: list[dict], x, prefetch: list[tuple[str, int]] | None = None):
         """Run the local blocks over the batch. x: hidden states [rows, hidden] or, at the first
-        stage, token ids (one per row). Returns the hidden states after the last local block."""
+        stage, token ids (one per row). Returns the hidden states after the last local block.
+        Swapping, the entries' caches are swapped in first (or waited for, if prefetched), and
+        prefetch's (request, positions) rows — the next step's — start swapping in beside this
+        step's compute; without swapping prefetch is ignored."""
+        if self.swap is not None:
+            rows = [(e["request"], e["positions"][1]) for e in entries]
+            if len(entries) > 1 and self.swap.blocks_for(rows) > self.pool.num_blocks:
+                return self._forward_in_parts(kind, entries, x, prefetch)
+            self.swap.ensure(rows)
+            if prefetch:
+                self.swap.prefetch(prefetch)
         pool, dev = self.pool, self.device
         segs, pos, slots = [], [], []
         row = 0
@@ -439,6 +497,28 @@ class StageEngine:
         for r, _, p1, _ in segs:
             pool.lengths[r] = p1
         return x
+
+    def _forward_in_parts(self, kind: str, entries: list[dict], x, prefetch):
+        """Swapping, a step whose sequences do not fit the GPU pool together (a stage whose pool
+        is smaller than the first stage's, which chose the step) runs as consecutive forwards of
+        parts that do, each swapping its sequences in: every row attends to its own request's
+        cache only, so the parts' outputs are the step's."""
+        parts, cur, blocks = [], [], 0
+        for e in entries:
+            n = self.pool.blocks_needed(e["positions"][1])
+            if cur and blocks + n > self.pool.num_blocks:
+                parts.append(cur)
+                cur, blocks = [], 0
+            cur.append(e)
+            blocks += n
+        parts.append(cur)
+        outs, row = [], 0
+        for i, part in enumerate(parts):
+            n = sum(e["positions"][1] - e["positions"][0] for e in part)
+            xs = x[row:row + n]
+            row += n
+            outs.append(self.forward(kind, part, xs, prefetch if i == len(parts) - 1 else None))
+        return torch.cat(outs)
 
     def _decoded(self, entries, segs, slots_t, x):
         """After a decode step: the cache lengths move on and, replicating, the step's new K/V of

@@ -85,7 +85,8 @@ class Worker:
                                   dtype=getattr(torch, a.dtype) if a.dtype else None,
                                   kv_blocks=a.kv_blocks, kv_mem=int(a.kv_mem_gib * (1 << 30)) if a.kv_mem_gib else None,
                                   block=a.block, holder=a.holder, replicate=a.replicate == "on",
-                                  deployment=a.deployment, stage=a.stage, restore_wait_s=a.restore_wait)
+                                  deployment=a.deployment, stage=a.stage, restore_wait_s=a.restore_wait,
+                                  swap_host=int(a.swap_host_gib * (1 << 30)) or None)
         self.first, self.last = self.engine.is_first, self.engine.is_last
         self._capture_graphs()
         self._warm_prefill()
@@ -104,14 +105,13 @@ class Worker:
         self.waiting: collections.deque = collections.deque()
         self.running: list[str] = []
         self.restoring: set = set()  # resubmits whose KV restore is in flight through the stages
-        self.inflight: set | None = None
-        # The step in flight: its number, where it went and when (a step that does not come
-        # back within --step-timeout breaks the pipeline). `origin` tells this process's steps
-        # from those of a first stage it replaced.
+        # The steps in flight (at most --inflight), by number: their requests, where each went
+        # and when (a step that does not come back within --step-timeout breaks the pipeline).
+        # `origin` tells this process's steps from those of a first stage it replaced.
+        self.steps: dict[int, dict] = {}
         self.origin = uuid.uuid4().hex[:12]
         self.seq = 0
-        self.inflight_to: str | None = None
-        self.inflight_since = 0.0
+        self.stalled = False  # the last step() found nothing it could send: wait for an event
         # Requests set aside with their KV kept, each until a deadline: a resubmit takes it up,
         # else it is freed on every stage (its router is gone for good).
         self.orphans: dict[str, float] = {}
@@ -173,8 +173,7 @@ class Worker:
             print(f"schooner_serve: warm-up prefill of {n} positions in {time.perf_counter() - t:.2f} s",
                   file=sys.stderr, flush=True)
         finally:
-            e.pool.release(rid)
-            e.params.pop(rid, None)
+            e.release(rid)  # the writer is off: nothing is dropped at the holder
             e.writer = writer
 
     def on_sigterm(self, *_) -> None:
@@ -204,6 +203,12 @@ class Worker:
         reports the stage ready (and the deployment switches to it) once it listens, so the
         switch finds the caches here and fetches only the steps decoded since (preload.py)."""
         if self.a.preload <= 0 or not self.a.holder:
+            return {}
+        if self.engine.swap is not None:
+            # preload.py places replicas into GPU pages directly; a swapping stage restores them
+            # at the switch instead (each swapped in, placed, swapped out as any request).
+            print("schooner_serve: --preload is not done with --swap-host-gib: the switch restores instead",
+                  file=sys.stderr, flush=True)
             return {}
         return preload_mod.preload(self.engine, self.a.preload, ttl_s=self.a.orphan_ttl,
                                    log=lambda m: print(m, file=sys.stderr, flush=True))
@@ -275,7 +280,8 @@ class Worker:
         if self.first:
             return {"running": len(self.running), "waiting": len(self.waiting),
                     "kv_blocks_free": self.engine.pool.num_free}
-        return {"running": len(self.engine.pool.tables), "waiting": 0, "kv_blocks_free": self.engine.pool.num_free}
+        held = self.engine.swap.requests() if self.engine.swap is not None else self.engine.pool.tables
+        return {"running": len(held), "waiting": 0, "kv_blocks_free": self.engine.pool.num_free}
 
     def hop(self, route) -> str:
         """Where this stage's frames for a step go: the stage after this one on the step's route
@@ -358,35 +364,41 @@ class Worker:
                 # SIGTERM: no more steps (they would queue more to replicate); the drain
                 # thread exits the process once the writer has sent what it has.
                 threading.Event().wait()
-            idle = self.inflight is not None or not (self.waiting or self.running) or not self.first
+            idle = len(self.steps) >= self.a.inflight or not (self.waiting or self.running) or not self.first \
+                or self.stalled
             wait = None if idle else 0
             deadlines = list(self.orphans.values())
             if self.engine.preloaded:
                 deadlines.append(preload_mod.next_expiry(self.engine))
-            if self.inflight is not None and self.a.step_timeout > 0:
-                deadlines.append(self.inflight_since + self.a.step_timeout)
+            if self.steps and self.a.step_timeout > 0:
+                deadlines.append(self._oldest()["since"] + self.a.step_timeout)
             if deadlines and wait is None:
                 wait = max(0.0, min(deadlines) - time.monotonic())
             try:
                 ev = self.inbox.get(timeout=wait)
             except queue.Empty:
                 ev = None
-            if self.inflight is not None and self.a.step_timeout > 0 and \
-                    time.monotonic() >= self.inflight_since + self.a.step_timeout:
-                self._pipeline_lost(f"step {self.seq} sent to {self.inflight_to} did not come back "
+            if self.steps and self.a.step_timeout > 0 and \
+                    time.monotonic() >= self._oldest()["since"] + self.a.step_timeout:
+                old = self._oldest()
+                self._pipeline_lost(f"step {old['seq']} sent to {old['to']} did not come back "
                                     f"within {self.a.step_timeout:g} s")
             if self.orphans:
                 self._free_orphans()
             if self.engine.preloaded:
                 preload_mod.expire(self.engine)
             while ev is not None:
+                self.stalled = False
                 self.handle(*ev)
                 try:
                     ev = self.inbox.get_nowait()
                 except queue.Empty:
                     ev = None
-            if self.first and self.inflight is None:
-                self.step()
+            if self.first and len(self.steps) < self.a.inflight:
+                self.stalled = not self.step()
+
+    def _oldest(self) -> dict:
+        return self.steps[min(self.steps)]
 
     def handle(self, op, conn, h, payload) -> None:
         if op == "router":
@@ -403,7 +415,7 @@ class Worker:
             addr = h
             if self.links.get(addr) is conn:
                 del self.links[addr]
-                if self.first and self.a.depth > 1 and self.inflight is not None and addr == self.inflight_to:
+                if self.first and self.a.depth > 1 and any(st["to"] == addr for st in self.steps.values()):
                     self._pipeline_lost(f"the connection to {addr} closed with a step in flight")
         elif op == "peers_holder":
             self.engine.set_holder(h["holder"])
@@ -490,9 +502,9 @@ class Worker:
             r.generated = list(gen)
             r.replay = list(gen)
             if mode == "auto":
-                mode = "restore" if (self.a.holder or self.engine.pool.has(rid) or self.a.depth > 1) else "reprefill"
+                mode = "restore" if (self.a.holder or self.engine.holds(rid) or self.a.depth > 1) else "reprefill"
             r.resume_mode = mode
-        if old is not None or self.engine.pool.has(rid):  # a resubmit replaces the old run
+        if old is not None or self.engine.holds(rid):  # a resubmit replaces the old run
             self._forget(rid, keep_kv=r.resume_mode == "restore")
         self.requests[rid] = r
         self.orphans.pop(rid, None)
@@ -535,10 +547,11 @@ class Worker:
             pass
         return True
 
-    def step(self) -> None:
+    def step(self) -> bool:
         """Schedule one step: the restore of resubmitted requests (each stage makes its KV present
         and says how much of it it has), else a prefill of newly admitted requests, else a decode
-        of all running."""
+        of the running requests not in a step in flight (at most --max-batch). False when there
+        was nothing it could send."""
         restore = []
         for rid in list(self.waiting):
             r = self.requests[rid]
@@ -554,7 +567,7 @@ class Worker:
                                 "restore": True, "need": p + k - 1, "have": p + k - 1, "prompt_len": p,
                                 "params": r.params(), **({"expect": True} if r.expect else {})})
             self.run_step("restore", entries, [])
-            return
+            return True
         prefill, budget = [], self.a.max_prefill_tokens
         while self.waiting:
             r = self.requests[self.waiting[0]]
@@ -578,9 +591,12 @@ class Worker:
                                 "params": r.params()})
                 tokens.extend(seq)
             self.run_step("prefill", entries, tokens)
-            return
+            return True
         entries, tokens = [], []
-        for rid in self.running[: self.a.max_batch]:
+        busy = set().union(*(st["requests"] for st in self.steps.values()))
+        free = [rid for rid in self.running if rid not in busy]
+        window = free[: self.a.max_batch]
+        for rid in window:
             r = self.requests[rid]
             k, p = len(r.generated), len(r.prompt)
             e = {"request": rid, "step": k, "run": r.run, "positions": [p + k - 1, p + k]}
@@ -588,10 +604,20 @@ class Worker:
                 e["replay"] = True  # catching up after a restore: token k is known, not emitted again
             entries.append(e)
             tokens.append(r.generated[-1])
+        prefetch = None
+        if self.engine.swap is not None and len(free) > len(window):
+            # Swapping, more run than one step takes: microbatches of --max-batch take turns
+            # (this one goes to the back), and every stage starts swapping in the next one's
+            # caches while it computes this one (its rows: the positions its next step needs).
+            nxt = free[len(window): len(window) + self.a.max_batch]
+            prefetch = [[rid, len(self.requests[rid].prompt) + len(self.requests[rid].generated)] for rid in nxt]
+            chosen = set(window)
+            self.running = [rid for rid in self.running if rid not in chosen] + window
         if entries:
-            self.run_step("decode", entries, tokens)
+            self.run_step("decode", entries, tokens, prefetch)
+        return bool(entries)
 
-    def run_step(self, kind, entries, tokens) -> None:
+    def run_step(self, kind, entries, tokens, prefetch=None) -> None:
         entries, tokens, failed = self.prepare(entries, tokens)
         if kind == "restore":
             if self.a.depth == 1:
@@ -608,7 +634,7 @@ class Worker:
             return
         t = time.perf_counter()
         if entries:
-            x = self.engine.forward(kind, entries, tokens)
+            x = self.engine.forward(kind, entries, tokens, prefetch=_rows(prefetch))
             t = self._trace("forward", t, kind=kind, rows=x.shape[0])
         else:  # only failures: an empty forward carries them to the last stage
             x = torch.empty(0, self.cfg.hidden, dtype=self.engine.dtype)
@@ -621,18 +647,20 @@ class Worker:
             self.emit(entries, toks, failed)
             self.after_step(entries, toks, failed)
             return
-        self._send_step({"op": "forward", "kind": kind, "batch": entries, "failed": failed,
-                         "dtype": frame.dtype_name(x.dtype), "shape": list(x.shape)}, entries, frame.tensor_bytes(x))
+        h = {"op": "forward", "kind": kind, "batch": entries, "failed": failed,
+             "dtype": frame.dtype_name(x.dtype), "shape": list(x.shape)}
+        if prefetch:
+            h["prefetch"] = prefetch
+        self._send_step(h, entries, frame.tensor_bytes(x))
         self._trace("send", t, kind=kind)
 
     def _send_step(self, h: dict, entries, payload=b"") -> None:
         """Sends a step down the route, numbered so that only its own `sampled` ends it."""
         self.seq += 1
-        self.inflight = {e["request"] for e in entries}
-        self.inflight_since = time.monotonic()
-        self.inflight_to = None
+        st = self.steps[self.seq] = {"seq": self.seq, "requests": {e["request"] for e in entries},
+                                     "since": time.monotonic(), "to": None}
         try:
-            self.inflight_to = self.send_next({**h, "origin": self.origin, "seq": self.seq}, payload, self.route)
+            st["to"] = self.send_next({**h, "origin": self.origin, "seq": self.seq}, payload, self.route)
         except (OSError, frame.Closed) as e:
             self._pipeline_lost(str(e))
 
@@ -644,7 +672,7 @@ class Worker:
         lost = list(self.running) + list(self.restoring) + list(self.waiting)
         print(f"schooner_serve: pipeline broken ({why}); {len(lost)} requests set aside for the routers' resubmits",
               file=sys.stderr, flush=True)
-        self.inflight, self.inflight_to = None, None
+        self.steps.clear()
         for c in list(self.links.values()):
             c.close()
         self.links.clear()
@@ -667,10 +695,10 @@ class Worker:
         old = [rid for rid, r in self.requests.items() if r.route != route]
         for rid in old:
             self._set_aside(rid)
-        if self.inflight is not None or old:
-            print(f"schooner_serve: the route changed to {route}: the step in flight given up, {len(old)} requests "
-                  "set aside for their resubmits", file=sys.stderr, flush=True)
-        self.inflight, self.inflight_to = None, None
+        if self.steps or old:
+            print(f"schooner_serve: the route changed to {route}: {len(self.steps)} steps in flight given up, "
+                  f"{len(old)} requests set aside for their resubmits", file=sys.stderr, flush=True)
+        self.steps.clear()
 
     def _router_gone(self, conn) -> None:
         """The first stage's router connection closed: the router has paused its requests (or is
@@ -699,7 +727,8 @@ class Worker:
                     pass
 
     def on_sampled(self, h) -> None:
-        if h.get("origin", self.origin) != self.origin or h.get("seq", self.seq) != self.seq or self.inflight is None:
+        seq = h.get("seq", self.seq)
+        if h.get("origin", self.origin) != self.origin or seq not in self.steps:
             # The answer to a step this process did not send, or one it gave up on: its
             # requests were set aside, and the router resubmits them.
             print(f"schooner_serve: stale sampled (origin {h.get('origin')}, step {h.get('seq')}) dropped",
@@ -707,9 +736,9 @@ class Worker:
             return
         batch = h.get("batch", [])
         if TRACE:
-            print(f"schooner_serve: trace stage {self.a.stage} step {self.seq} back after "
-                  f"{1e3 * (time.monotonic() - self.inflight_since):.1f} ms", file=sys.stderr, flush=True)
-        self.inflight, self.inflight_to = None, None
+            print(f"schooner_serve: trace stage {self.a.stage} step {seq} back after "
+                  f"{1e3 * (time.monotonic() - self.steps[seq]['since']):.1f} ms", file=sys.stderr, flush=True)
+        del self.steps[seq]
         self.after_step([{"request": b["request"], "step": b["step"], "run": b.get("run")} for b in batch],
                         [b["token"] for b in batch], h.get("failed", []), h.get("restored", []))
 
@@ -773,7 +802,7 @@ class Worker:
                                                                    expect=bool(e.get("expect"))))
                 elif "params" in e:
                     self.engine.begin(r, e["params"]["reserve"], e["params"])
-                elif not self.engine.pool.has(r):
+                elif not self.engine.holds(r):
                     raise RestoreFailed(f"{r}: stage {self.a.stage} holds no KV cache for it")
                 keep.append(i)
             except (RestoreFailed, PoolFull) as ex:
@@ -812,7 +841,7 @@ class Worker:
             entries, x, failed = self.prepare(h["batch"], x, h.get("failed"))
             t = self._trace("prepare", t, kind=h.get("kind"), seq=h.get("seq"), payload=len(payload))
             if entries and h["kind"] != "restore":
-                x = self.engine.forward(h["kind"], entries, x)
+                x = self.engine.forward(h["kind"], entries, x, prefetch=_rows(h.get("prefetch")))
                 t = self._trace("forward", t, kind=h["kind"], rows=x.shape[0])
         except (KeyError, ValueError, frame.FrameError) as e:
             print(f"schooner_serve: bad forward: {e}", file=sys.stderr, flush=True)
@@ -895,6 +924,17 @@ class Worker:
         self.done_sent.add(rid)
 
 
+def _rows(prefetch):
+    """A forward frame's `prefetch` ([[request, positions], ...], the next step's rows) as the
+    engine's (request, positions) tuples; None when absent or malformed (a prefetch is only a
+    hint: the next step swaps in whatever it lacks)."""
+    if not isinstance(prefetch, list):
+        return None
+    rows = [(x[0], x[1]) for x in prefetch if isinstance(x, list) and len(x) == 2
+            and isinstance(x[0], str) and isinstance(x[1], int)]
+    return rows or None
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python3 -m schooner_serve.worker", description=__doc__.split("\n\n")[0])
     add_model_args(p)
@@ -914,6 +954,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--kv-blocks", type=int, default=None, help="KV pool size in blocks (else --kv-mem-gib)")
     p.add_argument("--kv-mem-gib", type=float, default=None, help="KV pool memory budget (default 64 MiB)")
     p.add_argument("--max-batch", type=int, default=64, help="sequences in one decode step")
+    p.add_argument("--inflight", type=int, default=1,
+                   help="steps the first stage keeps in flight through the pipeline, each of other requests "
+                        "(microbatches of at most --max-batch): the pipeline's depth keeps every stage busy")
+    p.add_argument("--swap-host-gib", type=float, default=0.0,
+                   help="microbatch swapping: requests are admitted into this much pinned host memory and hold "
+                        "KV pages in the GPU pool only while a step uses them, so more run than the GPU pool "
+                        "holds, --max-batch a step, the next microbatch swapped in while one computes; 0: off")
     p.add_argument("--capture-context", type=int, default=None,
                    help="on a GPU, capture decode graphs up to this many cached positions at start "
                         "(default the model's max_seq; 0: capture each on first use)")

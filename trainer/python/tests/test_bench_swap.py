@@ -1,0 +1,50 @@
+"""bench_swap --smoke on the CPU: each mode at the largest microbatch it fits, the same tokens
+both ways, and the swapping run really swapping. (Its times are not checked: that is the
+benchmark's job, on the GPU machine.)"""
+
+import json
+
+import pytest
+
+pytest.importorskip("torch")
+
+from schooner_serve import bench_swap  # noqa: E402
+
+
+def test_the_smoke_run_fits_twice_the_microbatch_with_swapping_and_yields_the_same_tokens(tmp_path):
+    out = tmp_path / "s.json"
+    bench_swap.main(["--smoke", "--out", str(out)])
+    res = json.loads(out.read_text())
+    assert res["device"] == "cpu"
+    # 16 blocks, 2 per request, depth 4: 4 microbatches of 2 in flight without swapping; with
+    # swapping the pool holds the computing and the prefetched microbatch, of 4 each.
+    assert (res["sizes"]["off"], res["sizes"]["on"]) == (2, 4)
+    off, on = res["runs"]
+    assert (off["swap"], off["batch"], on["swap"], on["batch"]) == (False, 8, True, 16)
+    assert on["same_tokens_as_first"] == "8/8"
+    for r in (off, on):
+        assert r["output_tokens"] == r["batch"] * res["config"]["output"]
+        assert r["tokens_per_s"] > 0 and 0 < r["tbt_ms"]["p50"] <= r["tbt_ms"]["p99"]
+    s = on["swap_stats"]
+    assert s["swap_ins"] > 0 and s["evictions"] > 0 and s["prefetches"] > 0
+
+
+def test_without_room_for_one_request_per_microbatch_only_the_swapping_mode_runs():
+    class A:
+        kv_gib, prompt, output, block, depth, host_gib, max_microbatch = 0.0, 24, 8, 16, 4, 0.0, 256
+    a = A()
+    per_block = 1024 * 16
+    a.kv_gib = 5 * per_block / (1 << 30)  # 5 blocks; a request takes 2; 4 in flight take 8
+    sz = bench_swap.sizes(a, per_block)
+    assert (sz["pool_blocks"], sz["reserve_blocks"], sz["off"], sz["on"]) == (5, 2, 0, 1)
+
+
+def test_at_a_latency_target_each_mode_counts_only_its_runs_that_meet_it():
+    run = lambda swap, m, tps, p99: {"swap": swap, "microbatch": m, "tokens_per_s": tps,  # noqa: E731
+                                     "tbt_ms": {"p50": p99 / 2, "p99": p99}}
+    runs = [run(False, 8, 100.0, 40.0), run(False, 4, 70.0, 30.0), run(True, 16, 180.0, 90.0),
+            run(True, 12, 150.0, 45.0)]
+    t = bench_swap.at_target(runs, 50.0)
+    assert (t["off"]["microbatch"], t["on"]["microbatch"], t["speedup"]) == (8, 12, 1.5)
+    t = bench_swap.at_target(runs, 35.0)
+    assert t["off"]["microbatch"] == 4 and t["on"] is None and "speedup" not in t
