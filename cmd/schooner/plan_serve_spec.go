@@ -35,17 +35,21 @@ type specInputs struct {
 }
 
 // unexpressibleError says why a plan cannot be a spec; Writable are the ranks (1-based) of
-// the plans shown that can, for the hint.
+// the Shown plans that can, for the hint.
 type unexpressibleError struct {
 	Rank     int
 	Reasons  []string
 	Writable []int
+	Shown    int
 }
 
 func (e *unexpressibleError) Error() string {
 	msg := fmt.Sprintf("plan %d cannot be written as a ServingDeployment spec: %s", e.Rank, strings.Join(e.Reasons, "; "))
-	if len(e.Writable) > 0 {
+	switch {
+	case len(e.Writable) > 0:
 		msg += fmt.Sprintf(" (plan %d of those shown can: --pick %d)", e.Writable[0], e.Writable[0])
+	case e.Shown > 0:
+		msg += " (none of those shown can: raise --top to see more)"
 	}
 	return msg
 }

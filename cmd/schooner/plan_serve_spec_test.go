@@ -258,6 +258,8 @@ func TestSpecFromPlanSaysWhatItCannot(t *testing.T) {
 	var ue *unexpressibleError
 	require.ErrorAs(t, err, &ue)
 	assert.Equal(t, 3, ue.Rank)
+	ue.Shown = 3
+	assert.ErrorContains(t, err, "(none of those shown can: raise --top to see more)")
 	assert.Len(t, ue.Reasons, 2)
 	assert.ErrorContains(t, err, "it packs stages onto L4-24 machines of 4 GPUs, and a spec runs one stage per machine, on one GPU")
 	assert.ErrorContains(t, err, "the colocated pool splits each stage over 2 GPUs (TP2), and a spec's inference worker has no tensor parallelism")

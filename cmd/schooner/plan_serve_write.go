@@ -40,6 +40,7 @@ func writeServeSpec(out, errOut io.Writer, f *planServeFlags, in specInputs, res
 	spec, notes, err := specFromPlan(p, f.pick, in)
 	var ue *unexpressibleError
 	if errors.As(err, &ue) {
+		ue.Shown = len(res.Plans)
 		for i, other := range res.Plans {
 			if len(unexpressible(other)) == 0 {
 				ue.Writable = append(ue.Writable, i+1)
