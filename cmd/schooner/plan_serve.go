@@ -36,6 +36,9 @@ type planServeFlags struct {
 	top             int
 	seed            uint64
 	asJSON          bool
+	// specPath is where --write-spec writes the plan --pick chooses (1-based).
+	specPath string
+	pick     int
 }
 
 func newPlanServeCommand(g *globals) *cobra.Command {
@@ -63,9 +66,22 @@ Spot capacity is used only with --spot, and may be reclaimed. Offerings come fro
   # Llama 3 8B, 5 requests/s of 512-token prompts and 256-token answers, on the simulated market
   schooner plan serve --model llama-3-8b --rate 5 --prompt 512 --output 256 --spot
 
+With --write-spec FILE ('-': stdout) the plan --pick chooses (the cheapest by default) is
+written as a ServingDeployment spec that 'schooner serve deploy' takes unchanged: the model,
+stages, replicas (and prefill_replicas for a disaggregated plan), the plan's GPU type, zones,
+instance types and clouds, its spot policy, max batch and context, and the latency targets.
+A spec runs each stage on a machine of its own, on one GPU, so the search then keeps to
+one-GPU machines; a plan whose prompt and token pools differ in depth is refused (a spec's
+pools share one 'stages'), and whatever the spec leaves to the deployment (zones per pool,
+say) is printed and written into the file.
+
   # long prompts, short answers, tighter targets, A100s and H100s only, as JSON
   schooner plan serve --model llama-3-8b --rate 2 --prompt 6000 --output 64 --ttft 1.5s --tpot 50ms \
-      --gpu A100-80 --gpu H100-80 --offerings offerings.json --json`,
+      --gpu A100-80 --gpu H100-80 --offerings offerings.json --json
+
+  # plan, write the cheapest as a spec, deploy it
+  schooner plan serve --model llama-8b --rate 4 --prompt 8192 --output 64 --spot --write-spec llama.yaml
+  schooner serve deploy llama.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runPlanServe(cmd, &f) },
 	}
@@ -88,6 +104,8 @@ Spot capacity is used only with --spot, and may be reclaimed. Offerings come fro
 	fs.IntVar(&f.top, "top", serve.DefaultTop, "how many configurations to show, the best included")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the simulation's arrivals")
 	fs.BoolVar(&f.asJSON, "json", false, "print the result as JSON")
+	fs.StringVar(&f.specPath, "write-spec", "", "write the chosen plan as a ServingDeployment spec (YAML) to this file ('-': stdout) for 'schooner serve deploy'")
+	fs.IntVar(&f.pick, "pick", 1, "with --write-spec, which of the plans shown to write (1: the cheapest)")
 	cmd.MarkFlagsMutuallyExclusive("spot", "on-demand-only")
 	return cmd
 }
@@ -105,20 +123,39 @@ func runPlanServe(cmd *cobra.Command, f *planServeFlags) error {
 	if err != nil {
 		return err
 	}
+	if f.specPath != "" {
+		var dropped int
+		if offers, dropped = oneGPUMachines(offers); len(offers) == 0 {
+			return fmt.Errorf("--write-spec: none of the %d offerings is a one-GPU machine, and a spec runs each stage on a machine of its own, on one GPU", dropped)
+		} else if dropped > 0 {
+			fmt.Fprintf(cmd.ErrOrStderr(), "--write-spec: planning on one-GPU machines only (a spec runs each stage on a machine of its own, on one GPU); %d offerings of larger machines left out\n", dropped)
+		}
+	}
 	res, err := serve.Search(serve.Request{Model: a, Rate: f.rate, PromptTokens: f.prompt, OutputTokens: f.output,
 		Targets: serve.Targets{TTFT: f.ttft, TPOT: f.tpot}, Offerings: offers, AllowSpot: f.spot,
 		AssumeInstances: f.assumeInstances, MaxGPUs: f.maxGPUs, Top: f.top, Seed: f.seed})
 	if err != nil {
 		return f.explain(a, err)
 	}
+	out := cmd.OutOrStdout()
+	if f.specPath == "-" {
+		out = cmd.ErrOrStderr() // stdout is the spec's
+	}
 	if f.asJSON {
-		return printJSON(cmd.OutOrStdout(), res)
+		if err := printJSON(out, res); err != nil {
+			return err
+		}
+	} else {
+		if note != "" {
+			fmt.Fprintf(cmd.ErrOrStderr(), "source: %s\n", note)
+		}
+		printServePlans(out, a.Name, f, res)
 	}
-	if note != "" {
-		fmt.Fprintf(cmd.ErrOrStderr(), "source: %s\n", note)
+	if f.specPath == "" {
+		return nil
 	}
-	printServePlans(cmd.OutOrStdout(), a.Name, f, res)
-	return nil
+	in := specInputs{arch: a, prompt: f.prompt, output: f.output, targets: res.Targets}
+	return writeServeSpec(cmd.OutOrStdout(), cmd.ErrOrStderr(), f, in, res)
 }
 
 // check validates the flags, naming the one at fault, and resolves the model.
@@ -158,6 +195,7 @@ func (f *planServeFlags) check() (planner.Architecture, error) {
 			bad("unknown --gpu %q: known types are %v", g, gpu.KnownTypes)
 		}
 	}
+	f.checkSpecFlags(a, bad)
 	return a, errors.Join(errs...)
 }
 

@@ -104,7 +104,9 @@ func TestPlanServeHelpTeaches(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, out, "schooner plan serve --model llama-3-8b --rate 5 --prompt 512 --output 256 --spot")
 	assert.Contains(t, out, "estimate from datasheets, not a measurement")
-	for _, flag := range []string{"--rate", "--ttft", "--tpot", "--gpu", "--zone", "--region", "--spot", "--on-demand-only", "--max-gpus", "--offerings", "--top", "--json"} {
+	assert.Contains(t, out, "--spot --write-spec llama.yaml\n  schooner serve deploy llama.yaml")
+	for _, flag := range []string{"--rate", "--ttft", "--tpot", "--gpu", "--zone", "--region", "--spot", "--on-demand-only", "--max-gpus", "--offerings", "--top", "--json",
+		"--write-spec", "--pick"} {
 		assert.Contains(t, out, flag)
 	}
 	out, err = executeFresh(newPlanCommand, "--help")
