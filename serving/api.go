@@ -25,7 +25,7 @@ const (
 	// SignalPreemptionNotice: fleet's, the same as a TrainingJob's (the preemption relay
 	// signals whatever workflow tagged the instance).
 	SignalPreemptionNotice = fleet.SignalPreemptionNotice
-	// UpdateScale sets the number of replicas (ScaleRequest).
+	// UpdateScale sets the number of replicas of either pool (ScaleRequest).
 	UpdateScale = "scale"
 	// UpdateStop drains every stage, releases every instance and ends the deployment
 	// (StopRequest); it returns the final status.
@@ -178,9 +178,12 @@ type StageReady struct {
 	HolderAddr string `json:"holder_addr"`
 }
 
-// ScaleRequest sets the number of pipeline replicas.
+// ScaleRequest sets the number of pipeline replicas (the decode replicas of a disaggregated
+// deployment) and, when PrefillReplicas is given, the prefill pool's. Replicas 0 with
+// PrefillReplicas given keeps the decode replicas as they are, so each pool scales on its own.
 type ScaleRequest struct {
-	Replicas int `json:"replicas"`
+	Replicas        int  `json:"replicas,omitempty"`
+	PrefillReplicas *int `json:"prefill_replicas,omitempty"`
 }
 
 // StopRequest stops the deployment gracefully; Reason is recorded.

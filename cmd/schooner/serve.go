@@ -20,9 +20,10 @@ router that follows the deployment.
   schooner serve router <deployment-id> --listen 127.0.0.1:8000
   schooner serve status <deployment-id> [--json]
   schooner serve list
+  schooner serve scale <deployment-id> --replicas 2 [--prefill-replicas 1]
   schooner serve stop <deployment-id>`,
 	}
 	cmd.AddCommand(newServeDeployCommand(g), newServeRouterCommand(g), newServeStatusCommand(g),
-		newServeListCommand(g), newServeStopCommand(g))
+		newServeListCommand(g), newServeScaleCommand(g), newServeStopCommand(g))
 	return cmd
 }

@@ -62,16 +62,18 @@ func (c *Client) Pipeline(ctx context.Context, id string) (serving.Pipeline, err
 	return wfclient.Query[serving.Pipeline](ctx, c.conn(), id, serving.QueryStages)
 }
 
-// Scale sets the number of pipeline replicas (the scale update, validated by the workflow).
-func (c *Client) Scale(ctx context.Context, id string, replicas int) error {
+// Scale sets the number of replicas of either pool (the scale update, validated by the
+// workflow) and returns the status once the deployment has laid them out.
+func (c *Client) Scale(ctx context.Context, id string, req serving.ScaleRequest) (serving.Status, error) {
+	var st serving.Status
 	h, err := c.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 		WorkflowID: id, UpdateName: serving.UpdateScale, WaitForStage: client.WorkflowUpdateStageCompleted,
-		Args: []any{serving.ScaleRequest{Replicas: replicas}},
+		Args: []any{req},
 	})
 	if err != nil {
-		return fmt.Errorf("scaling %s to %d replicas: %w", id, replicas, err)
+		return st, fmt.Errorf("scaling %s: %w", id, err)
 	}
-	return h.Get(ctx, nil)
+	return st, h.Get(ctx, &st)
 }
 
 // Stop drains and stops the deployment and returns its final status (the stop update).

@@ -126,7 +126,7 @@ func (d *dep) canContinueAsNew(ctx workflow.Context) bool {
 			return false // a machine migrated off is released when its worker ends
 		}
 	}
-	return !d.stopRequested && d.wantReplicas == d.replicas()
+	return !d.stopRequested && d.wantReplicas == d.replicas() && d.prefillScaled(d.spec.PrefillReplicas)
 }
 
 // continueAsNew hands the deployment's state to a new run. The RunStage activities of this run

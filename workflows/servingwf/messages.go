@@ -19,15 +19,32 @@ func (d *dep) registerHandlers(ctx workflow.Context) error {
 		return err
 	}
 	scale := func(ctx workflow.Context, req serving.ScaleRequest) (serving.Status, error) {
-		d.wantReplicas = req.Replicas
+		want, wantPrefill := d.wantReplicas, d.spec.PrefillReplicas
+		if req.Replicas > 0 {
+			want = req.Replicas
+		}
+		if req.PrefillReplicas != nil {
+			wantPrefill = *req.PrefillReplicas
+			if wantPrefill > 0 && !d.pools {
+				// A deployment started without a prefill pool lays one out from here on.
+				d.pools = workflow.GetVersion(ctx, poolsVersion, workflow.DefaultVersion, 1) == 1
+			}
+			if !d.pools {
+				wantPrefill = d.spec.PrefillReplicas // replayed from before the pools: as it ran then
+			}
+		}
+		d.wantReplicas, d.spec.PrefillReplicas = want, wantPrefill
 		d.wake.SendAsync(true)
-		err := workflow.Await(ctx, func() bool { return d.replicas() == req.Replicas || d.wantReplicas != req.Replicas || d.finished })
+		err := workflow.Await(ctx, func() bool {
+			return d.replicas() == want && d.prefillScaled(wantPrefill) ||
+				d.wantReplicas != want || d.spec.PrefillReplicas != wantPrefill || d.finished
+		})
 		return d.snapshot(), err
 	}
 	err := workflow.SetUpdateHandlerWithOptions(ctx, serving.UpdateScale, scale, workflow.UpdateHandlerOptions{
 		Validator: func(_ workflow.Context, req serving.ScaleRequest) error {
-			if req.Replicas < 1 || req.Replicas > serving.MaxReplicas {
-				return fmt.Errorf("replicas must be between 1 and %d (got %d)", serving.MaxReplicas, req.Replicas)
+			if err := d.validScale(req); err != nil {
+				return err
 			}
 			return d.accepting()
 		}})
@@ -46,6 +63,30 @@ func (d *dep) registerHandlers(ctx workflow.Context) error {
 	return workflow.SetUpdateHandlerWithOptions(ctx, serving.UpdateStop, stop, workflow.UpdateHandlerOptions{
 		Validator: func(workflow.Context, serving.StopRequest) error { return d.accepting() }})
 }
+
+// validScale checks a scale update before it is accepted: each count in bounds, at least one
+// given, and a prefill pool only where prompts can be streamed (KV replication on).
+func (d *dep) validScale(req serving.ScaleRequest) error {
+	if req.PrefillReplicas == nil || req.Replicas != 0 {
+		if req.Replicas < 1 || req.Replicas > serving.MaxReplicas {
+			return fmt.Errorf("replicas must be between 1 and %d (got %d)", serving.MaxReplicas, req.Replicas)
+		}
+	}
+	if req.PrefillReplicas == nil {
+		return nil
+	}
+	switch n := *req.PrefillReplicas; {
+	case n < 0 || n > serving.MaxReplicas:
+		return fmt.Errorf("prefill_replicas must be between 0 and %d (got %d)", serving.MaxReplicas, n)
+	case n > 0 && d.spec.KVReplication != serving.ReplicationOn:
+		return errors.New("prefill_replicas needs kv_replication on: the prefill pool streams each prompt's KV cache to the decode replica through the holders")
+	}
+	return nil
+}
+
+// prefillScaled: the prefill pool has the replicas wanted (a deployment without pools has none
+// to lay out).
+func (d *dep) prefillScaled(want int) bool { return !d.pools || d.prefillReplicas() == want }
 
 // accepting rejects updates to a deployment that is over or stopping.
 func (d *dep) accepting() error {

@@ -437,22 +437,42 @@ func (d *dep) describe(ctx workflow.Context, ids []string) ([]cloud.Instance, er
 	return jobwf.Describe(ctx, d.id, ids)
 }
 
-// applyScale lays out or removes replicas to match the scale update: new replicas are
-// placed and started by the next turns; removed ones (the highest) are stopped and their
-// machines released.
+// applyScale lays out or removes replicas of either pool to match the scale update: new
+// replicas are placed and started by the next turns; removed ones (the highest) are stopped
+// and their machines released.
 func (d *dep) applyScale(ctx workflow.Context) error {
-	have := d.replicas()
-	switch {
-	case d.wantReplicas == have:
-		return nil
-	case d.wantReplicas > have:
-		d.addReplicas(d.wantReplicas)
+	var ids []string
+	if have := d.replicas(); d.wantReplicas != have {
+		if d.wantReplicas > have {
+			d.addReplicas(d.wantReplicas)
+		} else {
+			ids = append(ids, d.retireSlots(d.slots[d.wantReplicas*d.depth():])...)
+			d.slots = d.slots[:d.wantReplicas*d.depth()]
+		}
 		d.version++
 		d.event(ctx, fmt.Sprintf("scaled from %d to %d replicas", have, d.wantReplicas))
+	}
+	if have, want := d.prefillReplicas(), d.spec.PrefillReplicas; d.pools && want != have {
+		if want > have {
+			d.addPrefill(want)
+		} else {
+			ids = append(ids, d.retireSlots(d.prefill[want*d.depth():])...)
+			d.prefill = d.prefill[:want*d.depth()]
+		}
+		d.version++
+		d.event(ctx, fmt.Sprintf("scaled the prefill pool from %d to %d replicas", have, want))
+	}
+	if len(ids) == 0 {
 		return nil
 	}
+	return d.release(ctx, ids)
+}
+
+// retireSlots stops the workers of slots leaving the deployment (and their standbys') and
+// returns the machines to release.
+func (d *dep) retireSlots(slots []*slot) []string {
 	var ids []string
-	for _, s := range d.slots[d.wantReplicas*d.depth():] {
+	for _, s := range slots {
 		d.retire(s.run)
 		if s.inst.ID != "" {
 			ids = append(ids, s.inst.ID)
@@ -462,8 +482,5 @@ func (d *dep) applyScale(ctx workflow.Context) error {
 			ids = append(ids, s.standby.inst.ID)
 		}
 	}
-	d.slots = d.slots[:d.wantReplicas*d.depth()]
-	d.version++
-	d.event(ctx, fmt.Sprintf("scaled from %d to %d replicas", have, d.wantReplicas))
-	return d.release(ctx, ids)
+	return ids
 }
