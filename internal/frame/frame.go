@@ -13,8 +13,11 @@ import (
 	"io"
 )
 
-// MaxHeader bounds a frame's JSON header: headers carry names and shapes, never bulk data.
-const MaxHeader = 64 << 10
+// MaxHeader bounds a frame's JSON header against garbage lengths. Headers carry names and
+// shapes, and one list that can be long: a submit's (or resubmit's) prompt token ids, up to
+// serving's largest max_context (262,144 tokens, at most 7 bytes each as JSON: 1.8 MB). At
+// 64 KiB, as before, a prompt of more than about 10,000 tokens could not reach a worker.
+const MaxHeader = 4 << 20
 
 // ErrTooLarge is returned for a header over MaxHeader or a payload over the reader's limit.
 var ErrTooLarge = errors.New("frame too large")

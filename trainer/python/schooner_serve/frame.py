@@ -11,7 +11,10 @@ import struct
 import threading
 import warnings
 
-MAX_HEADER = 64 << 10
+# Headers carry names and shapes, and one long list: a submit's prompt token ids, up to the
+# largest max_context (262,144 tokens, 1.8 MB as JSON); the bound is against garbage lengths
+# (internal/frame's MaxHeader, the same).
+MAX_HEADER = 4 << 20
 DEFAULT_MAX_PAYLOAD = 8 << 30
 VERSION = 1
 

@@ -164,13 +164,21 @@ def test_frame_matches_hand_built_bytes():
 
 
 @pytest.mark.parametrize("raw", [
-    struct.pack(">I", (64 << 10) + 1),                       # header over 64 KiB
+    struct.pack(">I", (4 << 20) + 1),                        # header over 4 MiB
     struct.pack(">I", 4) + b"[1] " + struct.pack(">Q", 0),   # not an object
     struct.pack(">I", 2) + b"{}" + struct.pack(">Q", 0),     # no op
 ])
 def test_bad_frames_are_refused(raw):
     with pytest.raises(frame.FrameError):
         frame.read(io.BytesIO(raw))
+
+
+def test_a_submit_of_the_longest_prompt_fits_a_frame():
+    # serving's largest max_context (262,144 tokens), each id as long as JSON makes it: a 32k
+    # prompt did not fit the 64 KiB header of before.
+    prompt = [999_999] * (1 << 18)
+    h, _ = frame.read(io.BytesIO(frame.encode({"op": "submit", "request": "r", "prompt": prompt})))
+    assert h["prompt"] == prompt
 
 
 def test_payload_limit_and_truncation():
