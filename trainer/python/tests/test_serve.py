@@ -317,7 +317,7 @@ def test_one_stage_greedy_and_seeded_cancel_and_errors(reference):
             pass
         assert replies[-1]["op"] == "error" and replies[-1]["code"] == code, replies
     s = socket.create_connection(frame.split_addr(addr))
-    s.sendall(struct.pack(">I", 1 << 20))
+    s.sendall(struct.pack(">I", frame.MAX_HEADER + 1))
     h, _ = frame.read(s.makefile("rb"))
     assert h["op"] == "error" and h["code"] == "bad_request"
     assert s.recv(1) == b""
