@@ -17,6 +17,8 @@ stage that knows its batch and context captures before it is needed, as it loads
 
 from __future__ import annotations
 
+import inspect
+
 import torch
 
 from .model import rope_tables
@@ -45,6 +47,11 @@ def bucket(n: int, least: int = 1) -> int:
     return p
 
 
+# How _Graph captures where torch can (see there why): only the capturing thread is restricted.
+_THREAD_LOCAL_CAPTURE = ({"capture_error_mode": "thread_local"}
+                         if "capture_error_mode" in inspect.signature(torch.cuda.graph.__init__).parameters else {})
+
+
 class _Graph:
     def __init__(self, engine, batch: int, context: int, scratch: int, mempool):
         m, c, dev = engine.model, engine.c, engine.device
@@ -65,7 +72,14 @@ class _Graph:
                 self._step(engine)
         torch.cuda.current_stream(dev).wait_stream(side)
         self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph, pool=mempool):
+        # thread_local: a graph is captured lazily, at the first step of a new batch bucket,
+        # while the replication sender may be waiting on an earlier step's copy event in its own
+        # thread. In the default ("global") mode that wait is refused during any capture and
+        # invalidates it: on an H100 (2026-12-06, bench_preload at 2k x 8) the capture failed
+        # and took the engine down. The sender only waits on events of other streams and reads
+        # host memory, so letting other threads call CUDA during the capture is safe (torch
+        # before 2.1 has no such mode and captures as before).
+        with torch.cuda.graph(self.graph, pool=mempool, **_THREAD_LOCAL_CAPTURE):
             self.out = self._step(engine)
 
     def _step(self, engine):
