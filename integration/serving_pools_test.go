@@ -50,7 +50,7 @@ func TestServingWithAPrefillPool(t *testing.T) {
 	assert.EqualValues(t, 1, rs.Prefill.Completed, "the prompt was computed by the prefill replica")
 	assert.Zero(t, rs.Counters.Reprefills, "the decode replica restored the prompt, not recomputed it")
 
-	victim := e.prefillInstance(ctx, 0)
+	victim := e.instanceOf(ctx, serving.PoolPrefill, 0)
 	require.NoError(t, e.Market.Preempt(victim, 0))
 	eventually(t, 90*time.Second, func() bool {
 		st, err := e.sc.Status(ctx, e.id)
@@ -75,20 +75,6 @@ func TestServingWithAPrefillPool(t *testing.T) {
 	assert.Equal(t, serving.PhaseStopped, st.Phase)
 	assert.Zero(t, st.LeakedInstances)
 	recordHistory(t, e.Client, e.id, "serving_deployment_pools.json")
-}
-
-// prefillInstance is the machine stage `stage` of prefill replica 0 runs on.
-func (e *servingEnv) prefillInstance(ctx context.Context, stage int) string {
-	e.t.Helper()
-	st, err := e.sc.Status(ctx, e.id)
-	require.NoError(e.t, err)
-	for _, s := range st.Stages {
-		if s.Pool == serving.PoolPrefill && s.Replica == 0 && s.Stage == stage && s.State == serving.StateReady {
-			return s.InstanceID
-		}
-	}
-	e.t.Fatalf("prefill stage %d has no ready machine: %+v", stage, st.Stages)
-	return ""
 }
 
 // colocated streams the completion through a router of its own on prefill replica 0's

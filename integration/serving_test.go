@@ -90,17 +90,17 @@ func (e *servingEnv) complete(ctx context.Context, prompt string, n int64) strin
 	return c.Choices[0].Text
 }
 
-// instanceOf is the machine a stage of replica 0 runs on.
-func (e *servingEnv) instanceOf(ctx context.Context, stage int) string {
+// instanceOf is the machine a stage of a pool's replica 0 runs on.
+func (e *servingEnv) instanceOf(ctx context.Context, pool string, stage int) string {
 	e.t.Helper()
 	st, err := e.sc.Status(ctx, e.id)
 	require.NoError(e.t, err)
 	for _, s := range st.Stages {
-		if s.Pool == serving.PoolDecode && s.Replica == 0 && s.Stage == stage && s.State == serving.StateReady {
+		if s.Pool == pool && s.Replica == 0 && s.Stage == stage && s.State == serving.StateReady {
 			return s.InstanceID
 		}
 	}
-	e.t.Fatalf("stage %d has no ready machine: %+v", stage, st.Stages)
+	e.t.Fatalf("%s stage %d has no ready machine: %+v", pool, stage, st.Stages)
 	return ""
 }
 
@@ -269,7 +269,7 @@ func TestServingSurvivesALostStage(t *testing.T) {
 		var victim string
 		var noticedFirst *cloud.Interruption
 		got := e.streamThrough(ctx, prompt, n, 8, func() {
-			victim = e.instanceOf(ctx, c.stage)
+			victim = e.instanceOf(ctx, serving.PoolDecode, c.stage)
 			require.Equal(t, settled, victim, "case %d: stage %d kept the machine the stream started on", i, c.stage)
 			noticedFirst = e.Market.InterruptionOf(victim)
 			if c.notice {
