@@ -22,6 +22,9 @@ def test_the_smoke_run_fits_twice_the_microbatch_with_swapping_and_yields_the_sa
     off, on = res["runs"]
     assert (off["swap"], off["batch"], on["swap"], on["batch"]) == (False, 8, True, 16)
     assert on["same_tokens_as_first"] == "8/8"
+    # the exact check: the same batch without swapping on a GPU pool that holds it
+    assert on["same_tokens_as_unswapped_reference"] == "16/16"
+    assert res["reference"] == {"microbatch": 4, "pool_blocks": 5 * 4 * 2}
     for r in (off, on):
         assert r["output_tokens"] == r["batch"] * res["config"]["output"]
         assert r["tokens_per_s"] > 0 and 0 < r["tbt_ms"]["p50"] <= r["tbt_ms"]["p99"]
