@@ -62,6 +62,12 @@ def run_case(a, cfg, model, holder, context, batch, case):
     K = a.pre + a.delta + 1
 
     cold = engine()
+    for e in (warm, cold):
+        # A worker captures its decode graphs before it listens (worker._capture_graphs), so a
+        # standby's first step after the switch replays one: so must the replacements here, or
+        # the pause timed is a graph capture (about 80 ms on an H100, 2026-12-06), not the switch.
+        if e.graphs is not None:
+            e.graphs.prepare([batch], [context + K])
     row = {"context": context, "batch": batch, "pre_steps": a.pre, "delta_steps": a.delta,
            "preload_s": round(preload_s, 6), "preloaded": pre["preloaded"], "preloaded_bytes": pre["bytes"]}
     for name, e in (("cold", cold), ("preload", warm)):
