@@ -8,8 +8,8 @@ import (
 )
 
 // A standby's preload ends in time for the switch before the machine is reclaimed: it gets
-// what is left of the notice less the switch's reserve, nothing when less is left (the switch
-// restores everything), and the fixed bound when the notice said no deadline.
+// what is left of the notice less the switch's reserve, and never less than the fixed bound
+// (which is also what a notice without a deadline gets).
 func TestStandbyPreloadIsBoundedByTheNoticesDeadline(t *testing.T) {
 	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
 	for _, c := range []struct {
@@ -19,8 +19,8 @@ func TestStandbyPreloadIsBoundedByTheNoticesDeadline(t *testing.T) {
 	}{
 		{"no deadline", time.Time{}, StandbyPreload},
 		{"an AWS notice's two minutes, a minute of it spent buying and booting", now.Add(time.Minute), time.Minute - SwitchReserve},
-		{"less left than the switch needs", now.Add(SwitchReserve / 2), 0},
-		{"the deadline passed", now.Add(-time.Second), 0},
+		{"less left than the switch needs", now.Add(SwitchReserve / 2), StandbyPreload},
+		{"the deadline passed", now.Add(-time.Second), StandbyPreload},
 	} {
 		assert.Equal(t, c.want, standbyPreload(c.reclaimAt, now), c.name)
 	}

@@ -67,15 +67,17 @@ const StandbyPreload = 5 * time.Second
 const SwitchReserve = 5 * time.Second
 
 // standbyPreload is how long a standby started at now may preload before it must report ready:
-// until SwitchReserve before the reclaim when the notice said when (nothing when less is left:
-// the switch then restores everything), StandbyPreload when it did not. It is an upper bound:
-// a preload that has fetched what there is reports ready at once, so the bound binds only on
-// a slow or hung holder.
+// until SwitchReserve before the reclaim when the notice said when, and never less than
+// StandbyPreload (nor StandbyPreload when it did not say). It is an upper bound: a preload
+// that has fetched what there is reports ready at once, so the bound binds only on a slow or
+// hung holder. The floor keeps the preload where little is left: a standby that skipped it
+// restored everything at the switch, where a clean-clone CI run (simulated market at 20×,
+// whose 2-minute boot spends the whole notice) once found nothing to restore and re-prefilled.
 func standbyPreload(reclaimAt, now time.Time) time.Duration {
 	if reclaimAt.IsZero() {
 		return StandbyPreload
 	}
-	return max(reclaimAt.Sub(now)-SwitchReserve, 0)
+	return max(reclaimAt.Sub(now)-SwitchReserve, StandbyPreload)
 }
 
 // start runs RunStage for slot s on inst, under a new epoch.
