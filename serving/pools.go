@@ -1,6 +1,10 @@
 package serving
 
-import "github.com/schooner-ml/schooner/internal/specfile"
+import (
+	"fmt"
+
+	"github.com/schooner-ml/schooner/internal/specfile"
+)
 
 // Prompt–token disaggregation (DéjàVu; vLLM's disaggregated prefill, Dynamo's prefill and
 // decode workers). A spec with PrefillReplicas runs two pools of pipelines of the same depth:
@@ -40,10 +44,21 @@ func (s Spec) Disaggregated() bool { return s.PrefillReplicas > 0 }
 // share `stages`, so their depths are the same by construction: the holder keys a replica by
 // stage, and a decode stage can only restore what a prefill stage of the same layers sent.
 func checkPools(c *specfile.Collector, s Spec) {
-	if s.PrefillReplicas < 0 || s.PrefillReplicas > MaxReplicas {
-		c.Add("prefill_replicas", "must be between 0 and %d (got %d)", MaxReplicas, s.PrefillReplicas)
+	for _, p := range PrefillReplicasProblems(s.PrefillReplicas, s.KVReplication) {
+		c.Add("prefill_replicas", "%s", p)
 	}
-	if s.PrefillReplicas > 0 && s.KVReplication == ReplicationOff {
-		c.Add("prefill_replicas", "needs kv_replication %q: the prompt's KV cache reaches the decode replicas through the KV-cache holders replication writes to", ReplicationOn)
+}
+
+// PrefillReplicasProblems is what is wrong with n prefill replicas in a deployment whose
+// kv_replication is kvReplication (none: nothing): the spec's validation and the scale
+// update's (which may add a prefill pool to a running deployment) ask the same.
+func PrefillReplicasProblems(n int, kvReplication string) []string {
+	var out []string
+	if n < 0 || n > MaxReplicas {
+		out = append(out, fmt.Sprintf("must be between 0 and %d (got %d)", MaxReplicas, n))
 	}
+	if n > 0 && kvReplication == ReplicationOff {
+		out = append(out, "needs kv_replication on: the prompt's KV cache reaches the decode replicas through the KV-cache holders replication writes to")
+	}
+	return out
 }

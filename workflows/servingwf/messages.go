@@ -75,11 +75,8 @@ func (d *dep) validScale(req serving.ScaleRequest) error {
 	if req.PrefillReplicas == nil {
 		return nil
 	}
-	switch n := *req.PrefillReplicas; {
-	case n < 0 || n > serving.MaxReplicas:
-		return fmt.Errorf("prefill_replicas must be between 0 and %d (got %d)", serving.MaxReplicas, n)
-	case n > 0 && d.spec.KVReplication != serving.ReplicationOn:
-		return errors.New("prefill_replicas needs kv_replication on: the prefill pool streams each prompt's KV cache to the decode replica through the holders")
+	if ps := serving.PrefillReplicasProblems(*req.PrefillReplicas, d.spec.KVReplication); len(ps) > 0 {
+		return fmt.Errorf("prefill_replicas %s", ps[0])
 	}
 	return nil
 }
