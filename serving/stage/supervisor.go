@@ -196,6 +196,13 @@ func (s *Supervisor) Run(ctx context.Context, a serving.StageAssignment, hb func
 		if err := r.waitListening(ctx); err != nil {
 			return res, err
 		}
+		if a.Depth > 1 {
+			// Told before it reports ready: a stage assigned while its successor was still
+			// starting (a standby bought while the next stage was itself being replaced) had no
+			// holder in its arguments, and a switch to it before the next periodic query told
+			// it one found nothing to restore from and re-prefilled its requests.
+			r.syncPeers(ctx)
+		}
 	}
 	if err := r.signalReady(ctx); err != nil {
 		return r.end(ctx, res, err)

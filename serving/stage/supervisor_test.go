@@ -326,6 +326,28 @@ func TestRunSendsPeersWhenTheSuccessorChanges(t *testing.T) {
 	waitEnd(t, done)
 }
 
+// A stage assigned while its successor was not ready (a standby bought while the next stage
+// was itself starting) starts without the successor's addresses; if the successor is ready by
+// the time the worker listens, the worker is told before the stage reports ready, so a switch
+// to it never finds it without a holder to restore from.
+func TestRunTellsTheSuccessorBeforeReportingReady(t *testing.T) {
+	h := newHarness(t, "serve")
+	h.sup.PeersEvery, h.sup.PeersFastEvery = time.Hour, time.Hour // only the sync before ready can tell it
+	h.dep.set(serving.Pipeline{Deployment: "dep-1", Replicas: []serving.ReplicaStages{{Replica: 0, Ready: true, Stages: []serving.StageAddr{
+		{Stage: 0, Addr: "10.0.0.1:7001", Holder: "10.0.0.1:7100", Node: "i-0", Ready: true}, {Stage: 1, Addr: "x", Holder: "y", Ready: true}}}}})
+	a := assignment(1, 2)
+	a.Restore = true
+	done, cancel := h.startCancelable(a)
+	h.waitReady(done)
+	_, hasHolder := flagValue(h.args(), "--holder")
+	assert.False(t, hasHolder, "the assignment carried no holder")
+	require.Len(t, h.peers(), 1, "told before its stage-ready was sent")
+	assert.Equal(t, peersOp{Op: "peers", Next: "10.0.0.1:7001", Holder: "10.0.0.1:7100"}, h.peers()[0])
+	assert.Equal(t, "10.0.0.1:7100", h.lastHB().NextHolder)
+	cancel()
+	waitEnd(t, done)
+}
+
 // While the successor is not settled (moving to a standby here; not ready is the same case)
 // the stages query is read every PeersFastEvery; once it is settled again, every PeersEvery.
 func TestRunQueriesFasterWhileTheSuccessorMoves(t *testing.T) {
