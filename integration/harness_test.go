@@ -4,6 +4,7 @@ package integration
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -44,8 +45,15 @@ func startStack(t *testing.T, o stack.Options) *stack.Stack {
 	return s
 }
 
+// testLogger logs warnings and errors into the test's output; SCHOONER_TEST_LOG_LEVEL (debug,
+// info, ...) shows more when a failure needs the inference workers' own lines, which are logged
+// at info.
 func testLogger(t *testing.T) zerolog.Logger {
-	return zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	level := zerolog.WarnLevel
+	if l, err := zerolog.ParseLevel(os.Getenv("SCHOONER_TEST_LOG_LEVEL")); err == nil && l != zerolog.NoLevel {
+		level = l
+	}
+	return zerolog.New(zerolog.NewTestWriter(t)).Level(level)
 }
 
 // eventually polls cond until it holds or the deadline passes; tests never sleep blindly.

@@ -68,6 +68,7 @@ class StageEngine:
         self._holder_retry_at, self._prober, self._probed = 0.0, None, None
         self.writer = self._writer(holder) if holder and replicate else None
         self.restore_stats: list[dict] = []
+        self.restore_source = ""  # where the last restore's positions came from (restore)
         # Requests preloaded ahead of a switch (preload.py), until a restore takes them up.
         self.preloaded: dict = {}
         self.reader = self._lend()
@@ -265,6 +266,8 @@ class StageEngine:
             self.params[request] = params
         pre = self.preloaded.pop(request, None)
         kept = self.holds(request)
+        # Where this restore's positions came from, for a failure's message (restore_source).
+        self.restore_source = "preloaded" if pre is not None else "kept" if kept else "holder"
         if self.swap is not None:
             # Swapping: the request is made resident for its whole reservation (a swapped-out
             # survivor's cache swapped in), placed into as without swapping, and swapped out as
@@ -293,8 +296,13 @@ class StageEngine:
         except PoolFull as e:
             raise RestoreFailed(str(e)) from e
         if not self.holder:
+            self.restore_source = "no holder"
             return 0
-        have = self.fetch_into_pool(request, need, expect, wait_ms=self.restore_wait_ms).have
+        got = self.fetch_into_pool(request, need, expect, wait_ms=self.restore_wait_ms)
+        have = got.have
+        if have == 0:
+            self.restore_source = f"holder {self.holder}: " + ("no replica (or no answer)" if got.top == 0 else
+                                                              f"a replica acked to step {got.acked}, up to position {got.top}")
         if self.swap is not None and self.device.type == "cuda":
             # The streamed scatter may still write the pages; an eviction must read them after.
             torch.cuda.synchronize(self.device)

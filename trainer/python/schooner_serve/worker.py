@@ -751,7 +751,9 @@ class Worker:
             if e["have"] < e["prompt_len"]:
                 failed.append({"request": e["request"], "run": e.get("run"), "code": "restore_failed",
                                "message": f"{e['request']}: the stages hold positions 0:{e['have']} of its KV cache, "
-                                          f"less than its prompt of {e['prompt_len']}: resubmit with resume_mode reprefill"})
+                                          f"less than its prompt of {e['prompt_len']} "
+                                          f"({'; '.join(e.get('held') or ['no stage said'])}): "
+                                          "resubmit with resume_mode reprefill"})
                 self.engine.release(e["request"])
             else:
                 restored.append({"request": e["request"], "run": e.get("run"), "have": e["have"]})
@@ -798,8 +800,11 @@ class Worker:
             r = e["request"]
             try:
                 if e.get("restore"):
-                    e["have"] = min(e["have"], self.engine.restore(r, e["need"], e["params"]["reserve"], e["params"],
-                                                                   expect=bool(e.get("expect"))))
+                    have = self.engine.restore(r, e["need"], e["params"]["reserve"], e["params"],
+                                               expect=bool(e.get("expect")))
+                    e["have"] = min(e["have"], have)
+                    # Each stage's part, carried to the last stage for a failure's message.
+                    e.setdefault("held", []).append(f"stage {self.a.stage}: {have} ({self.engine.restore_source})")
                 elif "params" in e:
                     self.engine.begin(r, e["params"]["reserve"], e["params"])
                 elif not self.engine.holds(r):

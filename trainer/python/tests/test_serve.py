@@ -403,6 +403,8 @@ def test_two_stages_and_failover_restore_and_reprefill(reference, holder_kind):
         c5.submit("g1", REQS[0][1], 24, stop=[], resume_from=3, generated=reference["g1"][:3])
         c5.wait(["g1"])
         assert c5.done["g1"]["code"] == "restore_failed"
+        # the message says which stage held what, and where it looked
+        assert f"stage 0: 0 (holder {empty.addr}: no replica" in c5.done["g1"]["message"], c5.done["g1"]["message"]
         c5.close()
         # the router's answer to restore_failed: the same resubmit with resume_mode reprefill
         c5b = RouterClient(addr4)
