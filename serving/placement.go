@@ -48,6 +48,13 @@ type PlacementRequest struct {
 	// AssumeSpotCapacity is the spot instances an offering without a hint (-1) is assumed
 	// to have; 0 means 4.
 	AssumeSpotCapacity int
+	// DecodeReplicas and Depth (the deployment's decode replicas and pipeline stages), when
+	// both > 0, place each prefill stage in the zone of the machine whose holder it streams
+	// its prompts' KV caches to (PrefillHolder), where that zone offers room: a prompt's cache
+	// is large (256 MiB for 2,048 tokens of an 8B model), and crossing zones adds its transfer
+	// to the time to first token and is billed per gigabyte by the clouds. Zero places
+	// prefill stages as any other.
+	DecodeReplicas, Depth int
 }
 
 // StagePlacement is the offering one slot runs on.
@@ -73,6 +80,9 @@ type Placement struct {
 //
 //   - spot before on-demand: the spot policy allows on-demand capacity always (on-demand)
 //     or only for a slot no spot offering can take (spot-with-fallback), never for spot;
+//   - then, for a prefill stage with DecodeReplicas and Depth, the zone of the decode stage
+//     whose node holds what it streams (placed or held), so its prompts' caches stay in the
+//     zone;
 //   - then spread: the zone holding the fewest of the replica's other stages, so one zone's
 //     preemption wave does not take a whole pipeline;
 //   - then the cheapest, then the zone holding fewest stages overall, then offer order.
@@ -141,16 +151,34 @@ func Place(req PlacementRequest) Placement {
 		}
 		return n
 	}
+	// nearZone is the zone a slot should share ("" for none): a prefill stage's decode stage's.
+	nearZone := func(s Slot) string {
+		if s.Pool != PoolPrefill || req.DecodeReplicas <= 0 || req.Depth <= 0 {
+			return ""
+		}
+		to := PrefillHolder(s, req.DecodeReplicas, req.Depth)
+		for _, u := range uses {
+			if u.Slot == to {
+				return u.Zone
+			}
+		}
+		return ""
+	}
 	var out Placement
 	for _, s := range need {
 		best := -1
-		var bestScore [4]float64
+		var bestScore [5]float64
 		spotOnly := slices.Contains(req.SpotOnly, s)
+		near := nearZone(s)
 		for k, o := range opts {
 			if o.capacity == cloud.Spot && spotLeft[k] <= 0 || o.capacity != cloud.Spot && spotOnly {
 				continue
 			}
-			score := [4]float64{float64(o.tier), float64(replicaIn(s.Pool, s.Replica, o.offer.Zone)), o.offer.Price(o.capacity), float64(allIn(o.offer.Zone))}
+			far := 0.0
+			if near != "" && o.offer.Zone != near {
+				far = 1
+			}
+			score := [5]float64{float64(o.tier), far, float64(replicaIn(s.Pool, s.Replica, o.offer.Zone)), o.offer.Price(o.capacity), float64(allIn(o.offer.Zone))}
 			if best < 0 || less(score, bestScore) {
 				best, bestScore = k, score
 			}
@@ -171,7 +199,7 @@ func Place(req PlacementRequest) Placement {
 }
 
 // less orders scores lexicographically; equal scores keep the earlier option.
-func less(a, b [4]float64) bool {
+func less(a, b [5]float64) bool {
 	for i := range a {
 		if a[i] != b[i] {
 			return a[i] < b[i]

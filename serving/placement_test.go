@@ -140,3 +140,34 @@ func TestPlaceSpreadsEachPoolsReplicaApart(t *testing.T) {
 	assert.Equal(t, "z-b", p.Stages[0].Key.Zone, "decode stage 1 away from its replica's stage 0")
 	assert.Equal(t, Slot{Pool: PoolPrefill, Replica: 0, Stage: 1}, p.Stages[1].Slot)
 }
+
+// With DecodeReplicas and Depth, a prefill stage goes where the holder it streams to runs (the
+// machine of the next stage of the decode replica it feeds, held or placed in the same call),
+// before price and before spreading its own replica; where that zone has no room it is placed
+// as before.
+func TestPlacePutsAPrefillStageBesideTheDecodeStageItFeeds(t *testing.T) {
+	offers := []cloud.Offering{offer("z-a", "v1", 1.5, 3, 8), offer("z-b", "v1", 1.4, 3, 8), offer("z-c", "v1", 1, 3, 8)}
+	held := []ZoneUse{{Slot: Slot{Replica: 0, Stage: 0}, Zone: "z-a"}, {Slot: Slot{Replica: 0, Stage: 1}, Zone: "z-b"},
+		{Slot: Slot{Replica: 1, Stage: 0}, Zone: "z-b"}, {Slot: Slot{Replica: 1, Stage: 1}, Zone: "z-a"}}
+	prefill := []Slot{{Pool: PoolPrefill, Replica: 0, Stage: 0}, {Pool: PoolPrefill, Replica: 0, Stage: 1},
+		{Pool: PoolPrefill, Replica: 1, Stage: 0}, {Pool: PoolPrefill, Replica: 1, Stage: 1}, {Pool: PoolPrefill, Replica: 2, Stage: 0}}
+	p := Place(PlacementRequest{Offers: offers, Spot: fleet.SpotOnly, Need: prefill, Held: held, DecodeReplicas: 2, Depth: 2})
+	require.Empty(t, p.Unplaced)
+	assert.Equal(t, []string{"z-b", "z-a", "z-a", "z-b", "z-b"}, zonesOf(p),
+		"prefill replica p's stage i beside decode replica p mod 2's stage i+1 (its holder), not in the cheapest zone")
+
+	without := Place(PlacementRequest{Offers: offers, Spot: fleet.SpotOnly, Need: prefill[:2], Held: held})
+	assert.Equal(t, []string{"z-c", "z-b"}, zonesOf(without), "without DecodeReplicas: cheapest, then spread")
+
+	// Decode and prefill placed in one call: the prefill stage follows the decode stage's new zone.
+	p = Place(PlacementRequest{Offers: offers, Spot: fleet.SpotOnly, DecodeReplicas: 1, Depth: 1,
+		Need: []Slot{{Pool: PoolPrefill, Replica: 0, Stage: 0}, {Replica: 0, Stage: 0}}})
+	assert.Equal(t, []string{"z-c", "z-c"}, zonesOf(p))
+
+	// No room beside it: the cheapest of the rest, on spot before on-demand.
+	short := []cloud.Offering{offer("z-a", "v1", 1.5, 3, 8), offer("z-b", "v1", 1.4, 3, 0), offer("z-c", "v1", 1, 3, 8)}
+	p = Place(PlacementRequest{Offers: short, Spot: fleet.SpotWithFallback, Need: prefill[:1], Held: held, DecodeReplicas: 2, Depth: 2})
+	require.Len(t, p.Stages, 1)
+	assert.Equal(t, cloud.Spot, p.Stages[0].Key.Capacity)
+	assert.Equal(t, "z-c", p.Stages[0].Key.Zone)
+}

@@ -36,6 +36,13 @@ func Feeds(p, decode int) int {
 	return p % decode
 }
 
+// PrefillHolder is the decode slot on whose machine the holder that prefill slot s streams
+// its prompts' KV caches to runs: the ring successor of the same stage of the decode replica
+// s feeds, since that holder is where that decode stage restores from.
+func PrefillHolder(s Slot, decodeReplicas, depth int) Slot {
+	return Slot{Pool: PoolDecode, Replica: Feeds(s.Replica, decodeReplicas), Stage: (s.Stage + 1) % max(depth, 1)}
+}
+
 // Disaggregated says whether the spec asks for a prefill pool.
 func (s Spec) Disaggregated() bool { return s.PrefillReplicas > 0 }
 

@@ -20,6 +20,10 @@ type need struct {
 	standby bool
 }
 
+// prefillNearVersion gates placing each prefill stage in the zone of the decode stage it
+// streams its prompts to (serving.PlacementRequest.DecodeReplicas).
+const prefillNearVersion = "prefill-near-decode"
+
 // needs lists the machines to buy, in slot order.
 func (d *dep) needs() []need {
 	var out []need
@@ -62,6 +66,9 @@ func (d *dep) ensure(ctx workflow.Context) error {
 		d.avoided.Prune(now)
 		req := serving.PlacementRequest{Offers: offers, Spot: d.spec.Spot, GPUTypes: d.spec.Resources.GPUTypes,
 			Unavailable: d.unavailable, Avoided: d.avoided, Now: now}
+		if d.prefillReplicas() > 0 && workflow.GetVersion(ctx, prefillNearVersion, workflow.DefaultVersion, 1) == 1 {
+			req.DecodeReplicas, req.Depth = d.replicas(), d.depth()
+		}
 		for _, n := range needs {
 			req.Need = append(req.Need, n.slot.key())
 			if n.slot.toSpot {

@@ -68,7 +68,8 @@ func (d *dep) holderSlot(s *slot) *slot {
 	if s.pool != serving.PoolPrefill {
 		return d.next(s)
 	}
-	return d.slotAt(d.feeds(s.replica), (s.stage+1)%d.depth())
+	h := serving.PrefillHolder(s.key(), d.replicas(), d.depth())
+	return d.slotAt(h.Replica, h.Stage)
 }
 
 // prefillPipelines are the stages query's entries of the prefill replicas (pools.go in

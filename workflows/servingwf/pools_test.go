@@ -48,6 +48,10 @@ func TestPrefillReplicaStreamsToItsDecodeReplicasHolders(t *testing.T) {
 		require.NotEmpty(t, pre.InstanceID, "prefill stage %d started", stage)
 		assert.NotEqual(t, dec.InstanceID, pre.InstanceID, "the pools never share a machine")
 		assert.Equal(t, holderOf(dec), pre.NextHolderAddr, "prefill stage %d streams to the decode replica's holder", stage)
+		w.Lock()
+		assert.Equal(t, w.Instances[dec.InstanceID].Zone, w.Instances[pre.InstanceID].Zone,
+			"prefill stage %d in the zone of that holder (not the cheapest zone for each)", stage)
+		w.Unlock()
 		assert.True(t, pre.Replication)
 		assert.False(t, pre.Restore)
 	}
