@@ -238,5 +238,6 @@ func serverOptions(conf *config.Config, hosts map[primitives.ServiceName]static.
 		temporal.WithAuthorizer(authorizer),
 		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
 		temporal.WithDynamicConfigClient(dyn),
+		temporal.WithChainedFrontendGrpcInterceptors(finishAbandonedWrites),
 	}
 }
