@@ -46,6 +46,13 @@ type JobOptions struct {
 	// the same spec survives the same drought at any time scale (a count of wall-clock rounds
 	// made a real cloud give up after 5 minutes and a 120× demo after 10 simulated hours).
 	MaxWaitForCapacity time.Duration `json:"max_wait_for_capacity,omitempty"`
+	// HoldWhileWaiting (simulated, default 10 min): how long a job that finds no plan keeps the
+	// machines it holds (survivors of a loss, what a short acquisition got) before it gives
+	// them back and buys anew once a plan fits. Held, they are billed while nothing runs on
+	// them; given back, the next plan pays a boot and a relaunch (about 4–5 minutes) and
+	// may not find them again. Holding for about twice that bounds what waiting can cost to
+	// a few times what a restart does, whether the drought lasts minutes or hours.
+	HoldWhileWaiting time.Duration `json:"hold_while_waiting,omitempty"`
 	// MaxPlanFailures (default 0: no limit but MaxWaitForCapacity): consecutive rounds with no
 	// plan before the job fails. Runs recorded before MaxWaitForCapacity existed count rounds
 	// only, 60 when this is zero.
@@ -70,6 +77,7 @@ func (o JobOptions) WithDefaults() JobOptions {
 	defaults.Positive(&o.MaxAcquireRounds, 3)
 	defaults.Positive(&o.ScaleUpEvery, 10*time.Minute)
 	defaults.Positive(&o.MaxWaitForCapacity, 6*time.Hour)
+	defaults.Positive(&o.HoldWhileWaiting, 10*time.Minute)
 	defaults.Positive(&o.MaxTrainerFailures, 5)
 	return o
 }

@@ -68,6 +68,11 @@ func (j *job) run(ctx workflow.Context) error {
 					reason = "deadline"
 					continue
 				}
+				if workflow.GetVersion(ctx, versionReleaseWhileWaiting, workflow.DefaultVersion, 1) == 1 {
+					if err := j.releaseHeldWhileWaiting(ctx); err != nil {
+						return err
+					}
+				}
 				j.event(ctx, "no plan yet: waiting for capacity")
 				if workflow.GetVersion(ctx, versionWaitingPhase, workflow.DefaultVersion, 1) == 1 {
 					j.setPhase(ctx, training.PhaseWaiting)
@@ -196,6 +201,33 @@ func (j *job) releaseAll(ctx workflow.Context) error {
 	}
 	j.event(ctx, fmt.Sprintf("released %d instances", len(ids)))
 	j.held = nil
+	return nil
+}
+
+// versionReleaseWhileWaiting gates giving back what a job waiting for capacity holds after
+// HoldWhileWaiting; runs recorded before held it through the whole wait.
+const versionReleaseWhileWaiting = "release-while-waiting"
+
+// releaseHeldWhileWaiting gives back every machine the job holds once it has waited
+// HoldWhileWaiting (provider time) for a plan: nothing runs on them, and a drought of hours
+// billed them for hours (issue 21). The job restores from its durable checkpoint, not from
+// them, so nothing is lost; the next plan buys what it needs.
+func (j *job) releaseHeldWhileWaiting(ctx workflow.Context) error {
+	if len(j.held) == 0 || j.droughtSince.IsZero() {
+		return nil
+	}
+	waited := workflow.Now(ctx).Sub(j.droughtSince)
+	if waited < j.strategy.Scale.Wall(j.opts.HoldWhileWaiting) {
+		return nil
+	}
+	ids := cloud.IDs(j.held)
+	if err := j.release(ctx, ids); err != nil {
+		return err
+	}
+	j.accrue(workflow.Now(ctx)) // billed until given back
+	j.held = nil
+	j.event(ctx, fmt.Sprintf("released the %d instances held through %s of waiting for capacity", len(ids),
+		j.strategy.Scale.Sim(waited).Round(time.Second)))
 	return nil
 }
 

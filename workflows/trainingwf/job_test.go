@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -833,4 +834,41 @@ func TestTrainingJobTellsItsStoryInTheUI(t *testing.T) {
 	for _, want := range []string{"**t** (OPT-350) — training", "2 GPUs in z-a", "so far (on demand: $", "preemptions survived", "current plan (initial)"} {
 		assert.Contains(t, details, want)
 	}
+}
+
+// A job that loses a machine and finds no plan gives back the survivor it holds once it has
+// waited HoldWhileWaiting (provider time), instead of paying for it through the whole
+// drought; when capacity returns it buys what the plan needs and completes.
+func TestTrainingJobWaitingForCapacityReleasesWhatItHolds(t *testing.T) {
+	lost, returned := false, false
+	w, env := newInterruptedJobEnv(t, func(training.PlanJobRequest) (training.PlanJobResult, error) {
+		if lost && !returned {
+			return training.PlanJobResult{}, errors.New("no capacity anywhere")
+		}
+		return twoStagePlan("z-a", cloud.Spot, 1), nil
+	})
+	var during training.JobStatus
+	env.RegisterDelayedCallback(func() {
+		lost = true
+		preempt(env, w, "i-2")
+	}, 20*time.Second)
+	env.RegisterDelayedCallback(func() { // 16 simulated minutes after the loss at 60×
+		v, err := env.QueryWorkflow(training.QueryStatus)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&during))
+	}, 36*time.Second)
+	env.RegisterDelayedCallback(func() { returned = true }, 60*time.Second)
+	st := runCompleted(t, env)
+	assert.Contains(t, []string{training.PhaseWaiting, training.PhasePlanning}, during.Phase, "still without a plan")
+	assert.Empty(t, during.Instances, "the survivor i-1 was given back while waiting: %+v", during.GPUs)
+	w.Lock()
+	assert.Contains(t, w.Released, "i-1")
+	w.Unlock()
+	found := false
+	for _, p := range st.Timeline {
+		found = found || strings.HasPrefix(p.Event, "released the 1 instances held through")
+	}
+	assert.True(t, found, "the timeline says why")
+	assert.GreaterOrEqual(t, len(w.Acquires), 2, "capacity back: bought anew")
+	require.Empty(t, w.Leaked())
 }
