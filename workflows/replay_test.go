@@ -44,8 +44,10 @@ var originalIDs = map[string]string{
 	// (integration/serving_spot_test.go; version return-to-spot).
 	"serving_deployment_spot_return.json": "serve-tiny-test01",
 	// A deployment with a prefill pool whose prefill stage is lost and replaced
-	// (integration/serving_pools_test.go; version prompt-token-pools).
-	"serving_deployment_pools.json": "serve-tiny-test01",
+	// (integration/serving_pools_test.go; version prompt-token-pools), recorded with each
+	// prefill stage placed in its holder's zone (prefill-near-decode) and before that.
+	"serving_deployment_pools.json":             "serve-tiny-test01",
+	"serving_deployment_pools_before_near.json": "serve-tiny-test01",
 }
 
 // TestReplayCommittedHistories replays every history under testdata/replay against the
