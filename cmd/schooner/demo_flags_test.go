@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -78,4 +80,33 @@ func TestTraceStartMustNotBeNegative(t *testing.T) {
 	t.Parallel()
 	err := checkTraceDir(stack.Options{TraceStart: -time.Hour}, io.Discard)
 	require.ErrorContains(t, err, "invalid --trace-start -1h0m0s: must not be negative")
+}
+
+// SCHOONER_TRACE and SCHOONER_TRACE_START give --trace and --trace-start their defaults (a
+// flag given still wins), and a malformed SCHOONER_TRACE_START is refused before anything
+// starts.
+func TestTraceFlagsTakeTheirDefaultsFromTheEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "us-west-2a_v100_1.json"),
+		[]byte(`{"metadata": {"gap_seconds": 60}, "data": [1, 0, 2]}`), 0o644))
+	t.Setenv("SCHOONER_TRACE", dir)
+	t.Setenv("SCHOONER_TRACE_START", "36h")
+	for _, cmd := range []func(*globals) *cobra.Command{newDemoCommand, newDevCommand} {
+		c := cmd(&globals{})
+		assert.Equal(t, dir, c.Flags().Lookup("trace").DefValue)
+		assert.Equal(t, "36h0m0s", c.Flags().Lookup("trace-start").DefValue)
+	}
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	var o stack.Options
+	addTraceFlag(fs, &o)
+	require.NoError(t, fs.Parse([]string{"--trace-start", "2h"}))
+	assert.Equal(t, dir, o.TraceDir)
+	assert.Equal(t, 2*time.Hour, o.TraceStart, "the flag wins")
+	var out bytes.Buffer
+	require.NoError(t, checkTraceDir(o, &out))
+	assert.Contains(t, out.String(), "spot traces: 1 offering replays "+dir)
+
+	t.Setenv("SCHOONER_TRACE_START", "a day")
+	err := checkTraceDir(stack.Options{}, io.Discard)
+	require.ErrorContains(t, err, `invalid SCHOONER_TRACE_START "a day"`)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -40,18 +41,44 @@ func positiveTimeScale(v float64) error {
 	return nil
 }
 
-// addTraceFlag registers --trace, the spot-traces directory the simulated market replays.
+// addTraceFlag registers --trace, the spot-traces directory the simulated market replays, and
+// --trace-start. Their defaults come from SCHOONER_TRACE and SCHOONER_TRACE_START, so a team
+// that always simulates on its own traces sets them once (a shell profile, a CI job) instead
+// of on every command; checkTraceDir refuses a malformed SCHOONER_TRACE_START.
 func addTraceFlag(fs *pflag.FlagSet, o *stack.Options) {
-	fs.StringVar(&o.TraceDir, "trace", "", "replay this SkyPilot spot-traces directory (files <zone>_<gpu>_<count>.json, e.g.\n"+
+	start, _ := envDuration(traceStartEnv) // refused by checkTraceDir when malformed
+	fs.StringVar(&o.TraceDir, "trace", os.Getenv(traceEnv), "replay this SkyPilot spot-traces directory (files <zone>_<gpu>_<count>.json, e.g.\n"+
 		"availability/16-node/aws-08-27-2023 of github.com/skypilot-org/spot-traces) instead of the bundled\n"+
-		"AWS traces; offerings it has no file for keep the seeded capacity model")
-	fs.DurationVar(&o.TraceStart, "trace-start", 0, "replay the traces from this far into them (e.g. 36h), as `schooner policy eval` starts its runs at\n"+
-		"offsets into the traces (its --json lists them)")
+		"AWS traces; offerings it has no file for keep the seeded capacity model (env "+traceEnv+")")
+	fs.DurationVar(&o.TraceStart, "trace-start", start, "replay the traces from this far into them (e.g. 36h), as `schooner policy eval` starts its runs at\n"+
+		"offsets into the traces (its --json lists them; env "+traceStartEnv+")")
+}
+
+// The environment variables that give --trace and --trace-start their defaults.
+const (
+	traceEnv      = "SCHOONER_TRACE"
+	traceStartEnv = "SCHOONER_TRACE_START"
+)
+
+// envDuration is the duration in the environment variable name, 0 when it is unset.
+func envDuration(name string) (time.Duration, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("invalid %s %q: a duration such as 36h or 90m", name, v)
+	}
+	return d, nil
 }
 
 // checkTraceDir reads --trace's directory before anything starts, so a bad file is named at
 // once, and says which files of it are left out.
 func checkTraceDir(o stack.Options, out io.Writer) error {
+	if _, err := envDuration(traceStartEnv); err != nil {
+		return err
+	}
 	if o.TraceStart < 0 {
 		return fmt.Errorf("invalid --trace-start %s: must not be negative", o.TraceStart)
 	}
