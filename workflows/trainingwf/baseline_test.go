@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/schooner-ml/schooner/training"
 )
@@ -55,4 +56,16 @@ func TestTrainingJobWithoutABestOnDemandPlanGoesOn(t *testing.T) {
 		noted = noted || strings.Contains(p.Event, "no best on-demand plan")
 	}
 	assert.True(t, noted, "the timeline says why there is no baseline")
+}
+
+// A run recorded before the baseline existed replays without asking for it (the version
+// best-on-demand-baseline is the default there): no local activity its history lacks.
+func TestTrainingJobRecordedBeforeTheBaselineDoesNotAskForIt(t *testing.T) {
+	w := newJobWorld()
+	w.trainerRun = runsFor(0)
+	env := newJobEnv(t, w, planIn("z-a"))
+	env.OnGetVersion(versionBestOnDemand, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	st := runCompleted(t, env)
+	assert.Empty(t, w.baselines)
+	assert.Zero(t, st.BestOnDemandCostUSD)
 }
