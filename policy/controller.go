@@ -47,6 +47,11 @@ type Decision struct {
 	// OnDemandGPUs is the job's best on-demand plan for its deadline, the baseline the
 	// policy prices against.
 	OnDemandGPUs int `json:"on_demand_gpus"`
+	// OnDemandUSDPerGPUHour is what one of the decision's on-demand GPUs costs per hour: the
+	// on-demand price of the instance type the policy reasons in (OffersMarket), in the zone
+	// of OnDemand, per GPU (the market's highest on-demand price where that zone has no
+	// offering of it). A job prices what each purchase adds with it.
+	OnDemandUSDPerGPUHour float64 `json:"on_demand_usd_per_gpu_hour,omitempty"`
 }
 
 // DecideRunning makes one decision of schooner's deadline policy for a running job: the same
@@ -69,8 +74,24 @@ func DecideRunning(r Running, offers []cloud.Offering, mem DeadlineMemory, model
 		Restarting: r.Restarting, OnDemandGPUs: BestOnDemand(job, m, r.Deadline).GPUs}
 	req := p.Decide(v)
 	spot := fill(req, v.Spot, capacity)
-	return Decision{Request: req, Memory: p.Memory(r.Elapsed), Spot: spot, OnDemand: placeOnDemand(req, v.OnDemand, spot, m.Zones),
-		OnDemandGPUs: v.OnDemandGPUs}, nil
+	od := placeOnDemand(req, v.OnDemand, spot, m.Zones)
+	return Decision{Request: req, Memory: p.Memory(r.Elapsed), Spot: spot, OnDemand: od,
+		OnDemandGPUs: v.OnDemandGPUs, OnDemandUSDPerGPUHour: onDemandPerGPUHour(offers, m, od)}, nil
+}
+
+// onDemandPerGPUHour is the on-demand price per GPU-hour of m's instance type in the zone of
+// od (one zone: placeOnDemand places every on-demand GPU in one), from the offerings; the
+// market's on-demand price, the highest of its zones, where od is empty or its zone has no
+// offering of that type.
+func onDemandPerGPUHour(offers []cloud.Offering, m *Market, od Placement) float64 {
+	price := m.OnDemandPrice
+	for _, o := range offers {
+		if o.InstanceType == m.InstanceType && o.OnDemandPrice > 0 && od[o.Zone] > 0 {
+			price = o.OnDemandPrice
+			break
+		}
+	}
+	return price / float64(m.GPUsPerInst)
 }
 
 // OffersMarket reads the market a running job meets from its offerings: of the instance

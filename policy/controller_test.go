@@ -97,3 +97,31 @@ func TestOffersMarketWithoutSpotCapacityPicksAShapeTheJobCanHold(t *testing.T) {
 	assert.Positive(t, d.Request.Spot+d.Request.OnDemand, "a request for something: %+v", d.Request)
 	assert.Positive(t, d.OnDemand.GPUs(), "no spot anywhere and a deadline: on-demand")
 }
+
+// A decision says what one of its on-demand GPUs costs: the on-demand price of the shape the
+// policy reasons in, in the zone it places them, per GPU; the job prices its purchases so.
+func TestDecisionPricesItsOnDemandGPUs(t *testing.T) {
+	models, net, err := profiles.Bundled()
+	require.NoError(t, err)
+	offers := v100Offers(nil)
+	prices := map[string]float64{"us-east-2b": 3.06, "us-west-2a": 3.25, "us-west-2c": 3.5}
+	for i := range offers {
+		if offers[i].InstanceType == "p3.2xlarge" {
+			offers[i].OnDemandPrice = prices[offers[i].Zone]
+		}
+	}
+	r := Running{Iterations: 6000, MaxGPUs: 8, Elapsed: 20 * time.Hour, Deadline: 24 * time.Hour, Every: 5 * time.Minute,
+		Done: 1000, Checkpointed: 1000}
+	d, err := DecideRunning(r, offers, DeadlineMemory{}, models["OPT-350"], net, 32)
+	require.NoError(t, err)
+	require.Len(t, d.OnDemand, 1, "no spot, four hours left: on-demand in one zone")
+	for z := range d.OnDemand {
+		assert.Equal(t, prices[z], d.OnDemandUSDPerGPUHour, "the price in the zone the GPUs are placed in")
+	}
+
+	m := &Market{InstanceType: "p3.8xlarge", GPUsPerInst: 4, OnDemandPrice: 14}
+	big := []cloud.Offering{{Zone: "a", InstanceType: "p3.8xlarge", OnDemandPrice: 12.24}, {Zone: "b", InstanceType: "p3.2xlarge", OnDemandPrice: 3}}
+	assert.InDelta(t, 12.24/4, onDemandPerGPUHour(big, m, Placement{"a": 4}), 1e-12, "per GPU of a 4-GPU machine")
+	assert.InDelta(t, 14.0/4, onDemandPerGPUHour(big, m, Placement{"b": 4}), 1e-12, "no offering of the shape there: the market's price")
+	assert.InDelta(t, 14.0/4, onDemandPerGPUHour(big, m, nil), 1e-12)
+}

@@ -26,14 +26,17 @@ func WriteMarkdown(w io.Writer, s Summary, st training.JobStatus, timelineFile s
 	}
 	b.WriteString("| | |\n|---|---|\n")
 	row := func(k, format string, args ...any) { fmt.Fprintf(&b, "| %s | %s |\n", k, fmt.Sprintf(format, args...)) }
-	row("cost", "$%.2f", s.CostUSD)
+	if s.SavingsBaseline == BaselineBestOnDemand {
+		row("cost", "$%.2f: %.1f%% saved against the job on its best on-demand plan", s.CostUSD, s.SavingsPct)
+		row("the job on its best on-demand plan, start to end", "$%.2f: %s", s.BestOnDemandCostUSD, strings.ReplaceAll(s.BestOnDemandPlan, "|", "/"))
+	} else {
+		row("cost", "$%.2f (no best on-demand plan to compare with)", s.CostUSD)
+	}
 	if s.BilledUSD > 0 {
 		row("billed by the provider", "$%.2f (the job's own accounting above: %+.1f%%)", s.BilledUSD, s.AccountingOverBillPct())
 	}
-	row("same plans on on-demand", "$%.2f (%.1f%% saved)", s.OnDemandCostUSD, s.SavingsPct)
-	if s.BestOnDemandCostUSD > 0 {
-		row("best on-demand plan, start to end", "$%.2f (%.1f%% saved): %s", s.BestOnDemandCostUSD, s.SavingsVsBestOnDemandPct, s.BestOnDemandPlan)
-	}
+	row("the same machines at on-demand prices", "$%.2f (%.1f%% saved; counts the idle, recovery and redone time of the spot run, so it flatters spot)",
+		s.HoldingOnDemandCostUSD, s.SavingsVsHoldingPct)
 	row("preemptions survived", "%d (%d announced by a notice, %d injected by the demo)", s.Preemptions, s.Notices, s.InjectedPreemptions)
 	row("replans", "%d (%d distinct plans)", s.Replans, s.DistinctPlans)
 	row("checkpoints committed / restores", "%d / %d", s.CheckpointsCommitted, s.Restores)
@@ -60,7 +63,7 @@ func WriteMarkdown(w io.Writer, s Summary, st training.JobStatus, timelineFile s
 		fmt.Fprintf(&b, "| %d | %.1f | %s | %d | %d | %.3f | %.2f | %s |\n", p.Epoch, at, p.Reason, p.GPUs, p.FromStep, p.IterSeconds, p.USDPerHour, strings.ReplaceAll(p.Summary, "|", "/"))
 	}
 	if len(s.OnDemandPurchases) > 0 {
-		b.WriteString("\n## On-demand purchases\n\nWhat the deadline policy bought on demand, and why.\n\n| at (s) | GPUs | where | why |\n|---|---|---|---|\n")
+		b.WriteString("\n## On-demand purchases\n\nWhat the deadline policy bought on demand, what it cost and why.\n\n| at (s) | GPUs | where | USD/h | why |\n|---|---|---|---|---|\n")
 		for _, p := range s.OnDemandPurchases {
 			at := 0.0
 			if !st.StartedAt.IsZero() {
@@ -71,7 +74,11 @@ func WriteMarkdown(w io.Writer, s Summary, st training.JobStatus, timelineFile s
 				zones = append(zones, fmt.Sprintf("%s: %d", z, g))
 			}
 			sort.Strings(zones)
-			fmt.Fprintf(&b, "| %.1f | %d | %s | %s |\n", at, p.GPUs, strings.Join(zones, ", "), strings.ReplaceAll(p.Why, "|", "/"))
+			price := "not recorded"
+			if p.USDPerHour > 0 {
+				price = fmt.Sprintf("%.2f", p.USDPerHour)
+			}
+			fmt.Fprintf(&b, "| %.1f | %d | %s | %s | %s |\n", at, p.GPUs, strings.Join(zones, ", "), price, strings.ReplaceAll(p.Why, "|", "/"))
 		}
 	}
 	if len(st.GPUs) > 0 {

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"encoding/xml"
 	"io"
 	"os"
@@ -29,7 +30,8 @@ func sampleStatus() training.JobStatus {
 	a, b := "aws/us-west-2a/V100-16(spot)", "aws/us-east-2b/V100-16(spot)"
 	return training.JobStatus{
 		JobID: "train-demo-abc123", Name: "demo <x>", Phase: training.PhaseCompleted,
-		Iteration: 100, Iterations: 100, CostUSD: 3, OnDemandCostUSD: 10, Preemptions: 1, Notices: 1,
+		Iteration: 100, Iterations: 100, CostUSD: 3, HoldingOnDemandCostUSD: 10, Preemptions: 1, Notices: 1,
+		BestOnDemandCostUSD: 6, BestOnDemandPlan: "P=1 D=2 | V100, 1.000 s/iter, $6.12/h",
 		Replans: 1, CheckpointsCommitted: 4, Restores: 1, LostIterations: 25, StartedAt: t0, UpdatedAt: at(30),
 		Plans: []training.PlanRecord{
 			{Epoch: 1, At: at(1), Reason: "initial", Summary: "2 stages", Plan: plan("us-west-2a", "us-west-2a"), Estimate: planner.Estimate{IterTime: 2}},
@@ -50,7 +52,9 @@ func sampleStatus() training.JobStatus {
 func TestSummarize(t *testing.T) {
 	s := Summarize(sampleStatus(), Facts{Wall: 31500 * time.Millisecond, TimeScale: 60, StateVerified: true, InjectedPreemptions: 1})
 	assert.Equal(t, "completed", s.Status)
-	assert.Equal(t, 70.0, s.SavingsPct)
+	assert.Equal(t, 50.0, s.SavingsPct, "against the job on its best on-demand plan")
+	assert.Equal(t, BaselineBestOnDemand, s.SavingsBaseline)
+	assert.Equal(t, 70.0, s.SavingsVsHoldingPct, "against the same machines on demand")
 	assert.Equal(t, 0.8, s.Goodput, "100 useful of 125 computed")
 	assert.Equal(t, 2, s.DistinctPlans)
 	assert.Equal(t, 4.0, s.RecoverySeconds, "from the preemption at 10 s to progress past step 50 at 14 s")
@@ -103,26 +107,76 @@ func TestWriteFiles(t *testing.T) {
 }
 
 func TestSummaryComparesWithTheBestOnDemandPlan(t *testing.T) {
-	st := training.JobStatus{JobID: "j", Phase: training.PhaseCompleted, CostUSD: 30, OnDemandCostUSD: 100}
-	s := Summarize(st, Facts{BestOnDemandUSD: 75, BestOnDemandPlan: "P=1 D=4"})
+	st := training.JobStatus{JobID: "j", Phase: training.PhaseCompleted, CostUSD: 30, HoldingOnDemandCostUSD: 100,
+		BestOnDemandCostUSD: 75, BestOnDemandPlan: "P=1 D=4"}
+	s := Summarize(st, Facts{})
 	assert.Equal(t, 75.0, s.BestOnDemandCostUSD)
+	assert.Equal(t, "P=1 D=4", s.BestOnDemandPlan)
+	assert.Equal(t, 60.0, s.SavingsPct, "the headline is against the job on its best on-demand plan")
+	assert.Equal(t, BaselineBestOnDemand, s.SavingsBaseline)
 	assert.Equal(t, 60.0, s.SavingsVsBestOnDemandPct)
-	assert.Equal(t, 70.0, s.SavingsPct, "the same-plans comparison is kept beside it")
+	assert.Equal(t, 100.0, s.HoldingOnDemandCostUSD)
+	assert.Equal(t, 70.0, s.SavingsVsHoldingPct, "the same machines on demand are kept beside it")
+	assert.Equal(t, 100.0, s.OnDemandCostUSD, "on_demand_cost_usd keeps its meaning")
+
+	st.BestOnDemandCostUSD, st.BestOnDemandPlan = 0, ""
 	none := Summarize(st, Facts{})
 	assert.Zero(t, none.BestOnDemandCostUSD)
 	assert.Zero(t, none.SavingsVsBestOnDemandPct)
+	assert.Equal(t, 70.0, none.SavingsPct, "without a best on-demand plan, the same machines on demand")
+	assert.Equal(t, BaselineHolding, none.SavingsBaseline, "and it says so")
+}
+
+// The --json fields scripts read: the headline against the best on-demand plan, the holding
+// comparison under its own name, and on_demand_cost_usd as before.
+func TestSummaryJSONNamesEachBaseline(t *testing.T) {
+	b, err := json.Marshal(Summarize(sampleStatus(), Facts{}))
+	require.NoError(t, err)
+	var got map[string]any
+	require.NoError(t, json.Unmarshal(b, &got))
+	for k, v := range map[string]any{
+		"cost_usd": 3.0, "best_on_demand_cost_usd": 6.0, "savings_pct": 50.0, "savings_baseline": "best_on_demand",
+		"savings_vs_best_on_demand_pct": 50.0, "holding_on_demand_cost_usd": 10.0, "savings_vs_holding_pct": 70.0,
+		"on_demand_cost_usd": 10.0,
+	} {
+		assert.Equal(t, v, got[k], k)
+	}
+}
+
+// The report's first cost rows compare with the job on its best on-demand plan; the same
+// machines on demand come after, named as such.
+func TestReportCostRowsLeadWithTheBestOnDemandPlan(t *testing.T) {
+	st := sampleStatus()
+	var b bytes.Buffer
+	require.NoError(t, WriteMarkdown(&b, Summarize(st, Facts{}), st, ""))
+	text := b.String()
+	first := "| cost | $3.00: 50.0% saved against the job on its best on-demand plan |\n" +
+		"| the job on its best on-demand plan, start to end | $6.00: P=1 D=2 / V100, 1.000 s/iter, $6.12/h |\n"
+	assert.Contains(t, text, "|---|---|\n"+first, "the first rows of the table")
+	assert.Contains(t, text, "| the same machines at on-demand prices | $10.00 (70.0% saved;")
+	assert.NotContains(t, text, "same plans on on-demand")
+
+	st.BestOnDemandCostUSD = 0
+	b.Reset()
+	require.NoError(t, WriteMarkdown(&b, Summarize(st, Facts{}), st, ""))
+	assert.Contains(t, b.String(), "| cost | $3.00 (no best on-demand plan to compare with) |")
+	assert.NotContains(t, b.String(), "best on-demand plan, start to end")
 }
 
 func TestReportListsTheOnDemandPurchasesAndWhy(t *testing.T) {
 	st := sampleStatus()
 	st.OnDemandPurchases = []training.OnDemandPurchase{{At: st.StartedAt.Add(20 * time.Second), GPUs: 4,
-		Zones: map[string]int{"us-west-2a": 4, "us-east-2b": 0}, Why: "spot short: 0 spot GPUs can be had | the deadline needs 4"}}
+		Zones: map[string]int{"us-west-2a": 4, "us-east-2b": 0}, Why: "spot short: 0 spot GPUs can be had | the deadline needs 4",
+		USDPerHour: 12.24}, {At: st.StartedAt.Add(25 * time.Second), GPUs: 1, Zones: map[string]int{"us-west-2a": 5}, Why: "recorded before"}}
 	s := Summarize(st, Facts{Wall: time.Minute, TimeScale: 60})
-	require.Len(t, s.OnDemandPurchases, 1)
+	require.Len(t, s.OnDemandPurchases, 2)
 	var b bytes.Buffer
 	require.NoError(t, WriteMarkdown(&b, s, st, ""))
 	assert.Contains(t, b.String(), "## On-demand purchases")
-	assert.Contains(t, b.String(), "| 20.0 | 4 | us-east-2b: 0, us-west-2a: 4 | spot short: 0 spot GPUs can be had / the deadline needs 4 |")
+	assert.Contains(t, b.String(), "| at (s) | GPUs | where | USD/h | why |")
+	assert.Contains(t, b.String(), "| 20.0 | 4 | us-east-2b: 0, us-west-2a: 4 | 12.24 | spot short: 0 spot GPUs can be had / the deadline needs 4 |",
+		"what the purchase cost per hour, beside why")
+	assert.Contains(t, b.String(), "| 25.0 | 1 | us-west-2a: 5 | not recorded | recorded before |")
 
 	st.OnDemandPurchases = nil
 	b.Reset()

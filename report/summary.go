@@ -27,16 +27,30 @@ type Summary struct {
 	// BilledUSD is what the provider billed for the job's instances, counted by the provider
 	// (the simulated market) rather than by the job; CostUSD is the job's own accounting,
 	// which should agree. Zero when not known.
-	BilledUSD       float64 `json:"billed_usd,omitempty"`
-	OnDemandCostUSD float64 `json:"on_demand_cost_usd"`
-	SavingsPct      float64 `json:"savings_pct"`
+	BilledUSD float64 `json:"billed_usd,omitempty"`
 	// BestOnDemandCostUSD is what the job costs run start to end on its best on-demand plan
-	// over the same offerings (no preemption, nothing redone): what a user would otherwise
-	// pay. OnDemandCostUSD prices the spot run's own holdings (idle, recovery and redone
-	// time included) at on-demand prices, which flatters spot. Zero when not computed.
-	BestOnDemandCostUSD      float64 `json:"best_on_demand_cost_usd,omitempty"`
-	BestOnDemandPlan         string  `json:"best_on_demand_plan,omitempty"`
+	// over the same offerings (no preemption, nothing redone), BestOnDemandPlan that plan
+	// (training.JobStatus.BestOnDemandCostUSD): what a user would otherwise pay, the baseline
+	// of SavingsPct. Zero when not known.
+	BestOnDemandCostUSD float64 `json:"best_on_demand_cost_usd,omitempty"`
+	BestOnDemandPlan    string  `json:"best_on_demand_plan,omitempty"`
+	// SavingsPct is how much less than its baseline the job cost, in per cent of the
+	// baseline, and SavingsBaseline names the baseline: "best_on_demand" (the job on its best
+	// on-demand plan) whenever that is known, else "holding_on_demand" (the same machines at
+	// on-demand prices, as savings_pct meant before the best on-demand plan was its baseline).
+	SavingsPct      float64 `json:"savings_pct"`
+	SavingsBaseline string  `json:"savings_baseline,omitempty"`
+	// SavingsVsBestOnDemandPct is SavingsPct against the best on-demand plan alone (zero when
+	// that is not known). Deprecated: read savings_pct with savings_baseline.
 	SavingsVsBestOnDemandPct float64 `json:"savings_vs_best_on_demand_pct,omitempty"`
+	// HoldingOnDemandCostUSD prices the machines the spot run held, for as long as it held
+	// them, at on-demand prices (idle, recovery and redone time included, so it flatters
+	// spot); SavingsVsHoldingPct is the job's cost against it. A secondary comparison.
+	HoldingOnDemandCostUSD float64 `json:"holding_on_demand_cost_usd"`
+	SavingsVsHoldingPct    float64 `json:"savings_vs_holding_pct"`
+	// OnDemandCostUSD is HoldingOnDemandCostUSD under its name from before. Deprecated: read
+	// holding_on_demand_cost_usd, or best_on_demand_cost_usd for the baseline.
+	OnDemandCostUSD float64 `json:"on_demand_cost_usd"`
 	// Goodput is the share of computed iterations that counted (not redone after a restore).
 	Goodput float64 `json:"goodput"`
 	// RecoverySeconds is the wall time from each preemption to training again, summed.
@@ -53,6 +67,12 @@ type Summary struct {
 	// OnDemandPurchases are the deadline policy's purchases of on-demand GPUs, with why.
 	OnDemandPurchases []training.OnDemandPurchase `json:"on_demand_purchases,omitempty"`
 }
+
+// The baselines Summary.SavingsBaseline names.
+const (
+	BaselineBestOnDemand = "best_on_demand"
+	BaselineHolding      = "holding_on_demand"
+)
 
 // Plan is one line of the plan history.
 type Plan struct {
@@ -75,10 +95,6 @@ type Facts struct {
 	StateVerified       bool
 	VerifyError         string
 	InjectedPreemptions int
-	// BestOnDemandUSD and BestOnDemandPlan: the job on its best on-demand plan (see
-	// Summary.BestOnDemandCostUSD); zero when not computed.
-	BestOnDemandUSD  float64
-	BestOnDemandPlan string
 	// BilledUSD is what the provider billed for the job's instances (0: not known).
 	BilledUSD float64
 }
@@ -89,16 +105,19 @@ func Summarize(st training.JobStatus, f Facts) Summary {
 		JobID: st.JobID, Status: st.Phase, Iterations: st.Iteration, IterationsTotal: st.Iterations,
 		Preemptions: st.Preemptions, Notices: st.Notices, InjectedPreemptions: f.InjectedPreemptions,
 		Replans: st.Replans, CheckpointsCommitted: st.CheckpointsCommitted, Restores: st.Restores,
-		LostIterations: st.LostIterations, CostUSD: round(st.CostUSD, 4), BilledUSD: round(f.BilledUSD, 4), OnDemandCostUSD: round(st.OnDemandCostUSD, 4),
+		LostIterations: st.LostIterations, CostUSD: round(st.CostUSD, 4), BilledUSD: round(f.BilledUSD, 4),
+		HoldingOnDemandCostUSD: round(st.HoldingOnDemandCostUSD, 4), OnDemandCostUSD: round(st.HoldingOnDemandCostUSD, 4),
 		LeakedInstances: f.LeakedInstances, StateVerified: f.StateVerified, VerifyError: f.VerifyError,
 		WallSeconds: round(f.Wall.Seconds(), 2), TimeScale: f.TimeScale, Error: st.Error,
 	}
-	if f.BestOnDemandUSD > 0 {
-		s.BestOnDemandCostUSD, s.BestOnDemandPlan = round(f.BestOnDemandUSD, 4), f.BestOnDemandPlan
-		s.SavingsVsBestOnDemandPct = round(100*(1-st.CostUSD/f.BestOnDemandUSD), 1)
+	if st.HoldingOnDemandCostUSD > 0 {
+		s.SavingsVsHoldingPct = round(100*(1-st.CostUSD/st.HoldingOnDemandCostUSD), 1)
+		s.SavingsPct, s.SavingsBaseline = s.SavingsVsHoldingPct, BaselineHolding
 	}
-	if st.OnDemandCostUSD > 0 {
-		s.SavingsPct = round(100*(1-st.CostUSD/st.OnDemandCostUSD), 1)
+	if pct, ok := st.SavingsPct(); ok {
+		s.BestOnDemandCostUSD, s.BestOnDemandPlan = round(st.BestOnDemandCostUSD, 4), st.BestOnDemandPlan
+		s.SavingsVsBestOnDemandPct = round(pct, 1)
+		s.SavingsPct, s.SavingsBaseline = s.SavingsVsBestOnDemandPct, BaselineBestOnDemand
 	}
 	if done := st.Iteration + st.LostIterations; done > 0 {
 		s.Goodput = round(float64(st.Iteration)/float64(done), 4)

@@ -53,7 +53,7 @@ func WriteTimeline(w io.Writer, st training.JobStatus) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`+"\n", svgWidth, height, svgWidth, height)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="15" font-weight="bold">%s</text>`+"\n", plotLeft, esc(fmt.Sprintf("%s — %s, %d/%d iterations, $%.2f (on-demand $%.2f)", nonEmpty(st.Name, st.JobID), st.Phase, st.Iteration, st.Iterations, st.CostUSD, st.OnDemandCostUSD)))
+	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="15" font-weight="bold">%s</text>`+"\n", plotLeft, esc(fmt.Sprintf("%s — %s, %d/%d iterations, $%.2f (%s)", nonEmpty(st.Name, st.JobID), st.Phase, st.Iteration, st.Iterations, st.CostUSD, baselineText(st))))
 	panels := []struct {
 		title string
 		max   float64
@@ -194,4 +194,13 @@ func nonEmpty(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// baselineText is the on-demand figure the timeline's title compares the cost with: the job
+// on its best on-demand plan when known, else the same machines on demand.
+func baselineText(st training.JobStatus) string {
+	if st.BestOnDemandCostUSD > 0 {
+		return fmt.Sprintf("best on-demand plan $%.2f", st.BestOnDemandCostUSD)
+	}
+	return fmt.Sprintf("same machines on demand $%.2f", st.HoldingOnDemandCostUSD)
 }

@@ -84,6 +84,7 @@ const (
 	ActivityJobOfferings       = "JobOfferings"
 	ActivityPlanJob            = "PlanJob"         // a local activity
 	ActivityDecideSpot         = "DecideSpot"      // a local activity
+	ActivityBestOnDemand       = "BestOnDemand"    // a local activity
 	ActivityAdmissionLimits    = "AdmissionLimits" // a local activity
 	ActivityLatestCheckpoint   = "LatestDurableCheckpoint"
 	ActivityRunTrainer         = "RunTrainer"     // on the instance's node queue
@@ -100,6 +101,8 @@ type ControlActivities interface {
 	PlanJob(ctx context.Context, req PlanJobRequest) (PlanJobResult, error)
 	// DecideSpot runs the deadline policy for a running job (SpotDecisionRequest).
 	DecideSpot(ctx context.Context, req SpotDecisionRequest) (SpotDecision, error)
+	// BestOnDemand prices the job on its best on-demand plan (BestOnDemandRequest).
+	BestOnDemand(ctx context.Context, req BestOnDemandRequest) (OnDemandBaseline, error)
 	LatestDurableCheckpoint(ctx context.Context, storeURL string) (int64, error)
 	VerifyTrainedState(ctx context.Context, req VerifyStateRequest) error
 	// AdmissionLimits are the control plane's job limits (zero fields: DefaultLimits').

@@ -143,8 +143,19 @@ type JobStatus struct {
 	// CostUSD so far; USDPerHour at the current holding.
 	CostUSD    float64 `json:"cost_usd"`
 	USDPerHour float64 `json:"usd_per_hour"`
-	// OnDemandCostUSD is what the same plan history would have cost on demand.
-	OnDemandCostUSD float64 `json:"on_demand_cost_usd"`
+	// BestOnDemandCostUSD is the whole job run start to end on its best on-demand plan (the
+	// plan the job's planning finds over its offerings at its first plan with spot left out,
+	// at on-demand prices, nothing lost): what a user who never touches spot would pay, and
+	// the baseline of the job's savings (SavingsPct). BestOnDemandPlan names that plan. Zero
+	// and empty when not known: no on-demand plan fits the spec, or the job was started
+	// before the job priced it (version best-on-demand-baseline).
+	BestOnDemandCostUSD float64 `json:"best_on_demand_cost_usd,omitempty"`
+	BestOnDemandPlan    string  `json:"best_on_demand_plan,omitempty"`
+	// HoldingOnDemandCostUSD is the machines the job held so far, for as long as it held them,
+	// priced on demand: idle, recovery and redone time included, so it flatters spot and is
+	// not the job's on-demand baseline (BestOnDemandCostUSD is). Its JSON name,
+	// on_demand_cost_usd, is kept from before the baseline existed, with the same meaning.
+	HoldingOnDemandCostUSD float64 `json:"on_demand_cost_usd"`
 	// Preemptions counts instances the provider reclaimed; LostInstances those lost
 	// otherwise (terminated by someone else, unknown to the provider, stuck without an agent).
 	Preemptions   int `json:"preemptions"`
@@ -192,12 +203,27 @@ type JobStatus struct {
 }
 
 // OnDemandPurchase is one decision to hold more on-demand GPUs: when, how many more, where
-// (all of the decision's on-demand GPUs per zone) and why.
+// (all of the decision's on-demand GPUs per zone), why, and what the GPUs it added cost.
 type OnDemandPurchase struct {
 	At    time.Time      `json:"at"`
 	GPUs  int            `json:"gpus"`
 	Zones map[string]int `json:"zones,omitempty"`
 	Why   string         `json:"why,omitempty"`
+	// USDPerHour is what the GPUs added cost per hour on demand: GPUs at the on-demand price
+	// per GPU of the offering the policy reasons in, in the decision's zone (0: not known,
+	// a decision recorded before the policy said its price).
+	USDPerHour float64 `json:"usd_per_hour,omitempty"`
+}
+
+// SavingsPct is how much less the job cost than its baseline, in per cent of the baseline:
+// the whole job on its best on-demand plan (BestOnDemandCostUSD). ok is false while that is
+// not known. Before the job ends, CostUSD is the cost so far, so the figure is only the
+// job's saving once it has finished.
+func (s JobStatus) SavingsPct() (pct float64, ok bool) {
+	if s.BestOnDemandCostUSD <= 0 {
+		return 0, false
+	}
+	return 100 * (1 - s.CostUSD/s.BestOnDemandCostUSD), true
 }
 
 // TimelinePoint is a sample of the job taken at every event that changes it (acquisition,

@@ -23,6 +23,7 @@ func RegisterControl(r worker.ActivityRegistry, a training.ControlActivities) {
 		training.ActivityJobOfferings:       a.JobOfferings,
 		training.ActivityPlanJob:            a.PlanJob,
 		training.ActivityDecideSpot:         a.DecideSpot,
+		training.ActivityBestOnDemand:       a.BestOnDemand,
 		training.ActivityLatestCheckpoint:   a.LatestDurableCheckpoint,
 		training.ActivityVerifyTrainedState: a.VerifyTrainedState,
 		training.ActivityAdmissionLimits:    a.AdmissionLimits,

@@ -45,8 +45,9 @@ faults on top of the traces, and says which preemptions it injected:
 Market preemptions from the traces come on top. --trace DIR replays a SkyPilot spot-traces
 directory of your own (files <zone>_<gpu>_<count>.json) instead of the bundled traces.
 
-At the end it prints a summary (cost against the same plans on on-demand, goodput, time lost
-to preemptions, checkpoints, plan history), checks the final checkpoint bit for bit against an
+At the end it prints a summary (cost against the job on its best on-demand plan, and against
+the same machines at on-demand prices; goodput, time lost to preemptions, checkpoints, plan
+history), checks the final checkpoint bit for bit against an
 uninterrupted run, lists any instance still tagged with the job, and writes demo-report.md and
 demo-timeline.svg into --out. The exit status is non-zero if the job did not complete, the
 state is not verified or an instance leaked.`,
@@ -120,12 +121,6 @@ func runDemo(ctx context.Context, f *demoFlags, log zerolog.Logger, out io.Write
 	}
 	fmt.Fprintf(out, "\n  simulated market: %s, %gx wall time; checkpoints in %s\n", traces, o.TimeScale, store)
 
-	// The baseline is planned on the market as the job finds it, before the job takes any of it.
-	odUSD, odPlan, oderr := bestOnDemand(ctx, s.Market, spec.WithDefaults())
-	if oderr != nil {
-		log.Warn().Err(oderr).Msg("no best on-demand baseline: the summary compares with the same plans on on-demand only")
-	}
-
 	jobCtx, stopJob := context.WithTimeout(ctx, f.timeout)
 	defer stopJob()
 	id, err := s.Jobs.Submit(jobCtx, spec, trainingclient.SubmitOptions{})
@@ -157,8 +152,7 @@ func runDemo(ctx context.Context, f *demoFlags, log zerolog.Logger, out io.Write
 		}
 		cancel()
 	}
-	facts := report.Facts{Wall: time.Since(began), TimeScale: o.TimeScale, InjectedPreemptions: faults.injected,
-		BestOnDemandUSD: odUSD, BestOnDemandPlan: odPlan}
+	facts := report.Facts{Wall: time.Since(began), TimeScale: o.TimeScale, InjectedPreemptions: faults.injected}
 	vctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	facts.LeakedInstances, err = leakedInstances(vctx, s.Market, id)

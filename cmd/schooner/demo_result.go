@@ -90,10 +90,12 @@ func modelLayers(st training.JobStatus) int {
 func printDemoSummary(out io.Writer, s report.Summary, files report.Files) {
 	fmt.Fprintf(out, "\n%s\n", strings.Repeat("─", 72))
 	fmt.Fprintf(out, "job %s %s: %d/%d iterations in %.1f s wall (%gx simulated time)\n", s.JobID, strings.ToUpper(s.Status), s.Iterations, s.IterationsTotal, s.WallSeconds, s.TimeScale)
-	fmt.Fprintf(out, "  cost           $%.2f on spot vs $%.2f for the same plans on on-demand (%.1f%% saved)\n", s.CostUSD, s.OnDemandCostUSD, s.SavingsPct)
-	if s.BestOnDemandCostUSD > 0 {
-		fmt.Fprintf(out, "                 vs $%.2f for the job on its best on-demand plan, start to end (%.1f%% saved)\n", s.BestOnDemandCostUSD, s.SavingsVsBestOnDemandPct)
+	if s.SavingsBaseline == report.BaselineBestOnDemand {
+		fmt.Fprintf(out, "  cost           $%.2f on spot vs $%.2f for the job on its best on-demand plan, start to end (%.1f%% saved)\n", s.CostUSD, s.BestOnDemandCostUSD, s.SavingsPct)
+	} else {
+		fmt.Fprintf(out, "  cost           $%.2f on spot (no best on-demand plan to compare with)\n", s.CostUSD)
 	}
+	fmt.Fprintf(out, "                 vs $%.2f for the same machines at on-demand prices (%.1f%% saved)\n", s.HoldingOnDemandCostUSD, s.SavingsVsHoldingPct)
 	if s.BilledUSD > 0 {
 		fmt.Fprintf(out, "                 billed by the simulated market: $%.2f (the job's own accounting %+.1f%%)\n", s.BilledUSD, s.AccountingOverBillPct())
 	}

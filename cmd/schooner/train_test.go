@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -44,7 +45,8 @@ func viewStatus() training.JobStatus {
 		JobID: "train-demo-abc123", Phase: training.PhaseTraining, Iteration: 150, Iterations: 600, Epoch: 2,
 		GPUs:    map[string]int{"aws/us-west-2a/V100-16(spot)": 4, "aws/us-east-2b/V100-16(spot)": 2, "aws/x/none": 0},
 		Zones:   []string{"us-east-2b", "us-west-2a"},
-		CostUSD: 1.5, USDPerHour: 7.5, OnDemandCostUSD: 4, Preemptions: 1, Replans: 1, LastCheckpoint: 125,
+		CostUSD: 1.5, USDPerHour: 7.5, HoldingOnDemandCostUSD: 4, Preemptions: 1, Replans: 1, LastCheckpoint: 125,
+		BestOnDemandCostUSD: 10, BestOnDemandPlan: "P=1 D=4, 1.000 s/iter, $12.24/h",
 		Plans: []training.PlanRecord{{Epoch: 2, Reason: "preemption", Summary: "P=2 D=1"}},
 	}
 }
@@ -58,10 +60,32 @@ func TestRenderView(t *testing.T) {
 	assert.Contains(t, out, "GPUs 6:")
 	assert.Contains(t, out, "aws us-east-2b V100-16(spot)")
 	assert.NotContains(t, out, "aws x none", "empty holdings are not listed")
-	assert.Contains(t, out, "$1.50 so far, $7.50/h")
+	assert.Contains(t, out, "$1.50 so far, $7.50/h now; the whole job on its best on-demand plan: $10.00 (P=1 D=4, 1.000 s/iter, $12.24/h)")
+	assert.Contains(t, out, "the same machines at on-demand prices: $4.00")
+	assert.NotContains(t, out, "on-demand would be", "the same machines on demand are not what on-demand would cost")
 	assert.Contains(t, out, "preemptions survived 1")
 	assert.Contains(t, out, "last checkpoint step 125")
 	assert.Contains(t, out, "plan (epoch 2, preemption): P=2 D=1")
+}
+
+// The status says what the job saved against its baseline, the whole job on its best
+// on-demand plan, once it is done; and lists what it bought on demand, at what price, why.
+func TestStatusComparesWithTheBestOnDemandPlan(t *testing.T) {
+	st := viewStatus()
+	st.Phase, st.CostUSD = training.PhaseCompleted, 3
+	t0 := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	st.OnDemandPurchases = []training.OnDemandPurchase{
+		{At: t0, GPUs: 4, Zones: map[string]int{"us-west-2a": 4}, Why: "spot short: the deadline needs 4", USDPerHour: 12.24},
+		{At: t0.Add(time.Hour), GPUs: 1, Zones: map[string]int{"us-west-2a": 5}, Why: "recorded before"}}
+	out := strings.Join(renderView(st), "\n")
+	assert.Contains(t, out, "cost $3.00: 70.0% saved against the job on its best on-demand plan ($10.00: P=1 D=4")
+	assert.Contains(t, out, "on-demand purchases 2, the last:")
+	assert.Contains(t, out, "10:00:00 +4 GPUs (us-west-2a: 4), $12.24/h: spot short: the deadline needs 4")
+	assert.Contains(t, out, "11:00:00 +1 GPUs (us-west-2a: 5), price not recorded: recorded before")
+
+	st.BestOnDemandCostUSD = 0
+	out = strings.Join(renderView(st), "\n")
+	assert.Contains(t, out, "cost $3.00 so far, $7.50/h now (no best on-demand plan to compare with)")
 }
 
 func TestPlainLinesOnlyOnChange(t *testing.T) {

@@ -78,7 +78,8 @@ func renderView(st training.JobStatus) []string {
 	lines := []string{
 		fmt.Sprintf("job %s   phase %s   epoch %d", st.JobID, strings.ToUpper(st.Phase), st.Epoch),
 		fmt.Sprintf("iteration %d/%d  %s %5.1f%%", st.Iteration, st.Iterations, progressBar(st.Iteration, st.Iterations, 32), pct),
-		fmt.Sprintf("cost %s so far, %s/h now (on-demand would be %s)", usd(st.CostUSD), usd(st.USDPerHour), usd(st.OnDemandCostUSD)),
+		costLine(st),
+		fmt.Sprintf("the same machines at on-demand prices: %s (idle, recovery and redone time included)", usd(st.HoldingOnDemandCostUSD)),
 		fmt.Sprintf("preemptions survived %d (notices %d)   machines lost otherwise %d   replans %d   restores %d   redone iterations %d",
 			st.Preemptions, st.Notices, st.LostInstances, st.Replans, st.Restores, st.LostIterations),
 		fmt.Sprintf("last checkpoint %s   checkpoints committed %d", checkpointText(st.LastCheckpoint), st.CheckpointsCommitted),
@@ -90,6 +91,12 @@ func renderView(st training.JobStatus) []string {
 	if n := len(st.Plans); n > 0 {
 		p := st.Plans[n-1]
 		lines = append(lines, fmt.Sprintf("plan (epoch %d, %s): %s", p.Epoch, p.Reason, p.Summary))
+	}
+	if n := len(st.OnDemandPurchases); n > 0 {
+		lines = append(lines, fmt.Sprintf("on-demand purchases %d, the last:", n))
+		for _, p := range st.OnDemandPurchases[max(0, n-maxPurchasesShown):] {
+			lines = append(lines, "  "+purchaseText(p))
+		}
 	}
 	if st.Paused {
 		lines = append(lines, "PAUSED (schooner: temporal workflow update execute --name resume)")
@@ -151,4 +158,37 @@ func (v *liveView) show(st training.JobStatus) {
 	}
 	v.drawn = len(lines)
 	fmt.Fprint(v.out, b.String())
+}
+
+// costLine is the cost against the job's baseline, the whole job on its best on-demand plan:
+// the saving once the job completed, the two figures side by side before (the cost so far is
+// not the job's yet).
+func costLine(st training.JobStatus) string {
+	pct, ok := st.SavingsPct()
+	switch {
+	case ok && st.Phase == training.PhaseCompleted:
+		return fmt.Sprintf("cost %s: %.1f%% saved against the job on its best on-demand plan (%s: %s)", usd(st.CostUSD), pct,
+			usd(st.BestOnDemandCostUSD), st.BestOnDemandPlan)
+	case ok:
+		return fmt.Sprintf("cost %s so far, %s/h now; the whole job on its best on-demand plan: %s (%s)", usd(st.CostUSD), usd(st.USDPerHour),
+			usd(st.BestOnDemandCostUSD), st.BestOnDemandPlan)
+	}
+	return fmt.Sprintf("cost %s so far, %s/h now (no best on-demand plan to compare with)", usd(st.CostUSD), usd(st.USDPerHour))
+}
+
+// maxPurchasesShown bounds the on-demand purchases the view lists (the JSON has them all).
+const maxPurchasesShown = 3
+
+// purchaseText is one on-demand purchase: how many GPUs more, where, what they cost, why.
+func purchaseText(p training.OnDemandPurchase) string {
+	zones := make([]string, 0, len(p.Zones))
+	for z, g := range p.Zones {
+		zones = append(zones, fmt.Sprintf("%s: %d", z, g))
+	}
+	sort.Strings(zones)
+	price := "price not recorded"
+	if p.USDPerHour > 0 {
+		price = usd(p.USDPerHour) + "/h"
+	}
+	return fmt.Sprintf("%s +%d GPUs (%s), %s: %s", p.At.Format("15:04:05"), p.GPUs, strings.Join(zones, ", "), price, p.Why)
 }

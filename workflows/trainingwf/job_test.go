@@ -42,6 +42,11 @@ type jobWorld struct {
 	// decisions are the deadline policy's requests; decide answers them (nil: spotOnly).
 	decisions []training.SpotDecisionRequest
 	decide    func(n int, req training.SpotDecisionRequest) training.SpotDecision
+	// baselines are the job's questions for its best on-demand plan; each is answered with
+	// baseline, or baselineErr.
+	baselines   []training.BestOnDemandRequest
+	baseline    training.OnDemandBaseline
+	baselineErr error
 }
 
 // spotOnly is a policy decision to hold every spot GPU on offer and no on-demand GPU.
@@ -60,11 +65,12 @@ func spotOnly(req training.SpotDecisionRequest) training.SpotDecision {
 // onDemandIn is a policy decision to hold n on-demand GPUs in zone and nothing on spot.
 func onDemandIn(zone string, n int) training.SpotDecision {
 	return training.SpotDecision{Request: policy.Request{OnDemand: n, OnDemandZone: zone, Why: "spot short: the deadline needs on-demand"},
-		Spot: policy.Placement{}, OnDemand: policy.Placement{zone: n}}
+		Spot: policy.Placement{}, OnDemand: policy.Placement{zone: n}, OnDemandUSDPerGPUHour: 1.5}
 }
 
 func newJobWorld() *jobWorld {
-	return &jobWorld{Cloud: wftest.NewCloud("A100-40"), durable: -1}
+	return &jobWorld{Cloud: wftest.NewCloud("A100-40"), durable: -1,
+		baseline: training.OnDemandBaseline{CostUSD: 42, Plan: "2 stages on demand, 0.500 s/iter, $8.00/h", IterSeconds: 0.5, USDPerHour: 8}}
 }
 
 // twoStagePlan is a plan of two stages, one replica each, in zone.
@@ -184,6 +190,9 @@ func (standIn) PlanJob(context.Context, training.PlanJobRequest) (training.PlanJ
 func (standIn) DecideSpot(context.Context, training.SpotDecisionRequest) (training.SpotDecision, error) {
 	return training.SpotDecision{}, nil
 }
+func (standIn) BestOnDemand(context.Context, training.BestOnDemandRequest) (training.OnDemandBaseline, error) {
+	return training.OnDemandBaseline{}, nil
+}
 func (standIn) LatestDurableCheckpoint(context.Context, string) (int64, error)        { return 0, nil }
 func (standIn) VerifyTrainedState(context.Context, training.VerifyStateRequest) error { return nil }
 func (standIn) RunTrainer(context.Context, training.Assignment) (training.TrainerResult, error) {
@@ -219,6 +228,12 @@ func newJobEnv(t *testing.T, w *jobWorld, planFor func(req training.PlanJobReque
 			return spotOnly(req), nil
 		}
 		return decide(n, req), nil
+	})
+	env.OnActivity(training.ActivityBestOnDemand, mock.Anything, mock.Anything).Return(func(_ context.Context, req training.BestOnDemandRequest) (training.OnDemandBaseline, error) {
+		w.Lock()
+		defer w.Unlock()
+		w.baselines = append(w.baselines, req)
+		return w.baseline, w.baselineErr
 	})
 	env.OnActivity(training.ActivityLatestCheckpoint, mock.Anything, mock.Anything).Return(func(context.Context, string) (int64, error) {
 		w.Lock()
@@ -464,6 +479,7 @@ func TestTrainingJobDeadlineAddsOnDemand(t *testing.T) {
 	require.Len(t, st.OnDemandPurchases, 1)
 	assert.Equal(t, 2, st.OnDemandPurchases[0].GPUs)
 	assert.Contains(t, st.OnDemandPurchases[0].Why, "spot short")
+	assert.Equal(t, 3.0, st.OnDemandPurchases[0].USDPerHour, "the 2 GPUs it added at the decision's $1.50 per GPU-hour")
 	first := w.decisions[0].Running
 	assert.Equal(t, int64(100), first.Iterations)
 	assert.Equal(t, time.Hour, first.Deadline, "the deadline in the provider's time")
@@ -534,6 +550,8 @@ func TestTrainingJobContinuesAsNew(t *testing.T) {
 	st := jobResult(t, env2)
 	require.Equal(t, training.PhaseCompleted, st.Phase)
 	require.Empty(t, w2.plans, "the carried plan is relaunched as is")
+	require.Empty(t, w2.baselines, "and the carried baseline is not asked again")
+	assert.Equal(t, 42.0, st.BestOnDemandCostUSD)
 	require.Equal(t, 2, st.Epoch)
 	require.Equal(t, int64(20), w2.assignments[0].RestoreStep)
 	require.Empty(t, w2.Leaked())
@@ -831,7 +849,7 @@ func TestTrainingJobTellsItsStoryInTheUI(t *testing.T) {
 		details = md.GetCurrentDetails()
 	}, 30*time.Second)
 	runCompleted(t, env)
-	for _, want := range []string{"**t** (OPT-350) — training", "2 GPUs in z-a", "so far (on demand: $", "preemptions survived", "current plan (initial)"} {
+	for _, want := range []string{"**t** (OPT-350) — training", "2 GPUs in z-a", "so far (the whole job on its best on-demand plan: $42.00; the same machines on demand so far: $", "preemptions survived", "current plan (initial)"} {
 		assert.Contains(t, details, want)
 	}
 }

@@ -29,6 +29,7 @@ func (j *job) planAndAcquire(ctx workflow.Context, reason string) error {
 		return err
 	}
 	j.allOffers = offers
+	j.priceBaseline(ctx, offers)
 	if j.usesPolicy(ctx) {
 		if _, _, err := j.decide(ctx, offers); err != nil {
 			j.event(ctx, err.Error()+": planning without the policy's caps")

@@ -69,8 +69,11 @@ func (j *job) decide(ctx workflow.Context, offers []cloud.Offering) (training.Sp
 	want := d.OnDemand.GPUs()
 	changed := want != prev && want != od.GPUs()
 	if want > prev {
+		// The price comes with the decision (a local activity's recorded result): a decision
+		// recorded before the policy said it replays with none, and nothing else reads it.
 		j.status.OnDemandPurchases = append(j.status.OnDemandPurchases, training.OnDemandPurchase{
-			At: now, GPUs: want - prev, Zones: d.OnDemand, Why: d.Request.Why})
+			At: now, GPUs: want - prev, Zones: d.OnDemand, Why: d.Request.Why,
+			USDPerHour: float64(want-prev) * d.OnDemandUSDPerGPUHour})
 		j.event(ctx, fmt.Sprintf("deadline policy: %d on-demand GPUs (%s)", want, d.Request.Why))
 	} else if want < prev {
 		j.event(ctx, fmt.Sprintf("deadline policy: back to %d on-demand GPUs", want))

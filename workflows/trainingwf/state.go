@@ -92,6 +92,9 @@ type job struct {
 	lastDecision          time.Time
 	lostSince             map[string]int
 
+	// baselineAsked: this run asked for the job's best on-demand cost (baseline.go).
+	baselineAsked bool
+
 	meter        jobwf.Meter
 	events       int
 	trainerFails int
@@ -128,7 +131,8 @@ func newJob(ctx workflow.Context, in training.JobInput) *job {
 }
 
 // accrue adds the cost of holding the instances since the last event: price × simulated
-// hours, and the same holding at on-demand prices for the comparison. Once the job follows
+// hours, and the same holding at on-demand prices (HoldingOnDemandCostUSD; the job's savings
+// are measured against its best on-demand plan instead, baseline.go). Once the job follows
 // its machines' states (noteStates), one still booting is not counted: providers bill from
 // boot, and counting from the acquisition put the job's cost 4–11% above the simulated
 // market's bill. Nor, since meterSkipsGone, is one the provider said is gone: a confirmed loss
@@ -142,7 +146,7 @@ func (j *job) accrue(now time.Time) {
 			return in.State == cloud.StatePending || (j.meterSkipsGone && in.State.Gone())
 		})
 	}
-	j.meter.Accrue(now, j.scale, held, j.odPrice, &j.status.CostUSD, &j.status.OnDemandCostUSD)
+	j.meter.Accrue(now, j.scale, held, j.odPrice, &j.status.CostUSD, &j.status.HoldingOnDemandCostUSD)
 }
 
 // versionMeterFromBoot: the held machines' states follow every describe, and the cost meter
@@ -255,8 +259,14 @@ func (j *job) setPhase(ctx workflow.Context, phase string) {
 func (j *job) story() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "**%s** (%s) — %s, iteration %d/%d", j.spec.Name, j.spec.Model.Name, j.status.Phase, j.status.Iteration, j.status.Iterations)
-	fmt.Fprintf(&b, "\n\n%d GPUs in %s, $%.2f/h, $%.2f so far (on demand: $%.2f)", j.totalGPUs(),
-		strings.Join(j.status.Zones, ", "), j.status.USDPerHour, j.status.CostUSD, j.status.OnDemandCostUSD)
+	fmt.Fprintf(&b, "\n\n%d GPUs in %s, $%.2f/h, $%.2f so far", j.totalGPUs(),
+		strings.Join(j.status.Zones, ", "), j.status.USDPerHour, j.status.CostUSD)
+	if j.status.BestOnDemandCostUSD > 0 {
+		fmt.Fprintf(&b, " (the whole job on its best on-demand plan: $%.2f; the same machines on demand so far: $%.2f)",
+			j.status.BestOnDemandCostUSD, j.status.HoldingOnDemandCostUSD)
+	} else {
+		fmt.Fprintf(&b, " (the same machines on demand: $%.2f)", j.status.HoldingOnDemandCostUSD)
+	}
 	fmt.Fprintf(&b, "\n\nplan epoch %d, %d replans, %d preemptions survived, %d notices, checkpoint %d (%d committed, %d restores)",
 		j.status.Epoch, j.status.Replans, j.status.Preemptions, j.status.Notices, j.status.LastCheckpoint,
 		j.status.CheckpointsCommitted, j.status.Restores)
