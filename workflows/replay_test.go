@@ -28,9 +28,11 @@ var originalIDs = map[string]string{
 	"training_job.json": "train-complete-test01",
 	// The same run recorded with the look for returned capacity (scale-up-on-returned-capacity).
 	"training_job_scale_up.json": "train-complete-test01",
-	// A job with a deadline, whose spot decisions come from the deadline policy.
-	"training_job_deadline.json": "train-deadline-test01",
-	"fleet.json":                 "train-complete-test01-fleet-1-0-0",
+	// A job with a deadline, whose spot decisions come from the deadline policy, recorded with
+	// the job pricing its best on-demand plan (best-on-demand-baseline) and before that.
+	"training_job_deadline.json":                 "train-deadline-test01",
+	"training_job_deadline_before_baseline.json": "train-deadline-test01",
+	"fleet.json": "train-complete-test01-fleet-1-0-0",
 	// The lost-stage test's deployment (integration/serving_test.go), recorded with the noticed
 	// machine released once its worker ended (release-after-handover), and before that change.
 	"serving_deployment.json":                 "serve-tiny-test01",
