@@ -32,7 +32,7 @@ func printServingStatus(out io.Writer, st serving.Status) error {
 	}
 	fmt.Fprintf(out, "deployment %s (%s)   phase %s   model %s   %d × %d stages%s\n", st.DeploymentID, st.Name,
 		strings.ToUpper(st.Phase), st.Model, st.Replicas, st.Depth, pools)
-	fmt.Fprintf(out, "cost %s so far, %s/h now (on-demand would be %s)   GPUs %d   zones %s\n",
+	fmt.Fprintf(out, "cost %s so far, %s/h now (the same machines on demand: %s)   GPUs %d   zones %s\n",
 		usd(st.CostUSD), usd(st.USDPerHour), usd(st.OnDemandCostUSD), st.GPUs, strings.Join(st.Zones, ","))
 	fmt.Fprintf(out, "failovers %d   preemptions %d (notices %d)   machines lost otherwise %d\n",
 		st.Failovers, st.Preemptions, st.Notices, st.LostInstances)
