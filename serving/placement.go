@@ -151,7 +151,8 @@ func Place(req PlacementRequest) Placement {
 		}
 		return n
 	}
-	// nearZone is the zone a slot should share ("" for none): a prefill stage's decode stage's.
+	// nearZone is the zone a slot should share ("" for none): for a prefill stage, the zone of
+	// the decode stage whose machine runs the holder it streams to.
 	nearZone := func(s Slot) string {
 		if s.Pool != PoolPrefill || req.DecodeReplicas <= 0 || req.Depth <= 0 {
 			return ""
