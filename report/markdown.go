@@ -27,6 +27,9 @@ func WriteMarkdown(w io.Writer, s Summary, st training.JobStatus, timelineFile s
 	b.WriteString("| | |\n|---|---|\n")
 	row := func(k, format string, args ...any) { fmt.Fprintf(&b, "| %s | %s |\n", k, fmt.Sprintf(format, args...)) }
 	row("cost", "$%.2f", s.CostUSD)
+	if s.GPUHours > 0 {
+		row("GPU-hours", "%.2f ($%.2f per GPU-hour)", s.GPUHours, s.CostUSD/s.GPUHours)
+	}
 	if s.BilledUSD > 0 {
 		row("billed by the provider", "$%.2f (the job's own accounting above: %+.1f%%)", s.BilledUSD, s.AccountingOverBillPct())
 	}

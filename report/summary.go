@@ -30,6 +30,9 @@ type Summary struct {
 	BilledUSD       float64 `json:"billed_usd,omitempty"`
 	OnDemandCostUSD float64 `json:"on_demand_cost_usd"`
 	SavingsPct      float64 `json:"savings_pct"`
+	// GPUHours are the GPU-hours the job's meter counted (provider hours, as CostUSD): the
+	// running total the timeline's last point carries too.
+	GPUHours float64 `json:"gpu_hours,omitempty"`
 	// BestOnDemandCostUSD is what the job costs run start to end on its best on-demand plan
 	// over the same offerings (no preemption, nothing redone): what a user would otherwise
 	// pay. OnDemandCostUSD prices the spot run's own holdings (idle, recovery and redone
@@ -90,6 +93,7 @@ func Summarize(st training.JobStatus, f Facts) Summary {
 		Preemptions: st.Preemptions, Notices: st.Notices, InjectedPreemptions: f.InjectedPreemptions,
 		Replans: st.Replans, CheckpointsCommitted: st.CheckpointsCommitted, Restores: st.Restores,
 		LostIterations: st.LostIterations, CostUSD: round(st.CostUSD, 4), BilledUSD: round(f.BilledUSD, 4), OnDemandCostUSD: round(st.OnDemandCostUSD, 4),
+		GPUHours:        round(gpuHours(st), 4),
 		LeakedInstances: f.LeakedInstances, StateVerified: f.StateVerified, VerifyError: f.VerifyError,
 		WallSeconds: round(f.Wall.Seconds(), 2), TimeScale: f.TimeScale, Error: st.Error,
 	}
@@ -118,6 +122,15 @@ func Summarize(st training.JobStatus, f Facts) Summary {
 	recoverySim := cloud.TimeScale(f.TimeScale).Sim(time.Duration(recovery * float64(time.Second))).Seconds()
 	s.LostSimSeconds = round(recoverySim+float64(st.LostIterations)*meanIterSeconds(st), 1)
 	return s
+}
+
+// gpuHours are the job's GPU-hours: the meter's total, or for a status without one the
+// running total its timeline's last point carries (zero for jobs recorded before either).
+func gpuHours(st training.JobStatus) float64 {
+	if st.GPUHours > 0 || len(st.Timeline) == 0 {
+		return st.GPUHours
+	}
+	return st.Timeline[len(st.Timeline)-1].GPUHours
 }
 
 // planGPUs counts the GPUs of a plan.
