@@ -281,12 +281,12 @@ func dropEveryOther(ps []training.TimelinePoint, droppable func(prev, p training
 	half := len(ps) / 2
 	out := make([]training.TimelinePoint, 0, len(ps))
 	out = append(out, ps[0])
-	drop := true
+	seen := 0 // droppable points so far
 	for i := 1; i < half; i++ {
 		if droppable(ps[i-1], ps[i]) {
-			drop = !drop
-			if !drop {
-				continue
+			seen++
+			if seen%2 == 1 {
+				continue // the first, third, ... go
 			}
 		}
 		out = append(out, ps[i])
