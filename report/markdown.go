@@ -32,6 +32,9 @@ func WriteMarkdown(w io.Writer, s Summary, st training.JobStatus, timelineFile s
 	} else {
 		row("cost", "$%.2f (no best on-demand plan to compare with)", s.CostUSD)
 	}
+	if s.GPUHours > 0 {
+		row("GPU-hours", "%.2f ($%.2f per GPU-hour)", s.GPUHours, s.CostUSD/s.GPUHours)
+	}
 	if s.BilledUSD > 0 {
 		row("billed by the provider", "$%.2f (the job's own accounting above: %+.1f%%)", s.BilledUSD, s.AccountingOverBillPct())
 	}

@@ -198,3 +198,23 @@ func TestReportSetsTheJobsCostBesideTheProvidersBill(t *testing.T) {
 	require.NoError(t, WriteMarkdown(&b, Summarize(st, Facts{}), st, ""))
 	assert.NotContains(t, b.String(), "billed by the provider", "no bill known, no row")
 }
+
+// The report states the GPU-hours the job's meter counted, from the running totals the
+// status and its timeline carry, however thinned the timeline's samples are.
+func TestTheReportStatesTheMetersGPUHours(t *testing.T) {
+	st := sampleStatus()
+	st.GPUHours = 12.5
+	st.Timeline[len(st.Timeline)-1].GPUHours = 12.5
+	st.Timeline[2].GPUHours = 4.25
+	s := Summarize(st, Facts{Wall: time.Minute, TimeScale: 60})
+	assert.Equal(t, 12.5, s.GPUHours)
+	var md, svg bytes.Buffer
+	require.NoError(t, WriteMarkdown(&md, s, st, ""))
+	assert.Contains(t, md.String(), "| GPU-hours | 12.50 ($0.24 per GPU-hour) |")
+	require.NoError(t, WriteTimeline(&svg, st))
+	assert.Contains(t, svg.String(), ", 12.5 GPU-hours</text>")
+	assert.Contains(t, svg.String(), "aws/us-west-2a/V100-16(spot): 2 (4.25 GPU-hours so far)")
+
+	st.GPUHours = 0 // a status without the meter's total: the timeline's last point
+	assert.Equal(t, 12.5, Summarize(st, Facts{}).GPUHours)
+}

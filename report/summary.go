@@ -28,6 +28,9 @@ type Summary struct {
 	// (the simulated market) rather than by the job; CostUSD is the job's own accounting,
 	// which should agree. Zero when not known.
 	BilledUSD float64 `json:"billed_usd,omitempty"`
+	// GPUHours are the GPU-hours the job's meter counted (provider hours, as CostUSD): the
+	// running total the timeline's last point carries too.
+	GPUHours float64 `json:"gpu_hours,omitempty"`
 	// BestOnDemandCostUSD is what the job costs run start to end on its best on-demand plan
 	// over the same offerings (no preemption, nothing redone), BestOnDemandPlan that plan
 	// (training.JobStatus.BestOnDemandCostUSD): what a user would otherwise pay, the baseline
@@ -107,6 +110,7 @@ func Summarize(st training.JobStatus, f Facts) Summary {
 		Replans: st.Replans, CheckpointsCommitted: st.CheckpointsCommitted, Restores: st.Restores,
 		LostIterations: st.LostIterations, CostUSD: round(st.CostUSD, 4), BilledUSD: round(f.BilledUSD, 4),
 		HoldingOnDemandCostUSD: round(st.HoldingOnDemandCostUSD, 4), OnDemandCostUSD: round(st.HoldingOnDemandCostUSD, 4),
+		GPUHours:        round(gpuHours(st), 4),
 		LeakedInstances: f.LeakedInstances, StateVerified: f.StateVerified, VerifyError: f.VerifyError,
 		WallSeconds: round(f.Wall.Seconds(), 2), TimeScale: f.TimeScale, Error: st.Error,
 	}
@@ -137,6 +141,15 @@ func Summarize(st training.JobStatus, f Facts) Summary {
 	recoverySim := cloud.TimeScale(f.TimeScale).Sim(time.Duration(recovery * float64(time.Second))).Seconds()
 	s.LostSimSeconds = round(recoverySim+float64(st.LostIterations)*meanIterSeconds(st), 1)
 	return s
+}
+
+// gpuHours are the job's GPU-hours: the meter's total, or for a status without one the
+// running total its timeline's last point carries (zero for jobs recorded before either).
+func gpuHours(st training.JobStatus) float64 {
+	if st.GPUHours > 0 || len(st.Timeline) == 0 {
+		return st.GPUHours
+	}
+	return st.Timeline[len(st.Timeline)-1].GPUHours
 }
 
 // planGPUs counts the GPUs of a plan.

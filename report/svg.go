@@ -27,7 +27,8 @@ var palette = []string{"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#
 
 // WriteTimeline draws the job's timeline as SVG: GPUs held by zone and type (stacked), cost
 // so far and iteration, on one wall-time axis, with preemptions as red lines and replans as
-// blue dashes across all three panels.
+// blue dashes across all three panels. The GPU-hours it states are the meter's running
+// totals, not an integral of the samples.
 func WriteTimeline(w io.Writer, st training.JobStatus) error {
 	pts := st.Timeline
 	if len(pts) == 0 {
@@ -53,7 +54,11 @@ func WriteTimeline(w io.Writer, st training.JobStatus) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`+"\n", svgWidth, height, svgWidth, height)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="15" font-weight="bold">%s</text>`+"\n", plotLeft, esc(fmt.Sprintf("%s — %s, %d/%d iterations, $%.2f (%s)", nonEmpty(st.Name, st.JobID), st.Phase, st.Iteration, st.Iterations, st.CostUSD, baselineText(st))))
+	title := fmt.Sprintf("%s — %s, %d/%d iterations, $%.2f (%s)", nonEmpty(st.Name, st.JobID), st.Phase, st.Iteration, st.Iterations, st.CostUSD, baselineText(st))
+	if h := gpuHours(st); h > 0 {
+		title += fmt.Sprintf(", %s GPU-hours", trimFloat(h))
+	}
+	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="15" font-weight="bold">%s</text>`+"\n", plotLeft, esc(title))
 	panels := []struct {
 		title string
 		max   float64
@@ -94,7 +99,8 @@ func drawAxes(b *strings.Builder, title, unit string, top, max, span float64) {
 }
 
 // drawStacked draws the GPUs of every key stacked, as steps: a holding lasts until the next
-// sample.
+// sample. Each step tells the running GPU-hours of its sample (exact however thinned the
+// timeline is; the steps' areas are exact only where no change of holding was dropped).
 func drawStacked(b *strings.Builder, pts []training.TimelinePoint, keys []string, x func(time.Time) float64, y func(float64) float64, end time.Time) {
 	for i := range pts {
 		next := end
@@ -108,8 +114,8 @@ func drawStacked(b *strings.Builder, pts []training.TimelinePoint, keys []string
 				continue
 			}
 			x0, x1 := x(pts[i].At), x(next)
-			fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s: %d</title></rect>`+"\n",
-				x0, y(base+n), math.Max(x1-x0, 0.5), y(base)-y(base+n), palette[k%len(palette)], esc(key), int(n))
+			fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s: %d (%s GPU-hours so far)</title></rect>`+"\n",
+				x0, y(base+n), math.Max(x1-x0, 0.5), y(base)-y(base+n), palette[k%len(palette)], esc(key), int(n), trimFloat(pts[i].GPUHours))
 			base += n
 		}
 	}

@@ -156,6 +156,9 @@ type JobStatus struct {
 	// not the job's on-demand baseline (BestOnDemandCostUSD is). Its JSON name,
 	// on_demand_cost_usd, is kept from before the baseline existed, with the same meaning.
 	HoldingOnDemandCostUSD float64 `json:"on_demand_cost_usd"`
+	// GPUHours are the GPU-hours the cost meter counted so far (provider hours, as CostUSD:
+	// a machine is counted while it is billed, not while it boots or after it is gone).
+	GPUHours float64 `json:"gpu_hours"`
 	// Preemptions counts instances the provider reclaimed; LostInstances those lost
 	// otherwise (terminated by someone else, unknown to the provider, stuck without an agent).
 	Preemptions   int `json:"preemptions"`
@@ -195,7 +198,7 @@ type JobStatus struct {
 	VerifyError   string `json:"verify_error,omitempty"`
 	// LeakedInstances counts instances still tagged with the job after the final release.
 	LeakedInstances int `json:"leaked_instances"`
-	// Timeline samples the job at every event (at most maxTimeline points).
+	// Timeline samples the job at its events, bounded in length (see TimelinePoint).
 	Timeline []TimelinePoint `json:"timeline,omitempty"`
 	// OnDemandPurchases are the deadline policy's decisions to buy on-demand GPUs, each with
 	// its reason (spot-with-fallback jobs with a deadline).
@@ -227,14 +230,21 @@ func (s JobStatus) SavingsPct() (pct float64, ok bool) {
 }
 
 // TimelinePoint is a sample of the job taken at every event that changes it (acquisition,
-// preemption, replan, checkpoint, progress signal), kept for the report's timeline; the
-// workflow thins old points so the history stays bounded.
+// preemption, replan, checkpoint, progress signal), kept for the report's timeline. The
+// workflow thins old points so its state and query answers stay bounded (a few hundred
+// points however long the job): progress samples that changed no holding go first, then
+// other events that changed none, and only a timeline of more holding changes than the
+// bound loses some of those. CostUSD and GPUHours are running totals, so the GPU-hours and
+// dollars between any two points, and the job's totals at the last, are exact whatever was
+// dropped in between.
 type TimelinePoint struct {
-	At        time.Time      `json:"at"`
-	Iteration int64          `json:"iteration"`
-	CostUSD   float64        `json:"cost_usd"`
-	GPUs      map[string]int `json:"gpus"` // same keys as JobStatus.GPUs
-	Event     string         `json:"event,omitempty"`
+	At        time.Time `json:"at"`
+	Iteration int64     `json:"iteration"`
+	// CostUSD and GPUHours are the meter's totals at At (JobStatus.CostUSD and GPUHours).
+	CostUSD  float64        `json:"cost_usd"`
+	GPUHours float64        `json:"gpu_hours,omitempty"`
+	GPUs     map[string]int `json:"gpus"` // held at At, same keys as JobStatus.GPUs
+	Event    string         `json:"event,omitempty"`
 }
 
 // MemoStatus is the memo key under which a job keeps the status it last published (without

@@ -45,7 +45,7 @@ func withSession(cmd *cobra.Command, g *globals, cfg workers.ClientConfig, metri
 // withLogger is how every command that runs until it is done or stopped starts: a logger from
 // the global flags and a context that Ctrl-C ends.
 func withLogger(cmd *cobra.Command, g *globals, fn func(ctx context.Context, log zerolog.Logger) error) error {
-	log, err := g.logger()
+	log, err := g.loggerTo(cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}

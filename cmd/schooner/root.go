@@ -1,6 +1,8 @@
 package main
 
 import (
+	"io"
+
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
@@ -13,8 +15,12 @@ type globals struct {
 	logFormat string
 }
 
-func (g *globals) logger() (zerolog.Logger, error) {
-	return workers.NewLogger(workers.LogOptions{Level: g.logLevel, Format: g.logFormat})
+func (g *globals) logger() (zerolog.Logger, error) { return g.loggerTo(nil) }
+
+// loggerTo is the logger of the global flags writing to out (nil: standard error); a command
+// passes its own error stream, which is standard error unless a test set another.
+func (g *globals) loggerTo(out io.Writer) (zerolog.Logger, error) {
+	return workers.NewLogger(workers.LogOptions{Level: g.logLevel, Format: g.logFormat, Out: out})
 }
 
 func newRootCommand() *cobra.Command {

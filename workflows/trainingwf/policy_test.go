@@ -1,6 +1,7 @@
 package trainingwf
 
 import (
+	"maps"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -59,4 +60,49 @@ func TestTrainingJobUnderThePolicyCountsNoNoticedMachine(t *testing.T) {
 		zones = append(zones, o.Zone)
 	}
 	assert.Contains(t, zones, "z-a", "the policy, not the strategy's avoid list, decides about the zone")
+}
+
+// A job the policy put on on-demand GPUs goes back to spot when the policy says spot keeps
+// the deadline again: it replans (reason "deadline") on spot machines and releases the
+// on-demand ones then, not at its end.
+func TestTrainingJobUnderThePolicyDropsOnDemandWhenSpotReturns(t *testing.T) {
+	w, env := newInterruptedJobEnv(t, func(req training.PlanJobRequest) (training.PlanJobResult, error) {
+		if req.OnDemand {
+			return twoStagePlan("z-a", cloud.OnDemand, 1), nil
+		}
+		return twoStagePlan("z-a", cloud.Spot, 1), nil
+	})
+	w.decide = func(n int, req training.SpotDecisionRequest) training.SpotDecision {
+		if n == 1 {
+			return onDemandIn("z-a", 2) // the first plan: spot is short
+		}
+		return spotOnly(req) // from the next decision on, spot keeps the deadline
+	}
+	in := jobInput()
+	in.Spec.Spot = training.SpotWithFallback
+	in.Spec.Deadline = "240h"
+	env.ExecuteWorkflow(TrainingJob, in)
+	st := jobResult(t, env)
+	require.Equal(t, training.PhaseCompleted, st.Phase, st.Error)
+
+	require.Len(t, st.Plans, 2)
+	assert.Equal(t, "deadline", st.Plans[1].Reason)
+	require.Len(t, st.OnDemandPurchases, 1, "one purchase, none when dropping")
+	require.Empty(t, w.Leaked())
+	w.Lock()
+	defer w.Unlock()
+	require.Len(t, w.Acquires, 2)
+	assert.Equal(t, cloud.OnDemand, w.Acquires[0].Capacity)
+	assert.Equal(t, cloud.Spot, w.Acquires[1].Capacity, "back to spot")
+	last := w.plans[len(w.plans)-1]
+	assert.False(t, last.OnDemand)
+	assert.Equal(t, map[string]int{}, last.OnDemandGPUs, "the plan keeps to the decision: no on-demand GPU")
+	events := []string{}
+	spotAlone := false
+	for _, p := range st.Timeline {
+		events = append(events, p.Event)
+		spotAlone = spotAlone || maps.Equal(p.GPUs, map[string]int{"sim/z-a/A100-40(spot)": 2})
+	}
+	assert.Contains(t, events, "deadline policy: back to 0 on-demand GPUs")
+	assert.True(t, spotAlone, "the job held its spot machines without the on-demand ones before its end")
 }

@@ -17,7 +17,7 @@ import (
 )
 
 // maxTimeline bounds the timeline kept in the job's state (and so in its query answers and
-// continue-as-new input).
+// continue-as-new input: 500 points are about 100 KB of JSON).
 const maxTimeline = 500
 
 // job is one TrainingJob run's state. Everything a decision reads is here and changes only
@@ -131,9 +131,9 @@ func newJob(ctx workflow.Context, in training.JobInput) *job {
 }
 
 // accrue adds the cost of holding the instances since the last event: price × simulated
-// hours, and the same holding at on-demand prices (HoldingOnDemandCostUSD; the job's savings
-// are measured against its best on-demand plan instead, baseline.go). Once the job follows
-// its machines' states (noteStates), one still booting is not counted: providers bill from
+// hours, the same holding at on-demand prices (HoldingOnDemandCostUSD; the job's savings are
+// measured against its best on-demand plan instead, baseline.go), and their GPU-hours. Once
+// the job follows its machines' states (noteStates), one still booting is not counted: providers bill from
 // boot, and counting from the acquisition put the job's cost 4–11% above the simulated
 // market's bill. Nor, since meterSkipsGone, is one the provider said is gone: a confirmed loss
 // stays held while the epoch's other trainers are stopped (seconds of wall time, minutes of
@@ -146,7 +146,10 @@ func (j *job) accrue(now time.Time) {
 			return in.State == cloud.StatePending || (j.meterSkipsGone && in.State.Gone())
 		})
 	}
-	j.meter.Accrue(now, j.scale, held, j.odPrice, &j.status.CostUSD, &j.status.HoldingOnDemandCostUSD)
+	hours := j.meter.Accrue(now, j.scale, held, j.odPrice, &j.status.CostUSD, &j.status.HoldingOnDemandCostUSD)
+	for _, in := range held {
+		j.status.GPUHours += float64(in.GPUs) * hours
+	}
 }
 
 // versionMeterFromBoot: the held machines' states follow every describe, and the cost meter
@@ -221,15 +224,82 @@ func (j *job) event(ctx workflow.Context, name string) {
 	j.events++
 	gpus := maps.Clone(j.status.GPUs)
 	j.status.Timeline = append(j.status.Timeline, training.TimelinePoint{At: now, Iteration: j.status.Iteration,
-		CostUSD: j.status.CostUSD, GPUs: gpus, Event: name})
+		CostUSD: j.status.CostUSD, GPUHours: j.status.GPUHours, GPUs: gpus, Event: name})
 	if len(j.status.Timeline) > maxTimeline {
-		j.status.Timeline = thin(j.status.Timeline)
+		if workflow.GetVersion(ctx, versionTimelineKeepsHoldings, workflow.DefaultVersion, 1) == 1 {
+			j.status.Timeline = thinKeepingHoldings(j.status.Timeline, maxTimeline)
+		} else {
+			j.status.Timeline = thin(j.status.Timeline)
+		}
 	}
 	j.publish(ctx)
 }
 
+// versionTimelineKeepsHoldings: thinning the timeline keeps every point where the held GPUs
+// changed while it can, and never cuts the oldest points (thinKeepingHoldings); runs
+// recorded before halved the older half whatever it held and kept only the newest points,
+// so a long job's timeline no longer accounted for the GPUs it had held.
+const versionTimelineKeepsHoldings = "timeline-keeps-holdings"
+
+// thinKeepingHoldings shortens a timeline just over limit points to at most limit. It keeps
+// the first point and the newer half, and drops from the rest in rounds that stop once the
+// timeline fits: every other progress sample that changed no holding (its GPUs are the
+// point's before, so the GPUs drawn over time are unchanged), then every other point of any
+// event that changed none, and only when holding changes alone overflow the bound, every
+// other point whatever it is. Each point carries the running cost and GPU-hours, so the
+// totals, and those between any two points kept, stay exact whatever is dropped.
+func thinKeepingHoldings(ps []training.TimelinePoint, limit int) []training.TimelinePoint {
+	rounds := []func(prev, p training.TimelinePoint) bool{
+		func(prev, p training.TimelinePoint) bool {
+			return (p.Event == "" || p.Event == "progress") && sameGPUs(prev.GPUs, p.GPUs)
+		},
+		func(prev, p training.TimelinePoint) bool { return sameGPUs(prev.GPUs, p.GPUs) },
+		func(prev, p training.TimelinePoint) bool { return true },
+	}
+	for _, droppable := range rounds {
+		if len(ps) <= limit {
+			break
+		}
+		ps = dropEveryOther(ps, droppable)
+	}
+	return ps
+}
+
+// sameGPUs tells whether two samples show the same GPUs held.
+func sameGPUs(a, b map[string]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	//workflowcheck:ignore the answer does not depend on the order
+	for k, n := range a {
+		if m, ok := b[k]; !ok || m != n {
+			return false
+		}
+	}
+	return true
+}
+
+// dropEveryOther drops every other point of the older half (the first point aside) that
+// droppable allows, given the point before it.
+func dropEveryOther(ps []training.TimelinePoint, droppable func(prev, p training.TimelinePoint) bool) []training.TimelinePoint {
+	half := len(ps) / 2
+	out := make([]training.TimelinePoint, 0, len(ps))
+	out = append(out, ps[0])
+	seen := 0 // droppable points so far
+	for i := 1; i < half; i++ {
+		if droppable(ps[i-1], ps[i]) {
+			seen++
+			if seen%2 == 1 {
+				continue // the first, third, ... go
+			}
+		}
+		out = append(out, ps[i])
+	}
+	return append(out, ps[half:]...)
+}
+
 // thin halves the older half of the timeline, keeping named events over plain samples
-// where it can and always the newest points.
+// where it can and always the newest points (runs before versionTimelineKeepsHoldings).
 func thin(ps []training.TimelinePoint) []training.TimelinePoint {
 	half := len(ps) / 2
 	out := make([]training.TimelinePoint, 0, len(ps))

@@ -15,14 +15,15 @@ type Meter struct {
 // Accrue adds to *cost the price of holding the instances since m.Last, in the provider's
 // hours (scale), and to *onDemand the same holding at the on-demand prices in odPrice (an
 // instance without one at its own price), for the comparison. Instances are added one by one
-// in order, so the sums are the same floats on replay.
-func (m *Meter) Accrue(now time.Time, scale cloud.TimeScale, held []cloud.Instance, odPrice map[string]float64, cost, onDemand *float64) {
+// in order, so the sums are the same floats on replay. It returns the provider hours it
+// accrued, so a caller can count GPU-hours on the same clock.
+func (m *Meter) Accrue(now time.Time, scale cloud.TimeScale, held []cloud.Instance, odPrice map[string]float64, cost, onDemand *float64) (hours float64) {
 	dt := now.Sub(m.Last)
 	m.Last = now
 	if dt <= 0 {
-		return
+		return 0
 	}
-	hours := scale.SimHours(dt)
+	hours = scale.SimHours(dt)
 	for _, in := range held {
 		*cost += in.PricePerHour * hours
 		od := odPrice[in.ID]
@@ -31,6 +32,7 @@ func (m *Meter) Accrue(now time.Time, scale cloud.TimeScale, held []cloud.Instan
 		}
 		*onDemand += od * hours
 	}
+	return hours
 }
 
 // VersionMeterCurrentPrice gates a meter that takes the price a describe gives for a held
