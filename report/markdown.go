@@ -72,16 +72,11 @@ func WriteMarkdown(w io.Writer, s Summary, st training.JobStatus, timelineFile s
 			if !st.StartedAt.IsZero() {
 				at = p.At.Sub(st.StartedAt).Seconds()
 			}
-			zones := make([]string, 0, len(p.Zones))
-			for z, g := range p.Zones {
-				zones = append(zones, fmt.Sprintf("%s: %d", z, g))
-			}
-			sort.Strings(zones)
 			price := "not recorded"
 			if p.USDPerHour > 0 {
 				price = fmt.Sprintf("%.2f", p.USDPerHour)
 			}
-			fmt.Fprintf(&b, "| %.1f | %d | %s | %s | %s |\n", at, p.GPUs, strings.Join(zones, ", "), price, strings.ReplaceAll(p.Why, "|", "/"))
+			fmt.Fprintf(&b, "| %.1f | %d | %s | %s | %s |\n", at, p.GPUs, p.ZoneList(), price, strings.ReplaceAll(p.Why, "|", "/"))
 		}
 	}
 	if len(st.GPUs) > 0 {

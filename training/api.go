@@ -6,6 +6,9 @@
 package training
 
 import (
+	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/schooner-ml/schooner/cloud"
@@ -216,6 +219,16 @@ type OnDemandPurchase struct {
 	// per GPU of the offering the policy reasons in, in the decision's zone (0: not known,
 	// a decision recorded before the policy said its price).
 	USDPerHour float64 `json:"usd_per_hour,omitempty"`
+}
+
+// ZoneList is the purchase's GPUs by zone for people, "zone: n" in zone order.
+func (p OnDemandPurchase) ZoneList() string {
+	zones := make([]string, 0, len(p.Zones))
+	for z, g := range p.Zones {
+		zones = append(zones, fmt.Sprintf("%s: %d", z, g))
+	}
+	sort.Strings(zones)
+	return strings.Join(zones, ", ")
 }
 
 // SavingsPct is how much less the job cost than its baseline, in per cent of the baseline:

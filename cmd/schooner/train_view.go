@@ -181,14 +181,9 @@ const maxPurchasesShown = 3
 
 // purchaseText is one on-demand purchase: how many GPUs more, where, what they cost, why.
 func purchaseText(p training.OnDemandPurchase) string {
-	zones := make([]string, 0, len(p.Zones))
-	for z, g := range p.Zones {
-		zones = append(zones, fmt.Sprintf("%s: %d", z, g))
-	}
-	sort.Strings(zones)
 	price := "price not recorded"
 	if p.USDPerHour > 0 {
 		price = usd(p.USDPerHour) + "/h"
 	}
-	return fmt.Sprintf("%s +%d GPUs (%s), %s: %s", p.At.Format("15:04:05"), p.GPUs, strings.Join(zones, ", "), price, p.Why)
+	return fmt.Sprintf("%s +%d GPUs (%s), %s: %s", p.At.Format("15:04:05"), p.GPUs, p.ZoneList(), price, p.Why)
 }
