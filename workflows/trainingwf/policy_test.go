@@ -11,13 +11,20 @@ import (
 	"github.com/schooner-ml/schooner/training"
 )
 
+// policyInput is jobInput under the deadline policy (spot with fallback and a deadline), with a
+// deadline of 240 simulated hours that spot alone keeps easily.
+func policyInput() training.JobInput {
+	in := jobInput()
+	in.Spec.Spot = training.SpotWithFallback
+	in.Spec.Deadline = "240h"
+	return in
+}
+
 // A job whose policy keeps deciding the same thing trains on its first plan: a decision that
 // changes nothing costs no restart.
 func TestTrainingJobUnderAnUnchangingPolicyDoesNotReplan(t *testing.T) {
 	w, env := newInterruptedJobEnv(t, planIn("z-a"))
-	in := jobInput()
-	in.Spec.Spot = training.SpotWithFallback
-	in.Spec.Deadline = "240h"
+	in := policyInput()
 	env.ExecuteWorkflow(TrainingJob, in)
 	st := jobResult(t, env)
 	require.Equal(t, training.PhaseCompleted, st.Phase, st.Error)
@@ -35,9 +42,7 @@ func TestTrainingJobUnderAnUnchangingPolicyDoesNotReplan(t *testing.T) {
 func TestTrainingJobUnderThePolicyCountsNoNoticedMachine(t *testing.T) {
 	preempted := false
 	w, env := newInterruptedJobEnv(t, planUntilMoved(&preempted, twoStagePlan("z-b", cloud.Spot, 1)))
-	in := jobInput()
-	in.Spec.Spot = training.SpotWithFallback
-	in.Spec.Deadline = "240h"
+	in := policyInput()
 	noticeBothLoseOne(env, w, func() { preempted = true })
 	env.ExecuteWorkflow(TrainingJob, in)
 	st := jobResult(t, env)
@@ -78,9 +83,7 @@ func TestTrainingJobUnderThePolicyDropsOnDemandWhenSpotReturns(t *testing.T) {
 		}
 		return spotOnly(req) // from the next decision on, spot keeps the deadline
 	}
-	in := jobInput()
-	in.Spec.Spot = training.SpotWithFallback
-	in.Spec.Deadline = "240h"
+	in := policyInput()
 	env.ExecuteWorkflow(TrainingJob, in)
 	st := jobResult(t, env)
 	require.Equal(t, training.PhaseCompleted, st.Phase, st.Error)
