@@ -1,8 +1,9 @@
 """Prints the checkpoint-overhead table from the JSON lines the reference trainer appends
 (bench/gpu/run.sh checkpoint): per run the mean iteration time over the measured iterations,
 the slowdown against the run without checkpoints, the same without the last iteration (whose
-save waits for the agent's commit, a cost paid once per run), and the stall per checkpoint (the
-time the training loop was held by each save)."""
+save waits for the agent's commit, a cost paid once per run), the stall per checkpoint (the
+time the training loop was held by each save), and whether the final checkpoint, read back
+through the method that wrote it, equals the trainer's state bit for bit (--verify-restore)."""
 
 import json
 import statistics
@@ -22,8 +23,8 @@ def main(path: str) -> None:
     what = f"{sized / 1e9:.1f} GB per checkpoint ({base.get('checkpoint_state', 'model')} state)" if sized else f"{size:.1f} GB of fp32 weights"
     print(f"model: {base['name']}, {base['params'] / 1e9:.2f} B parameters, {what}, {base['gpu']}, torch {base['torch']}")
     print()
-    print("| checkpointing | state | every | iterations measured | mean s/iter | slowdown | without the last | slowdown | checkpoints | stall first / steady median / last | back-pressure | GB/s to the agent |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| checkpointing | state | every | iterations measured | mean s/iter | slowdown | without the last | slowdown | checkpoints | stall first / steady median / last | back-pressure | GB/s to the agent | restore |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in runs:
         stalls = r.get("checkpoint_stalls") or []
         if stalls:
@@ -39,8 +40,20 @@ def main(path: str) -> None:
         if handed and r.get("checkpoint_bytes"):
             rate = f"{r['checkpoint_bytes'] / statistics.median(handed) / 1e9:.1f}"
         every = r["checkpoint_every"] or "-"
+        restore = restore_cell(r)
         print(f"| {r['checkpoint']} | {r.get('checkpoint_state', '-')} | {every} | {len(r['iter_seconds_all'])} | {mean(r):.4f} | "
-              f"{(mean(r) / b - 1) * 100:+.1f}% | {but_last(r):.4f} | {(but_last(r) / bl - 1) * 100:+.1f}% | {len(stalls)} | {stall} | {back} | {rate} |")
+              f"{(mean(r) / b - 1) * 100:+.1f}% | {but_last(r):.4f} | {(but_last(r) / bl - 1) * 100:+.1f}% | {len(stalls)} | {stall} | {back} | {rate} | {restore} |")
+
+
+def restore_cell(r) -> str:
+    """What the bit-for-bit check of the run's final checkpoint said: not run (no checkpoint, or
+    a run without --verify-restore), equal (with its time), or the first difference."""
+    if "restore_verified" not in r:
+        return "-"
+    if r["restore_verified"]:
+        return f"bit for bit ({r.get('restore_s', 0):.1f} s)"
+    first = (r.get("restore_differences") or ["?"])[0]
+    return f"**DIFFERS**: {first}"
 
 
 if __name__ == "__main__":

@@ -29,9 +29,9 @@ launch $ranks python3 -m schooner_train.train "${dims[@]}" --iterations 30 --mea
 agent=$!
 for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.2; done
 SCHOONER_CKPT_SOCKET=$sock SCHOONER_CHECKPOINT_EVERY=10 \
-  launch $ranks python3 -m schooner_train.train "${dims[@]}" --iterations 20 --ckpt-mode "$mode" --measure-out "$out" > "$R/restore-first.log" 2>&1
+  launch $ranks python3 -m schooner_train.train "${dims[@]}" --iterations 20 --ckpt-mode "$mode" --verify-restore --measure-out "$out" > "$R/restore-first.log" 2>&1
 SCHOONER_CKPT_SOCKET=$sock SCHOONER_CHECKPOINT_EVERY=10 SCHOONER_RESTORE_STEP=20 \
-  launch $ranks python3 -m schooner_train.train "${dims[@]}" --iterations 30 --ckpt-mode "$mode" --measure-out "$out" > "$R/restore-second.log" 2>&1
+  launch $ranks python3 -m schooner_train.train "${dims[@]}" --iterations 30 --ckpt-mode "$mode" --verify-restore --measure-out "$out" > "$R/restore-second.log" 2>&1
 kill -INT $agent; wait $agent
 python3 - "$out" "$mode" <<'PY'
 import json, sys
@@ -43,6 +43,9 @@ print("uninterrupted 21..30:", ", ".join(f"{x:.6f}" for x in whole["losses"][20:
 print("restored      21..30:", ", ".join(f"{x:.6f}" for x in second["losses"]))
 print("first run     1..20 equal to uninterrupted:", first["losses"] == whole["losses"][:20])
 d = max(abs(a - b) / abs(b) for a, b in zip(second["losses"], whole["losses"][20:]))
-ok = len(second["losses"]) == 10 and d <= 1e-6
+# Each run's final checkpoint, read back from the agent, equals what the trainer held.
+verified = [r.get("restore_verified") for r in (first, second)]
+print("final checkpoints restored bit for bit (first, second):", verified)
+ok = len(second["losses"]) == 10 and d <= 1e-6 and verified == [True, True]
 print(f"RESULT: {'resumed exactly' if ok else 'MISMATCH'} (max relative difference {d:.2e}; DP={whole['dp']} PP={whole['pp']} TP={whole['tp']}; saved {sys.argv[2]})")
 PY

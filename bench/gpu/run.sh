@@ -70,7 +70,8 @@ run_accuracy() {
 run_checkpoint() {
   : > "$R/checkpoint.jsonl"
   dims=(--name gpt-1.3b --layers 24 --hidden 2048 --heads 16 --ffn 8192 --vocab 50272 --seq-len 1024)
-  common=(--iterations "${CKPT_ITERATIONS:-100}" --warmup 3 --ckpt-state "${CKPT_STATE:-model}" --measure-out "$R/checkpoint.jsonl")
+  # --verify-restore: each method's final checkpoint is read back and compared with the trainer's state.
+  common=(--iterations "${CKPT_ITERATIONS:-100}" --warmup 3 --ckpt-state "${CKPT_STATE:-model}" --verify-restore --measure-out "$R/checkpoint.jsonl")
   export SCHOONER_MICRO_BATCH=4 SCHOONER_GLOBAL_BATCH=8
   disk=${CKPT_DIR:-/var/tmp/schooner-ckpt-bench}
   rm -rf "$disk"; mkdir -p "$disk/agent" "$disk/torch" "$disk/async"

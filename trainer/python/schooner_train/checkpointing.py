@@ -3,7 +3,8 @@ iteration, or blocking), or with one of the baselines a PyTorch user would pick 
 fsync, torch.distributed.checkpoint.async_save). Each method answers the loop the same way:
 prepare once after the first step, before_update() before every optimizer step, save() at a
 checkpoint step (returning the seconds the loop was held), last = the newest step the method has
-made safe (in the agent's hands, or written), close() at the end."""
+made safe (in the agent's hands, or written), check_restore(state, step) the differences between
+the trainer's state and a restore of its final checkpoint (before close()), close() at the end."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ import os
 import shutil
 import sys
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 import torch
 import torch.distributed as dist
+
+from .verify import differences
 
 
 class AgentCheckpoints:
@@ -68,6 +71,9 @@ class AgentCheckpoints:
         if self.saver is not None:
             self.last = max(self.last, self.saver.accepted)
 
+    def check_restore(self, state, step: int) -> List[str]:
+        return differences(state, self.ckpt.load(step, client=self.client))
+
     def measures(self) -> Dict[str, Any]:
         if self.saver is None:
             return {}
@@ -106,6 +112,9 @@ class TorchSaveCheckpoints:
         os.replace(self.path + ".tmp", self.path)
         self.last = step
         return time.perf_counter() - t0
+
+    def check_restore(self, state, step: int) -> List[str]:
+        return differences(state, torch.load(self.path, map_location="cpu"))
 
     def poll(self) -> None:
         pass
@@ -162,14 +171,16 @@ class AsyncSaveCheckpoints:
         self.done_dir = os.path.join(self.dir, f"step-{self.pending}")
         self.last = self.pending
 
+    def _state_dict(self, step: int) -> Dict[str, Any]:
+        if self.optimizer is None:
+            return {"model": self.get_model_state_dict(self.model), "iteration": step}
+        model_sd, optim_sd = self.get_state_dict(self.model, self.optimizer)
+        return {"model": model_sd, "optimizer": optim_sd, "iteration": step}
+
     def save(self, state, step: int, urgent: bool, final: bool) -> float:
         t0 = time.perf_counter()
         self._settle()
-        if self.optimizer is None:
-            sd = {"model": self.get_model_state_dict(self.model), "iteration": step}
-        else:
-            model_sd, optim_sd = self.get_state_dict(self.model, self.optimizer)
-            sd = {"model": model_sd, "optimizer": optim_sd, "iteration": step}
+        sd = self._state_dict(step)
         self.future = self.dcp.async_save(sd, checkpoint_id=os.path.join(self.dir, f"step-{step}"))
         self.pending = step
         if final:
@@ -180,9 +191,36 @@ class AsyncSaveCheckpoints:
         if self.future is not None and self.future.done():
             self._settle()
 
+    def check_restore(self, state, step: int) -> List[str]:
+        """torch.distributed.checkpoint.load into a state dict of the live one's shapes (the
+        names get_state_dict gives, not state's), every tensor first set to what the live one
+        cannot hold (NaN, or its bits inverted), so a tensor the load leaves untouched fails
+        the check instead of passing as a copy."""
+        self._settle()
+        live = self._state_dict(step)
+        loaded = _poisoned(live)
+        self.dcp.load(loaded, checkpoint_id=os.path.join(self.dir, f"step-{step}"))
+        return differences(live, loaded)
+
     def measures(self) -> Dict[str, Any]:
         return {}
 
     def close(self) -> None:
         self._settle()
         dist.destroy_process_group()
+
+
+def _poisoned(tree: Any) -> Any:
+    """A copy of tree whose tensors hold what the originals do not: NaN where floating, each
+    bit inverted otherwise. Other values are kept (the load replaces what it restores)."""
+    if torch.is_tensor(tree):
+        if tree.is_floating_point():
+            return torch.full_like(tree, float("nan"))
+        if tree.dtype == torch.bool:
+            return ~tree.clone()
+        return torch.bitwise_not(tree.clone())
+    if isinstance(tree, dict):
+        return {k: _poisoned(v) for k, v in tree.items()}
+    if isinstance(tree, list):
+        return [_poisoned(v) for v in tree]
+    return tree

@@ -106,6 +106,9 @@ def main(argv=None) -> int:
     p.add_argument("--torch-save-dir", help="checkpoint with torch.save into this directory instead of the agent (a baseline)")
     p.add_argument("--async-save-dir", help="checkpoint with torch.distributed.checkpoint.async_save into this directory "
                    "instead of the agent (a baseline; one process)")
+    p.add_argument("--verify-restore", action="store_true",
+                   help="after the final checkpoint, restore it and check it equals the trainer's state bit for bit "
+                        "(reported as restore_verified; a mismatch fails the run)")
     a = p.parse_args(argv)
     arch = arch_from_args(a)
     lay = layout_mod.from_env(arch.planner_layers)
@@ -222,6 +225,13 @@ def main(argv=None) -> int:
             print(f"iteration {step}/{iterations} loss {loss / len(mbs):.4f} {dt * 1e3:.1f} ms", file=sys.stderr, flush=True)
 
     peak = torch.cuda.max_memory_allocated(device) if cuda else 0
+    verified = None
+    if a.verify_restore and lay.world > 1:
+        # A step restores once every saving rank has committed its shard: each waited for its
+        # own final save, so after this barrier all have.
+        dist.barrier()
+    if a.verify_restore and method is not None:
+        verified = verify_final(method, checkpoint_state(stage, opt if a.ckpt_state == "full" else None, lay.stage, iterations), iterations)
     mine = {"stage": lay.stage, "peak": peak, "times": times, "losses": losses, "dp": lay.dp_rank, "tp": lay.tp_rank}
     everyone = [mine]
     if lay.world > 1:
@@ -243,7 +253,8 @@ def main(argv=None) -> int:
                "checkpoint": method.name if method is not None else "none", "checkpoint_state": a.ckpt_state,
                **(method.measures() if method is not None else {}),
                "gpu": torch.cuda.get_device_name(device) if cuda else "cpu", "gpu_type": os.environ.get("SCHOONER_GPU_TYPE", "H200-141"),
-               "torch": torch.__version__, "params": sum(q.numel() for q in stage.parameters())}
+               "torch": torch.__version__, "params": sum(q.numel() for q in stage.parameters()),
+               **(verified or {})}
         with open(a.measure_out, "a") as f:
             f.write(json.dumps(rec) + "\n")
     if method is not None:
@@ -253,7 +264,26 @@ def main(argv=None) -> int:
     if lay.world > 1:
         dist.barrier()
         dist.destroy_process_group()
+    if verified is not None and not verified["restore_verified"]:
+        return 1
     return 0
+
+
+def verify_final(method, state, step):
+    """Restores the final checkpoint through the method that wrote it and compares it with the
+    trainer's state: the measure record's restore_verified, restore_s and, when they differ,
+    restore_differences (printed too)."""
+    t0 = time.perf_counter()
+    diffs = method.check_restore(state, step)
+    took = time.perf_counter() - t0
+    for d in diffs:
+        print(f"restore of step {step} ({method.name}): {d}", file=sys.stderr, flush=True)
+    print(f"restore of step {step} ({method.name}): {'equal bit for bit' if not diffs else 'DIFFERS'} in {took:.1f} s",
+          file=sys.stderr, flush=True)
+    out = {"restore_verified": not diffs, "restore_s": took}
+    if diffs:
+        out["restore_differences"] = diffs
+    return out
 
 
 if __name__ == "__main__":
