@@ -346,12 +346,22 @@ def _read_restore(path: str, size: int, index: Iterable[Dict[str, Any]], convert
         for e in entries:
             e.data = convert(e, None, 0) if convert else b""
         return entries
+    for e, (off, n) in zip(entries, offsets):
+        if off < 0 or n < 0 or off + n > size:
+            raise ValueError(f"restore: tensor {e.name} lies outside the {size} bytes sent")
+    # A converter with map_file maps the file itself and may hand out views of that mapping
+    # instead of copies (the torch converter: its tensors own the mapping, so it lives as long
+    # as they do); otherwise each entry is converted from a private mapping closed here.
+    map_file = getattr(convert, "map_file", None)
+    if map_file is not None:
+        whole = map_file(path, size)
+        for e, (off, _) in zip(entries, offsets):
+            e.data = convert(e, whole, off)
+        return entries
     with open(path, "rb") as f:
         mm = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_COPY)
     try:
         for e, (off, n) in zip(entries, offsets):
-            if off < 0 or n < 0 or off + n > size:
-                raise ValueError(f"restore: tensor {e.name} lies outside the {size} bytes sent")
             e.data = convert(e, mm, off) if convert else mm[off : off + n]
     finally:
         mm.close()

@@ -142,20 +142,29 @@ def prepare(
 
 
 def _converter(map_location: Any) -> Callable[[Entry, Any, int], Any]:
+    """Turns each restored entry into a tensor on map_location. The restore file is mapped
+    privately (copy-on-write) into one storage that every host tensor views, so its bytes are
+    read once, straight from the agent's memory: copying 17 GB into fresh memory tripled a
+    restore's time. A tensor written to changes its own pages only; the mapping goes with the
+    last tensor that views it (the file itself is unlinked once read)."""
     torch = _torch()
     by_name = {v: k for k, v in _dtype_names(torch).items()}
 
-    def convert(entry: Entry, buf, offset: int) -> Any:
+    def map_file(path: str, size: int):
+        storage = torch.UntypedStorage.from_file(path, False, size)
+        return torch.empty(0, dtype=torch.uint8).set_(storage, 0, (size,))
+
+    def convert(entry: Entry, whole, offset: int) -> Any:
         n = entry.nbytes
         if entry.name.startswith(TREE_PREFIX):
-            return bytes(buf[offset : offset + n]) if n else b""
+            return bytes(whole[offset : offset + n].tolist()) if n else b""
         dtype = by_name[entry.dtype]
         if n == 0:
             return torch.empty(entry.shape, dtype=dtype, device=map_location)
-        t = torch.frombuffer(buf, dtype=torch.uint8, count=n, offset=offset).clone()
-        t = t.view(dtype).reshape(entry.shape)
+        t = whole[offset : offset + n].view(dtype).reshape(entry.shape)
         return t if map_location is None else t.to(map_location)
 
+    convert.map_file = map_file
     return convert
 
 

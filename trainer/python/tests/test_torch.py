@@ -41,6 +41,25 @@ class TorchTest(OneRankTest):
         opt2.load_state_dict(back["optimizer"])
         self.assertEqual(opt2.state_dict()["param_groups"], opt.state_dict()["param_groups"])
 
+    def test_restored_tensors_view_one_mapping_that_lives_as_long_as_they_do(self):
+        # A restore hands out views of the agent's file, not copies: a slice kept after
+        # everything else is dropped still reads the checkpoint, and writing into a restored
+        # tensor changes neither the checkpoint nor the next restore.
+        import gc
+
+        step = next_step()
+        self.ckpt.save({"w": torch.arange(1 << 16, dtype=torch.float32), "b": torch.ones(3, dtype=torch.bfloat16)}, step, client=self.client)
+        self.client.wait(step)
+        back = self.ckpt.load(step, client=self.client)
+        kept = back["w"][-4:]
+        back["w"][-1] = -1.0
+        del back
+        gc.collect()
+        self.assertEqual(kept.tolist(), [65532.0, 65533.0, 65534.0, -1.0])
+        again = self.ckpt.load(step, client=self.client)
+        self.assertEqual(again["w"][-1].item(), 65535.0)
+        self.assertTrue(torch.equal(again["b"], torch.ones(3, dtype=torch.bfloat16)))
+
     def test_prepare_allocates_the_buffer_and_slots_before_the_first_save(self):
         model = torch.nn.Linear(256, 256)
         opt = torch.optim.Adam(model.parameters())
