@@ -10,8 +10,9 @@ import (
 )
 
 // readShardData reads the data of the checkpoint described by m from the slot data file at path
-// and verifies every chunk's CRC-32C and the whole-data CRC. A mismatch or a short file is an
-// error wrapping ErrCorrupt that names the step and chunk.
+// and verifies every chunk's CRC-32C and the whole-data CRC, several chunks at a time. A
+// mismatch or a short file is an error wrapping ErrCorrupt that names the step and the first
+// such chunk.
 func readShardData(ctx context.Context, path string, m ShardMeta) (Shard, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -19,21 +20,25 @@ func readShardData(ctx context.Context, path string, m ShardMeta) (Shard, error)
 	}
 	defer f.Close()
 	buf := make([]byte, m.Size)
-	for i, c := range m.Chunks {
-		if err := ctx.Err(); err != nil {
-			return Shard{}, fmt.Errorf("reading step %d: %w", m.Step, err)
-		}
+	err = forEachChunk(ctx, m, chunkWorkers, func(i int, c ChunkMeta) error {
 		part := buf[c.Offset : c.Offset+c.Length]
 		if _, err := f.ReadAt(part, c.Offset); err != nil {
 			if errors.Is(err, io.EOF) {
-				return Shard{}, fmt.Errorf("step %d rank %d chunk %d is cut short in %s: %w", m.Step, m.Rank, i, path, ErrCorrupt)
+				return fmt.Errorf("step %d rank %d chunk %d is cut short in %s: %w", m.Step, m.Rank, i, path, ErrCorrupt)
 			}
-			return Shard{}, fmt.Errorf("reading step %d chunk %d: %w", m.Step, i, err)
+			return fmt.Errorf("reading step %d chunk %d: %w", m.Step, i, err)
 		}
 		if got := CRC32C(part); got != c.CRC32C {
-			return Shard{}, fmt.Errorf("step %d rank %d chunk %d at offset %d: crc32c %08x, want %08x: %w",
+			return fmt.Errorf("step %d rank %d chunk %d at offset %d: crc32c %08x, want %08x: %w",
 				m.Step, m.Rank, i, c.Offset, got, c.CRC32C, ErrCorrupt)
 		}
+		return nil
+	})
+	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return Shard{}, fmt.Errorf("reading step %d: %w", m.Step, err)
+		}
+		return Shard{}, err
 	}
 	if got := combineChunkCRCs(m.Chunks); got != m.CRC32C {
 		return Shard{}, fmt.Errorf("step %d rank %d: chunk checksums combine to %08x, metadata says %08x: %w",
