@@ -17,6 +17,8 @@ from typing import Any, Dict, List, Optional
 import torch
 import torch.distributed as dist
 
+from schooner_ckpt import rng
+
 from .verify import differences
 
 
@@ -175,7 +177,7 @@ class AsyncSaveCheckpoints:
         if self.optimizer is None:
             return {"model": self.get_model_state_dict(self.model), "iteration": step}
         model_sd, optim_sd = self.get_state_dict(self.model, self.optimizer)
-        return {"model": model_sd, "optimizer": optim_sd, "iteration": step}
+        return {"model": model_sd, "optimizer": optim_sd, "iteration": step, "rng": rng.capture()}
 
     def save(self, state, step: int, urgent: bool, final: bool) -> float:
         t0 = time.perf_counter()

@@ -24,6 +24,8 @@ import time
 import torch
 import torch.distributed as dist
 
+from schooner_ckpt import rng
+
 from . import iteration_profile
 from . import layout as layout_mod
 from .arch import add_arch_args, arch_from_args
@@ -74,11 +76,27 @@ def _new_groups(lay, groups):
 def checkpoint_state(stage, opt, stage_index, step):
     """What a stage's checkpoint holds: the model's tensors under their global layer names (so a
     restore under another pipeline split finds them), the optimizer's state under the stage's
-    own name (its parameters are numbered per stage, so two stages' would clash), the iteration."""
+    own name (its parameters are numbered per stage, so two stages' would clash), the iteration
+    (which is also the data position: a batch is a function of seed and iteration) and, with
+    the optimizer (the whole training state), the random generators (schooner_ckpt.rng) under
+    the stage's name too: each stage's process has its own, and data-parallel replicas restore
+    replica 0's."""
     state = {"model": stage.state_dict(), "iteration": step}
     if opt is not None:
         state["optimizer"] = {f"stage-{stage_index}": opt.state_dict()}
+        state["rng"] = {f"stage-{stage_index}": rng.capture()}
     return state
+
+
+def restore_generators(saved):
+    """Puts the saved random generators back. A checkpoint from a machine with another number of
+    GPUs holds another number of CUDA generators: those are left as they are (with a warning)
+    and the rest restored, rather than failing the restore of everything else."""
+    try:
+        rng.restore(saved)
+    except ValueError as e:
+        print(f"restore: {e}; the CUDA generators are left unrestored", file=sys.stderr, flush=True)
+        rng.restore({k: v for k, v in saved.items() if k != "cuda"})
 
 
 def optimizer_of(state, stage_index):
@@ -164,6 +182,9 @@ def main(argv=None) -> int:
         saved_opt = optimizer_of(state, lay.stage)
         if saved_opt is not None:
             opt.load_state_dict(saved_opt)
+        saved_rng = (state.get("rng") or {}).get(f"stage-{lay.stage}")
+        if saved_rng is not None:
+            restore_generators(saved_rng)
         start = last_ckpt = int(state["iteration"])
     if lay.world > 1:
         dist.barrier()
