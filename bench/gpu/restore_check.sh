@@ -2,7 +2,9 @@
 # Checks the reference trainer resumes exactly through the checkpoint agent: a tiny GPT (CPU,
 # deterministic) trains 30 iterations uninterrupted; then a run stops after 20 with a
 # checkpoint every 10, a new process restores step 20 from the agent and trains to 30. The
-# losses of iterations 21..30 must agree to 1e-6 relative. LAYOUT="DP PP TP" runs every phase
+# losses of iterations 21..30 must agree to 1e-6 relative, and each of the two runs' final
+# checkpoint, read back from the agent, must equal its state bit for bit (--verify-restore; the
+# whole state: weights, optimizer, generators). LAYOUT="DP PP TP" runs every phase
 # with that many ranks (gloo; each saving rank checkpoints its own shard, and the restore reads
 # every rank's back), e.g. LAYOUT="2 2 1". CKPT_MODE picks how the trainer saves through the
 # agent: overlap (the default: beside the next iteration) or blocking. Needs PyTorch and the
