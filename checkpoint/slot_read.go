@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"slices"
+
+	"github.com/schooner-ml/schooner/internal/parallel"
 )
 
 // readShardData reads the data of the checkpoint described by m from the slot data file at path
@@ -20,7 +22,8 @@ func readShardData(ctx context.Context, path string, m ShardMeta) (Shard, error)
 	}
 	defer f.Close()
 	buf := make([]byte, m.Size)
-	err = forEachChunk(ctx, m, chunkWorkers, func(i int, c ChunkMeta) error {
+	err = parallel.InOrder(ctx, len(m.Chunks), parallel.Workers(), func(i int) error {
+		c := m.Chunks[i]
 		part := buf[c.Offset : c.Offset+c.Length]
 		if _, err := f.ReadAt(part, c.Offset); err != nil {
 			if errors.Is(err, io.EOF) {

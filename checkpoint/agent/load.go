@@ -4,10 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
-	"sync"
 
 	"github.com/schooner-ml/schooner/checkpoint"
+	"github.com/schooner-ml/schooner/internal/parallel"
 )
 
 // loadAlign aligns each tensor in a restore file, so a client can view it in place as an array
@@ -118,9 +117,9 @@ func alignUp(n, a int64) int64 { return (n + a - 1) / a * a }
 // still spread over every worker.
 const copyPiece = 64 << 20
 
-// copyPieces copies each tensor to its offset in dst, pieces of up to copyPiece bytes on up to
-// eight goroutines: the first touch of a fresh 17 GB file and the copy itself bind one core
-// for tens of seconds, and the pieces are disjoint, so they need no lock.
+// copyPieces copies each tensor to its offset in dst in pieces of up to copyPiece bytes, on
+// parallel.Workers goroutines: the first touch of a fresh 17 GB file and the copy itself bind
+// one core for tens of seconds.
 func copyPieces(dst []byte, tensors []checkpoint.Tensor, index []checkpoint.TensorMeta) {
 	type piece struct{ to, from []byte }
 	var pieces []piece
@@ -131,20 +130,9 @@ func copyPieces(dst []byte, tensors []checkpoint.Tensor, index []checkpoint.Tens
 			pieces = append(pieces, piece{out[at:end], t.Data[at:end]})
 		}
 	}
-	work := make(chan piece)
-	var wg sync.WaitGroup
-	for range max(1, min(runtime.GOMAXPROCS(0), 8, len(pieces))) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for p := range work {
-				copy(p.to, p.from)
-			}
-		}()
-	}
-	for _, p := range pieces {
-		work <- p
-	}
-	close(work)
-	wg.Wait()
+	// Copies cannot fail, and nothing cancels them: the context and the error are unused.
+	_ = parallel.InOrder(context.Background(), len(pieces), parallel.Workers(), func(i int) error {
+		copy(pieces[i].to, pieces[i].from)
+		return nil
+	})
 }
