@@ -158,6 +158,11 @@ def main(argv=None) -> int:
 
     saver = lay.dp_rank == 0 and lay.tp_rank == 0
     ckpt = client = method = None
+    opt_to_save = opt if a.ckpt_state == "full" else None  # --ckpt-state model: the weights alone
+
+    def state_at(step):
+        return checkpoint_state(stage, opt_to_save, lay.stage, step)
+
     if every > 0 and not (a.torch_save_dir or a.async_save_dir) and os.environ.get("SCHOONER_CKPT_SOCKET"):
         if lay.tp > 1:
             raise SystemExit("checkpointing a TP>1 layout through the agent is not supported by the reference trainer yet")
@@ -172,7 +177,7 @@ def main(argv=None) -> int:
     elif every > 0 and saver and a.torch_save_dir:
         method = TorchSaveCheckpoints(a.torch_save_dir, lay.stage)
     elif every > 0 and saver and a.async_save_dir:
-        method = AsyncSaveCheckpoints(a.async_save_dir, stage, opt if a.ckpt_state == "full" else None)
+        method = AsyncSaveCheckpoints(a.async_save_dir, stage, opt_to_save)
     start, last_ckpt = 0, -1
     if restore >= 0:
         if ckpt is None:
@@ -224,12 +229,12 @@ def main(argv=None) -> int:
             # the agent's slots for a full checkpoint now, not at the first save. The time is
             # reported apart and kept out of the iteration's.
             p0 = time.perf_counter()
-            method.prepare(checkpoint_state(stage, opt if a.ckpt_state == "full" else None, lay.stage, step))
+            method.prepare(state_at(step))
             prepare_s = time.perf_counter() - p0
             t0 += prepare_s
         urgent = ckpt is not None and saver and client.poll()["checkpoint_now"]
         if method is not None and (step % every == 0 or step == iterations or urgent):
-            state = checkpoint_state(stage, opt if a.ckpt_state == "full" else None, lay.stage, step)
+            state = state_at(step)
             stall = method.save(state, step, urgent=urgent, final=step == iterations)
             stalls.append(stall)
         if method is not None:
@@ -252,7 +257,7 @@ def main(argv=None) -> int:
         # own final save, so after this barrier all have.
         dist.barrier()
     if a.verify_restore and method is not None:
-        verified = verify_final(method, checkpoint_state(stage, opt if a.ckpt_state == "full" else None, lay.stage, iterations), iterations)
+        verified = verify_final(method, state_at(iterations), iterations)
     mine = {"stage": lay.stage, "peak": peak, "times": times, "losses": losses, "dp": lay.dp_rank, "tp": lay.tp_rank}
     everyone = [mine]
     if lay.world > 1:
