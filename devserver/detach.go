@@ -49,11 +49,11 @@ func finishAbandonedWrites(ctx context.Context, req any, info *grpc.UnaryServerI
 	if !detachedCalls[info.FullMethod[strings.LastIndexByte(info.FullMethod, '/')+1:]] {
 		return handler(ctx, req)
 	}
-	detached, cancel := context.WithTimeout(context.WithoutCancel(ctx), abandonedWriteLimit)
-	if dl, ok := ctx.Deadline(); ok {
-		cancel()
-		detached, cancel = context.WithDeadline(context.WithoutCancel(ctx), dl)
+	dl, ok := ctx.Deadline()
+	if !ok {
+		dl = time.Now().Add(abandonedWriteLimit)
 	}
+	detached, cancel := context.WithDeadline(context.WithoutCancel(ctx), dl)
 	defer cancel()
 	return handler(detached, req)
 }
