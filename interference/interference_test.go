@@ -72,6 +72,17 @@ func TestStudiesRoundTripAndBadFilesAreRefused(t *testing.T) {
 	assert.Equal(t, validStudy().Runs, got.Runs)
 	assert.Equal(t, validStudy().Counters, got.Counters)
 
+	// A version 2 file, written before studies could be partial, still reads, complete.
+	v2, err := Decode(strings.NewReader(`{"version": 2, "gpu": {"model": "NVIDIA H100 80GB HBM3", "driver": "570.1"},
+	 "started_at": "2026-12-05T10:00:00Z", "finished_at": "2026-12-05T10:09:00Z",
+	 "request": {"pairs": [{"latency_critical": "decode-chain", "best_effort": "gemm"}], "mechanisms": [{"kind": "streams"}],
+	  "requests": 200, "think_ms": 2, "warmup": 20, "repeats": 1, "seed": 0},
+	 "runs": [{"pair": {"latency_critical": "decode-chain", "best_effort": ""}, "mechanism": {"kind": "dedicated"},
+	  "latency_critical": {"requests": 200, "p50_ms": 0.7, "p99_ms": 0.9, "mean_ms": 0.75}, "nvml": {}, "repeats": 1}]}`))
+	require.NoError(t, err)
+	assert.False(t, v2.Partial())
+	assert.Len(t, v2.Runs, 1)
+
 	// A version 1 study (no counters) still reads.
 	v1 := validStudy()
 	v1.Version, v1.Counters = 1, nil
@@ -80,12 +91,33 @@ func TestStudiesRoundTripAndBadFilesAreRefused(t *testing.T) {
 	_, err = Decode(bytes.NewReader(b.Bytes()))
 	require.NoError(t, err)
 
+	// A partial study says which steps it lacks, and reads back so.
+	partial := validStudy()
+	partial.GPU.Scale = "h200"
+	partial.Missing = []Step{
+		{Pair: Pair{LC: "cnn-infer"}, Mechanism: Mechanism{Kind: Dedicated}},
+		{Pair: Pair{LC: "decode-chain", BE: "copy"}, Mechanism: Mechanism{Kind: GreenContext, Setting: 66}},
+		{Counters: "copy"},
+	}
+	b.Reset()
+	require.NoError(t, partial.Encode(&b))
+	assert.Contains(t, b.String(), `"counters": "copy"`)
+	got, err = Decode(bytes.NewReader(b.Bytes()))
+	require.NoError(t, err)
+	assert.True(t, got.Partial())
+	assert.Equal(t, partial.Missing, got.Missing)
+	assert.Equal(t, "h200", got.GPU.Scale)
+	assert.Equal(t, 5, got.StepsDone(), "three runs, two workloads' counters")
+	assert.Equal(t, []string{"cnn-infer alone", "decode-chain + copy under green-context-66", "copy counters"},
+		[]string{got.Missing[0].String(), got.Missing[1].String(), got.Missing[2].String()})
+	assert.False(t, validStudy().Partial())
+
 	for name, c := range map[string]struct {
 		edit func(*Study)
 		raw  string
 		want string
 	}{
-		"a future version": {edit: func(s *Study) { s.Version = 3 }, want: "version 3: this build reads versions 1 and 2"},
+		"a future version": {edit: func(s *Study) { s.Version = 4 }, want: "version 4: this build reads versions 1 to 3"},
 		"counters in a version 1 study": {edit: func(s *Study) {
 			s.Version = 1
 			s.Counters = []Counters{{Workload: "gemm", Unavailable: "no ncu"}}
@@ -108,6 +140,26 @@ func TestStudiesRoundTripAndBadFilesAreRefused(t *testing.T) {
 		"p99 below p50": {edit: func(s *Study) { s.Runs[2].LC.P99Ms = 0.5 }, want: "p99 >= p50"},
 		"unavailable without a reason": {edit: func(s *Study) { s.Unavailable[0].Reason = "" },
 			want: "unavailable[0]: mig without a reason"},
+		"missing steps in a version 2 study": {edit: func(s *Study) {
+			s.Version, s.Counters = 2, nil
+			s.Missing = []Step{{Pair: Pair{LC: "cnn-infer", BE: "copy"}, Mechanism: Mechanism{Kind: Streams}}}
+		}, want: "missing steps in a version 2 study"},
+		"a scale in a version 2 study": {edit: func(s *Study) { s.Version, s.GPU.Scale = 2, "h200" },
+			want: "gpu.scale in a version 2 study"},
+		"a missing step that was measured": {edit: func(s *Study) { s.Missing = []Step{s.Runs[2].Step()} },
+			want: "missing[0]: decode-chain + gemm under mps-50 is missing and measured"},
+		"missing counters that were measured": {edit: func(s *Study) { s.Missing = []Step{{Counters: "gemm"}} },
+			want: "missing[0]: gemm counters is missing and measured"},
+		"a missing step twice": {edit: func(s *Study) {
+			st := Step{Pair: Pair{LC: "cnn-infer", BE: "copy"}, Mechanism: Mechanism{Kind: Streams}}
+			s.Missing = []Step{st, st}
+		}, want: "missing[1]: cnn-infer + copy under streams twice"},
+		"a missing dedicated step of both sides": {edit: func(s *Study) {
+			s.Missing = []Step{{Pair: Pair{LC: "cnn-infer", BE: "copy"}, Mechanism: Mechanism{Kind: Dedicated}}}
+		}, want: "missing[0]: a dedicated step names one workload"},
+		"a missing best-effort workload on the latency-critical side": {edit: func(s *Study) {
+			s.Missing = []Step{{Pair: Pair{LC: "copy"}, Mechanism: Mechanism{Kind: Dedicated}}}
+		}, want: "missing[0]: copy is best-effort"},
 		"an unknown field":   {raw: `{"version":1,"gpu":{"model":"x"},"colour":"red"}`, want: `unknown field "colour"`},
 		"two JSON documents": {raw: `{"version":1,"gpu":{"model":"x"}} {}`, want: "more than one JSON value"},
 	} {

@@ -12,8 +12,9 @@ import (
 
 // FormatVersion is the version of the result format this build writes. A change that a reader
 // of the previous version would misread bumps it (docs/interference.md). Version 2 added
-// Counters; this build also reads version 1 (which has none).
-const FormatVersion = 2
+// Counters; version 3 added Missing (a partial study) and gpu.scale. This build also reads
+// versions 1 and 2 (which have none of them, and are complete).
+const FormatVersion = 3
 
 // Study is a study's results on one GPU: the file `schooner gpu interference` writes and the
 // placement code reads. Results are keyed by GPU model, driver, pair and mechanism.
@@ -31,7 +32,17 @@ type Study struct {
 	// Simulated is true when the runs come from a model of a GPU, not from one (tests,
 	// demonstrations): such a study must never be used for placement.
 	Simulated bool `json:"simulated,omitempty"`
+	// Missing are the steps of the request not measured yet, in the order they would run: a
+	// study written as it goes (after every step) and interrupted is partial, and says so
+	// here rather than passing for a complete one. Empty: the study is complete.
+	Missing []Step `json:"missing,omitempty"`
 }
+
+// Partial is true when steps of the request are missing.
+func (s Study) Partial() bool { return len(s.Missing) > 0 }
+
+// StepsDone counts the measured steps: the runs and the workloads' counters.
+func (s Study) StepsDone() int { return len(s.Runs) + len(s.Counters) }
 
 // GPUInfo identifies the GPU and its software: results hold for this model and driver.
 type GPUInfo struct {
@@ -41,6 +52,9 @@ type GPUInfo struct {
 	SMs     int    `json:"sms,omitempty"`
 	MemMiB  int    `json:"memory_mib,omitempty"`
 	Runtime string `json:"runtime,omitempty"` // e.g. "torch 2.11.0+cu130"
+	// Scale is the size of the executor's workloads ("h200": the H200 probe's; "tiny": its CPU
+	// test mode's), when it says: figures of two scales do not compare. Version 3.
+	Scale string `json:"scale,omitempty"`
 }
 
 // Unavailable is a mechanism the machine refused, and why (MIG off, MPS without its daemon, a
@@ -88,13 +102,20 @@ type NVMLContext struct {
 // Validate checks a study as a reader needs it: the version, the GPU named, every run's pair
 // and mechanism valid with the sides its mechanism calls for and positive figures.
 func (s Study) Validate() error {
-	if s.Version != 1 && s.Version != FormatVersion {
-		return fmt.Errorf("version %d: this build reads versions 1 and %d", s.Version, FormatVersion)
+	if s.Version < 1 || s.Version > FormatVersion {
+		return fmt.Errorf("version %d: this build reads versions 1 to %d", s.Version, FormatVersion)
 	}
 	var errs []error
 	if s.Version == 1 && len(s.Counters) > 0 {
 		errs = append(errs, errors.New("counters in a version 1 study"))
 	}
+	if s.Version < 3 && len(s.Missing) > 0 {
+		errs = append(errs, fmt.Errorf("missing steps in a version %d study", s.Version))
+	}
+	if s.Version < 3 && s.GPU.Scale != "" {
+		errs = append(errs, fmt.Errorf("gpu.scale in a version %d study", s.Version))
+	}
+	errs = append(errs, s.validateMissing()...)
 	for i, c := range s.Counters {
 		if err := c.validate(); err != nil {
 			errs = append(errs, fmt.Errorf("counters[%d] (%s): %w", i, c.Workload, err))
@@ -117,6 +138,31 @@ func (s Study) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateMissing refuses a missing step that is not a step, is listed twice or was measured.
+func (s Study) validateMissing() []error {
+	done := map[Step]bool{}
+	for _, r := range s.Runs {
+		done[r.Step()] = true
+	}
+	for _, c := range s.Counters {
+		done[c.Step()] = true
+	}
+	var errs []error
+	listed := map[Step]bool{}
+	for i, m := range s.Missing {
+		switch err := m.validate(); {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("missing[%d]: %w", i, err))
+		case done[m]:
+			errs = append(errs, fmt.Errorf("missing[%d]: %s is missing and measured", i, m))
+		case listed[m]:
+			errs = append(errs, fmt.Errorf("missing[%d]: %s twice", i, m))
+		}
+		listed[m] = true
+	}
+	return errs
 }
 
 func (r Run) validate() error {

@@ -53,10 +53,12 @@ class Executor:
 
     def gpu(self) -> dict:
         if not self.cuda:
-            return {"model": "CPU (a test run, not a GPU)", "driver": "none", "runtime": f"torch {torch.__version__}"}
+            return {"model": "CPU (a test run, not a GPU)", "driver": "none", "runtime": f"torch {torch.__version__}",
+                    "scale": self.scale}
         p = torch.cuda.get_device_properties(self.device)
         return {"model": p.name, "driver": _smi("driver_version") or "unknown", "cuda": torch.version.cuda or "",
-                "sms": p.multi_processor_count, "memory_mib": p.total_memory >> 20, "runtime": f"torch {torch.__version__}"}
+                "sms": p.multi_processor_count, "memory_mib": p.total_memory >> 20, "runtime": f"torch {torch.__version__}",
+                "scale": self.scale}
 
     def available(self, m: dict) -> str:
         kind = m.get("kind")
