@@ -24,12 +24,16 @@ type Row struct {
 
 // Analyze computes every shared run's row, pairs in the study's order and mechanisms in the
 // order they were run. A pair whose workloads lack their dedicated runs is an error: a slowdown
-// needs its baseline.
+// needs its baseline. In a partial study (one interrupted, its missing steps listed) such a
+// run is left out instead: its baseline is among the missing steps, and the rows it has stand.
 func Analyze(s interference.Study) ([]Row, error) {
 	base := baselinesOf(s)
 	var rows []Row
 	for _, r := range s.Runs {
 		if r.Mechanism.Kind == interference.Dedicated {
+			continue
+		}
+		if s.Partial() && !base.has(r.Pair) {
 			continue
 		}
 		row, err := base.row(r.Pair, r.LC, r.BE)
@@ -70,6 +74,9 @@ func baselinesOf(s interference.Study) baselines {
 	}
 	return b
 }
+
+// has is true when both of p's workloads were measured alone.
+func (b baselines) has(p interference.Pair) bool { return b.lc[p.LC] != nil && b.be[p.BE] != nil }
 
 // row is a shared measurement of p against its workloads alone.
 func (b baselines) row(p interference.Pair, lc *interference.Latency, be *interference.Throughput) (Row, error) {

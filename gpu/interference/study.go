@@ -29,14 +29,39 @@ type Executor interface {
 	Simulated() bool
 }
 
-// Progress hears of every run as it starts: done of total runs, and what.
+// Progress hears of every run as it starts: done of total runs, and what. Steps kept from an
+// earlier study count as done.
 type Progress func(done, total int, what string)
+
+// StudyOptions are what a study may do besides running: report progress, save itself as it
+// goes, continue an earlier study.
+type StudyOptions struct {
+	Progress Progress
+	// Checkpoint hears the study after every finished step, its missing steps listed: the
+	// CLI writes it, so that a study killed at any point leaves a valid file of what was
+	// measured. An error ends the study (one that cannot be saved should not run on as if
+	// it were).
+	Checkpoint func(interference.Study) error
+	// Earlier is a study to continue (its file, partial or not): made on the same GPU model,
+	// driver and workload scale with a request that measures the same way (requests, think
+	// time, warm-up, repeats, seed, counters), its runs are kept and only the missing steps
+	// run. Otherwise the study refuses with ErrNotContinuable, naming what differs.
+	Earlier *interference.Study
+	// Kept hears, before any run, how many steps of how many the earlier study gave.
+	Kept func(kept, total int)
+}
 
 // RunStudy runs req on the executor's GPU: every workload of the pairs alone, then every pair
 // under every available mechanism, each Repeats times, keeping the median of each figure.
 // Mechanisms the machine refuses are listed with their reason and not run. A failed run ends
 // the study with the error and what was measured before it.
 func RunStudy(ctx context.Context, x Executor, req interference.StudyRequest, progress Progress) (interference.Study, error) {
+	return RunStudyWith(ctx, x, req, StudyOptions{Progress: progress})
+}
+
+// RunStudyWith is RunStudy with its options. A failed or interrupted study (ctx ended) returns
+// what was measured, its missing steps listed, with the error.
+func RunStudyWith(ctx context.Context, x Executor, req interference.StudyRequest, o StudyOptions) (interference.Study, error) {
 	req = req.WithDefaults()
 	if err := req.Validate(); err != nil {
 		return interference.Study{}, fmt.Errorf("study request: %w", err)
@@ -47,84 +72,119 @@ func RunStudy(ctx context.Context, x Executor, req interference.StudyRequest, pr
 	}
 	s := interference.Study{Version: interference.FormatVersion, GPU: gpu, StartedAt: time.Now().UTC(), Request: req,
 		Simulated: x.Simulated()}
-	var mechs []interference.Mechanism
-	for _, m := range req.Mechanisms {
-		if err := x.Available(ctx, m); err != nil {
-			s.Unavailable = append(s.Unavailable, interference.Unavailable{Mechanism: m, Reason: err.Error()})
+	if o.Earlier != nil {
+		if err := continuable(*o.Earlier, s); err != nil {
+			return interference.Study{}, err
+		}
+		s.StartedAt = o.Earlier.StartedAt
+	}
+	mechs, refused, err := availability(ctx, x, req.Mechanisms, o.Earlier)
+	if err != nil {
+		return interference.Study{}, fmt.Errorf("probing the mechanisms: %w", err)
+	}
+	s.Unavailable = refused
+	p := planOf(req, mechs)
+	m := measured{runs: map[interference.Step]interference.Run{}, counters: map[interference.Step]interference.Counters{}}
+	if o.Earlier != nil {
+		if err := leftOut(*o.Earlier, p); err != nil {
+			return interference.Study{}, err
+		}
+		for _, r := range o.Earlier.Runs {
+			m.runs[r.Step()] = r
+		}
+		for _, c := range o.Earlier.Counters {
+			m.counters[c.Step()] = c
+		}
+		if o.Kept != nil {
+			o.Kept(len(m.runs)+len(m.counters), len(p.steps))
+		}
+	}
+	total, done := 0, 0
+	for _, step := range p.steps {
+		total += p.units(step)
+		if m.done(step) {
+			done += p.units(step)
+		}
+	}
+	// end is the study as measured so far, its finish the time of its last step.
+	ran := false
+	end := func() interference.Study {
+		p.fill(&s, m)
+		if ran || o.Earlier == nil {
+			s.FinishedAt = time.Now().UTC()
+		} else {
+			s.FinishedAt = o.Earlier.FinishedAt
+		}
+		return s
+	}
+	for _, step := range p.steps {
+		if m.done(step) {
 			continue
 		}
-		mechs = append(mechs, m)
-	}
-	var alone []interference.Workload
-	seen := map[string]bool{}
-	for _, p := range req.Pairs {
-		for _, name := range []string{p.LC, p.BE} {
-			if !seen[name] {
-				seen[name] = true
-				w, _ := interference.WorkloadNamed(name) // validated above
-				alone = append(alone, w)
-			}
+		if err := ctx.Err(); err != nil {
+			return end(), err
 		}
-	}
-	total := (len(alone) + len(req.Pairs)*len(mechs)) * req.Repeats
-	if req.Counters {
-		total += len(alone)
-	}
-	done := 0
-	repeat := func(what string, run func() (interference.Run, error)) error {
-		runs := make([]interference.Run, 0, req.Repeats)
-		for range req.Repeats {
-			if err := ctx.Err(); err != nil {
-				return err
+		if err := measure(ctx, x, req, step, m, func(what string) {
+			if o.Progress != nil {
+				o.Progress(done, total, what)
 			}
-			if progress != nil {
-				progress(done, total, what)
-			}
-			r, err := run()
-			if err != nil {
-				return fmt.Errorf("%s: %w", what, err)
-			}
-			runs = append(runs, r)
 			done++
+		}); err != nil {
+			return end(), err
 		}
-		s.Runs = append(s.Runs, median(runs))
-		return nil
-	}
-	for _, w := range alone {
-		if err := repeat(w.Name+" alone", func() (interference.Run, error) { return x.Alone(ctx, w, req) }); err != nil {
-			return finish(s), err
-		}
-	}
-	for _, p := range req.Pairs {
-		for _, m := range mechs {
-			if err := repeat(fmt.Sprintf("%s under %s", p, m), func() (interference.Run, error) { return x.Shared(ctx, p, m, req) }); err != nil {
-				return finish(s), err
+		ran = true
+		if o.Checkpoint != nil {
+			if err := o.Checkpoint(end()); err != nil {
+				return end(), fmt.Errorf("saving the study after %s: %w", step, err)
 			}
 		}
 	}
-	if req.Counters {
-		for _, w := range alone {
-			if progress != nil {
-				progress(done, total, w.Name+" counters")
-			}
-			c, err := x.Counters(ctx, w)
-			if err != nil {
-				return finish(s), fmt.Errorf("%s counters: %w", w.Name, err)
-			}
-			s.Counters = append(s.Counters, c)
-			done++
-		}
-	}
-	s = finish(s)
+	s = end()
 	if err := s.Validate(); err != nil {
 		return s, fmt.Errorf("the executor's results: %w", err)
 	}
 	return s, nil
 }
 
-func finish(s interference.Study) interference.Study {
-	s.FinishedAt = time.Now().UTC()
-	return s
+// measure runs one step into m: a run Repeats times, keeping the medians, or a workload's
+// counters. starting hears of each executor call as it starts.
+func measure(ctx context.Context, x Executor, req interference.StudyRequest, step interference.Step, m measured, starting func(what string)) error {
+	what := step.String()
+	if step.Counters != "" {
+		w, _ := interference.WorkloadNamed(step.Counters)
+		starting(what)
+		c, err := x.Counters(ctx, w)
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		m.counters[step] = c
+		return nil
+	}
+	runs := make([]interference.Run, 0, req.Repeats)
+	for range req.Repeats {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		starting(what)
+		var r interference.Run
+		var err error
+		if step.Mechanism.Kind == interference.Dedicated {
+			w, _ := interference.WorkloadNamed(step.Pair.LC + step.Pair.BE)
+			r, err = x.Alone(ctx, w, req)
+		} else {
+			r, err = x.Shared(ctx, step.Pair, step.Mechanism, req)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if r.Step() != step {
+			// A study is keyed by its runs' steps (a resumed one keeps them by step).
+			return fmt.Errorf("%s: the executor answered a run of %s", what, r.Step())
+		}
+		runs = append(runs, r)
+	}
+	m.runs[step] = median(runs)
+	return nil
 }
 
 // median is the runs' median of each figure, with the last run's identity and NVML context.

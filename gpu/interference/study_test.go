@@ -154,6 +154,13 @@ func TestAnalyzeGivesSlowdownsAgainstAloneAndThePairsParetoFront(t *testing.T) {
 	st.Runs = st.Runs[1:] // no decode-chain alone
 	_, err = gi.Analyze(st)
 	require.ErrorContains(t, err, "decode-chain + gemm under streams: the study has no dedicated run of decode-chain")
+
+	// A partial study whose baseline is among its missing steps shows the rows it has: none.
+	st.Version = interference.FormatVersion
+	st.Missing = []interference.Step{{Pair: interference.Pair{LC: "decode-chain"}, Mechanism: interference.Mechanism{Kind: interference.Dedicated}}}
+	rows, err = gi.Analyze(st)
+	require.NoError(t, err)
+	assert.Empty(t, rows)
 }
 
 func TestTheTableAndThePlotShowEveryMechanism(t *testing.T) {

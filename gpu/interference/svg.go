@@ -41,6 +41,9 @@ func WriteSVG(w io.Writer, s interference.Study, rows []Row) error {
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="10">`+"\n", width, height, width, height)
 	b.WriteString(`<rect width="100%" height="100%" fill="white"/>` + "\n")
 	title := fmt.Sprintf("Interference on %s: latency-critical p99 slowdown against best-effort throughput", s.GPU.Model)
+	if s.Partial() {
+		title = fmt.Sprintf("PARTIAL (%d of %d steps) — %s", s.StepsDone(), s.StepsDone()+len(s.Missing), title)
+	}
 	if s.Simulated {
 		title = "SIMULATED (a model, not a GPU) — " + title
 	}

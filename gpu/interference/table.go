@@ -14,6 +14,11 @@ func WriteTable(w io.Writer, s interference.Study, rows []Row) error {
 	if s.Simulated {
 		fmt.Fprintln(w, "SIMULATED: these figures come from a model of a GPU, not from one; never place jobs with them.")
 	}
+	if s.Partial() {
+		done := s.StepsDone()
+		fmt.Fprintf(w, "PARTIAL: %d of %d steps measured, %d missing (the first: %s); the rows below are those measured.\n",
+			done, done+len(s.Missing), len(s.Missing), s.Missing[0])
+	}
 	fmt.Fprintf(w, "%s, driver %s, %s; %d requests per run, median of %d runs\n\n", s.GPU.Model, s.GPU.Driver,
 		s.StartedAt.Format("2006-01-02 15:04 MST"), s.Request.Requests, s.Request.Repeats)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -25,7 +25,8 @@ type Decision struct {
 // Place says whether a BE job of kind kinds.BE may share a GPU with an HP job of kind kinds.LC
 // under a target HP p99 slowdown, from the study of that GPU: yes when some measured mechanism
 // kept the HP p99 within the target while the BE side kept at least MinBEFraction of its
-// throughput (the best such mechanism is named). A simulated study never places.
+// throughput (the best such mechanism is named). A simulated study never places; a partial one
+// (an interrupted study, its missing steps listed) places with the runs it has.
 func Place(st interference.Study, kinds interference.Pair, target float64) Decision {
 	if st.Simulated {
 		return Decision{Reason: "the study is simulated (a model of a GPU): it cannot place a real job"}
@@ -46,6 +47,9 @@ func Place(st interference.Study, kinds interference.Pair, target float64) Decis
 		}
 	}
 	switch {
+	case measured == 0 && st.Partial():
+		return Decision{Reason: fmt.Sprintf("the study of %s has no run of %s yet: the study is partial (%d steps missing); finish it with `schooner gpu interference run --local --resume`",
+			st.GPU.Model, kinds, len(st.Missing))}
 	case measured == 0:
 		return Decision{Reason: fmt.Sprintf("the study of %s has no run of %s: run `schooner gpu interference run --pair %s+%s`", st.GPU.Model, kinds, kinds.LC, kinds.BE)}
 	case best == nil:

@@ -54,3 +54,24 @@ func TestPlaceRefusesWithoutEvidenceOrOnASimulatedStudy(t *testing.T) {
 	sim.Simulated = true
 	require.Contains(t, Place(sim, interference.Pair{LC: "decode-chain", BE: "gemm"}, 1.10).Reason, "simulated")
 }
+
+// A partial study (interrupted, its missing steps listed) places with the rows it has, and
+// says that a pair without runs may be among the missing steps.
+func TestPlaceWorksOnAPartialStudy(t *testing.T) {
+	st := study()
+	st.Runs = st.Runs[:4] // the green context was not measured
+	st.Missing = []interference.Step{
+		{Pair: interference.Pair{LC: "decode-chain", BE: "gemm"}, Mechanism: interference.Mechanism{Kind: interference.GreenContext, Setting: 66}},
+		{Pair: interference.Pair{BE: "copy"}, Mechanism: interference.Mechanism{Kind: interference.Dedicated}},
+		{Pair: interference.Pair{LC: "decode-chain", BE: "copy"}, Mechanism: interference.Mechanism{Kind: interference.Streams}},
+	}
+	require.NoError(t, st.Validate())
+
+	d := Place(st, interference.Pair{LC: "decode-chain", BE: "gemm"}, 1.10)
+	require.True(t, d.Allowed, d.Reason)
+	require.Equal(t, "mps-50", d.Via, "the best of the rows measured")
+
+	d = Place(st, interference.Pair{LC: "decode-chain", BE: "copy"}, 1.10)
+	require.False(t, d.Allowed)
+	require.Contains(t, d.Reason, "the study is partial (3 steps missing)")
+}
