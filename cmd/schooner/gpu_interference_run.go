@@ -15,7 +15,6 @@ import (
 	gi "github.com/schooner-ml/schooner/gpu/interference"
 	"github.com/schooner-ml/schooner/interference"
 	"github.com/schooner-ml/schooner/internal/atomicfile"
-	"github.com/schooner-ml/schooner/serving/stage"
 	"github.com/schooner-ml/schooner/taskqueue"
 	"github.com/schooner-ml/schooner/workers"
 	"github.com/schooner-ml/schooner/workflows/interferencewf"
@@ -28,7 +27,7 @@ func newGPUInterferenceRunCommand(g *globals) *cobra.Command {
 	var nodeIDs, pairs, mechs []string
 	var in interference.StudyInput
 	var out string
-	var local, cpuTest bool
+	var local, cpuTest, resume bool
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run an interference study on node agents (the InterferenceStudy workflow) and show each node's results",
@@ -42,7 +41,15 @@ and a python3 with torch runs the Python executor (trainer/python/schooner_inter
 simulated market's nodes (schooner dev, schooner demo) model a GPU and mark their studies
 SIMULATED. --local runs the study here, on this machine's GPU, without Temporal.
 
+--local writes NODE.json after every finished step, so a study stopped at any point (Ctrl-C,
+SIGTERM, a timeout) keeps what it measured; the file lists the steps still missing. --resume
+continues it: the runs in --out are kept (when they were made on this GPU model and driver,
+at this scale, with the same requests, think time, repeats and counters; otherwise it says what
+differs) and only the missing steps run. A full study (about 15 minutes on an H100) thus runs
+as one command repeated until it succeeds, each run within a machine's time limit:
+
   schooner gpu interference run --local --out results/h200
+  timeout 550 schooner gpu interference run --local --out results/h200 --resume   # again until it exits 0
   schooner gpu interference run --local --pair decode-chain+gemm --counters
 
   schooner gpu interference run --node i-0abc --pair decode-chain+gemm --mechanism streams --mechanism mps-50
@@ -59,7 +66,10 @@ SIMULATED. --local runs the study here, on this machine's GPU, without Temporal.
 				return err
 			}
 			if local {
-				return runLocalStudy(cmd, in.Request, out, cpuTest)
+				return runLocalStudy(cmd, in.Request, out, cpuTest, resume)
+			}
+			if resume {
+				return fmt.Errorf("--resume continues a --local study: a workflow's study is one node's activity, retried whole")
 			}
 			return withSession(cmd, g, cfg, "", func(ctx context.Context, s *session) error {
 				run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
@@ -90,6 +100,7 @@ SIMULATED. --local runs the study here, on this machine's GPU, without Temporal.
 	cmd.Flags().DurationVar(&in.Wait, "wait", 0, "how long a node may take to pick the study up before it is reported unreachable (default 30s)")
 	cmd.Flags().StringVar(&out, "out", "interference-results", "folder for each node's NODE.json and NODE.svg")
 	cmd.Flags().BoolVar(&local, "local", false, "run the study on this machine's GPU, without Temporal")
+	cmd.Flags().BoolVar(&resume, "resume", false, "with --local: continue the study in --out (its missing steps only; refused when it was measured another way)")
 	cmd.Flags().BoolVar(&cpuTest, "cpu-test", false, "with --local on a machine without a GPU: the executor's CPU test mode (tiny workloads; not a GPU study)")
 	return cmd
 }
@@ -168,30 +179,4 @@ func safeName(id string) string {
 		}
 		return r
 	}, id)
-}
-
-// runLocalStudy runs the study on this machine through the Python executor, printing progress,
-// and writes and shows it as a node's study named after this host.
-func runLocalStudy(cmd *cobra.Command, req interference.StudyRequest, dir string, cpuTest bool) error {
-	x := pythonInterferenceExecutor(cmd.ErrOrStderr())
-	if cpuTest {
-		x.Args = []string{"--scale", "tiny", "--allow-cpu"}
-	}
-	defer x.Close()
-	ctx, stop := interruptible(cmd)
-	defer stop()
-	st, err := gi.RunStudy(ctx, x, req, func(done, total int, what string) {
-		fmt.Fprintf(cmd.ErrOrStderr(), "[%d/%d] %s\n", done+1, total, what)
-	})
-	if err != nil {
-		return err
-	}
-	st.Node = hostname()
-	return writeStudies(cmd.OutOrStdout(), dir, interference.StudyResult{Nodes: []interference.NodeStudy{{NodeID: st.Node, Study: &st}}})
-}
-
-// pythonInterferenceExecutor is the Python executor (trainer/python/schooner_interfere), its
-// interpreter and path found as the inference worker's are, at its first run.
-func pythonInterferenceExecutor(stderr io.Writer) *gi.ProcessExecutor {
-	return &gi.ProcessExecutor{Command: stage.PythonModule("", "", gi.ExecutorModule), Stderr: stderr}
 }

@@ -49,3 +49,98 @@ func TestGPUInterferenceShowPrintsTheTableAndDrawsThePlot(t *testing.T) {
 	_, err = executeFresh(newGPUInterferenceCommand, "show", filepath.Join(dir, "none.json"))
 	require.ErrorContains(t, err, "no such file")
 }
+
+// stopAfterCalls is the fake GPU whose study is interrupted (its context cancelled, as Ctrl-C
+// or a timeout's SIGTERM does) once it has answered n runs.
+type stopAfterCalls struct {
+	*fake.Executor
+	n      int
+	cancel context.CancelFunc
+}
+
+func (s stopAfterCalls) Alone(ctx context.Context, w interference.Workload, req interference.StudyRequest) (interference.Run, error) {
+	defer s.stopAtN()
+	return s.Executor.Alone(ctx, w, req)
+}
+
+func (s stopAfterCalls) Shared(ctx context.Context, p interference.Pair, m interference.Mechanism, req interference.StudyRequest) (interference.Run, error) {
+	defer s.stopAtN()
+	return s.Executor.Shared(ctx, p, m, req)
+}
+
+func (s stopAfterCalls) stopAtN() {
+	if s.Executor.Calls == s.n {
+		s.cancel()
+	}
+}
+
+func TestGPUInterferenceLocalStudySavesWhatFinishedAndResumesTheRest(t *testing.T) {
+	dir := t.TempDir()
+	var stdout, stderr strings.Builder
+	l := localStudy{dir: dir, node: "gpu-box", again: "schooner gpu interference run --local --out " + dir + " --resume",
+		stdout: &stdout, stderr: &stderr}
+	path := filepath.Join(dir, "gpu-box.json")
+	// decode-chain and gemm alone, the pair under streams and MPS (MIG refused): 4 steps.
+	req := interference.StudyRequest{Pairs: []interference.Pair{{LC: "decode-chain", BE: "gemm"}},
+		Mechanisms: []interference.Mechanism{{Kind: interference.Streams}, {Kind: interference.MPS, Setting: 50}, {Kind: interference.MIG}},
+		Requests:   50, Repeats: 1}
+
+	x := fake.New()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	err := l.run(ctx, stopAfterCalls{Executor: x, n: 3, cancel: cancel}, req)
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorContains(t, err, "the study stopped after 3 of 4 steps")
+	assert.Contains(t, stderr.String(), "stopped: 3 of 4 steps done, saved in "+path+"; continue the study with\n  "+l.again+"\n")
+	partial, err := interference.ReadFile(path)
+	require.NoError(t, err, "the interrupted study's file is a valid study")
+	assert.True(t, partial.Partial())
+	assert.Equal(t, "gpu-box", partial.Node)
+	assert.Equal(t, 3, partial.StepsDone())
+	require.Len(t, partial.Missing, 1)
+	assert.Equal(t, "decode-chain + gemm under mps-50", partial.Missing[0].String())
+	assert.Contains(t, stdout.String(), "PARTIAL: 3 of 4 steps measured")
+	assert.FileExists(t, filepath.Join(dir, "gpu-box.svg"))
+
+	// Run again without --resume, it would overwrite the steps measured: refused.
+	err = l.run(context.Background(), x, req)
+	require.ErrorContains(t, err, path+" holds a partial study (3 of 4 steps): continue it with --resume, or give another --out")
+
+	// Another request count measures another way: refused, naming it.
+	l.resume = true
+	other := req
+	other.Requests = 60
+	err = l.run(context.Background(), x, other)
+	require.ErrorContains(t, err, "--resume: "+path+": the earlier study cannot be continued: requests 50 then, 60 now (to measure it anew, give another --out)")
+
+	// --resume runs the missing step only; the study is the one an uninterrupted run makes.
+	stderr.Reset()
+	calls := x.Calls
+	require.NoError(t, l.run(context.Background(), x, req))
+	assert.Equal(t, 1, x.Calls-calls, "one step of one repeat was missing")
+	assert.Contains(t, stderr.String(), "kept 3 of 4 steps from the earlier study in "+path+"; running the other 1\n[4/4] decode-chain + gemm under mps-50\n")
+	done, err := interference.ReadFile(path)
+	require.NoError(t, err)
+	assert.False(t, done.Partial())
+	whole, err := gi.RunStudy(context.Background(), fake.New(), req, nil)
+	require.NoError(t, err)
+	assert.Equal(t, whole.Runs, done.Runs)
+	assert.Equal(t, whole.Unavailable, done.Unavailable)
+	assert.True(t, partial.StartedAt.Equal(done.StartedAt), "the study started with its first run")
+
+	// The first run of a repeated command with --resume finds no study and starts one.
+	stderr.Reset()
+	l.dir = filepath.Join(dir, "fresh")
+	require.NoError(t, l.run(context.Background(), fake.New(), req))
+	assert.Contains(t, stderr.String(), "no earlier study in "+filepath.Join(dir, "fresh", "gpu-box.json")+": starting one")
+}
+
+func TestGPUInterferenceRunTellsHowToContinue(t *testing.T) {
+	assert.Equal(t, "schooner gpu interference run --local --out 'my results' --pair decode-chain+gemm --resume",
+		againWithResume([]string{"/usr/local/bin/schooner", "gpu", "interference", "run", "--local", "--out", "my results", "--pair", "decode-chain+gemm"}))
+	assert.Equal(t, "schooner gpu interference run --local --resume",
+		againWithResume([]string{"schooner", "gpu", "interference", "run", "--local", "--resume"}))
+
+	_, err := executeFresh(newGPUInterferenceCommand, "run", "--resume")
+	require.ErrorContains(t, err, "--resume continues a --local study")
+}
