@@ -46,10 +46,11 @@ SIGTERM, a timeout) keeps what it measured; the file lists the steps still missi
 continues it: the runs in --out are kept (when they were made on this GPU model and driver,
 at this scale, with the same requests, think time, repeats and counters; otherwise it says what
 differs) and only the missing steps run. A full study (about 15 minutes on an H100) thus runs
-as one command repeated until it succeeds, each run within a machine's time limit:
+as one command repeated, each run within a machine's time limit, until it exits 0:
 
   schooner gpu interference run --local --out results/h200
-  timeout 550 schooner gpu interference run --local --out results/h200 --resume   # again until it exits 0
+  timeout 550 schooner gpu interference run --local --out results/h200 --resume   # repeat while it exits 124
+  while timeout 550 schooner gpu interference run --local --out results/h200 --resume; [ $? -eq 124 ]; do :; done
   schooner gpu interference run --local --pair decode-chain+gemm --counters
 
   schooner gpu interference run --node i-0abc --pair decode-chain+gemm --mechanism streams --mechanism mps-50
