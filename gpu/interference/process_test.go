@@ -56,6 +56,7 @@ func TestTheProcessExecutorRunsAStudyInItsCPUTestMode(t *testing.T) {
 	}
 	assert.False(t, st.Simulated, "measured, not modelled")
 	assert.Contains(t, st.GPU.Model, "CPU (a test run, not a GPU)")
+	assert.Equal(t, "tiny", st.GPU.Scale, "the workload scale, which a resumed study must share")
 	assert.Len(t, st.Runs, 4+2*2, "four workloads alone, two pairs under sequential and time-slicing")
 	reasons := map[interference.MechanismKind]string{}
 	for _, u := range st.Unavailable {
