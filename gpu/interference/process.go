@@ -10,8 +10,11 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
 
 	"github.com/schooner-ml/schooner/interference"
+	"github.com/schooner-ml/schooner/internal/procgroup"
 )
 
 // ProcessExecutor runs the Python executor (trainer/python/schooner_interfere) as one
@@ -36,6 +39,12 @@ var _ Executor = (*ProcessExecutor)(nil)
 // ExecutorModule is the Python module ProcessExecutor's command runs.
 const ExecutorModule = "schooner_interfere.executor"
 
+// stopGrace is how long a cancelled executor has to end its run before its process group is
+// killed: a run may hold an MPS daemon, which only the executor can shut down (it is a daemon,
+// outside the group), and best-effort children that would go on loading the GPU and skew the
+// next study's figures (a study continued with --resume on the same machine).
+const stopGrace = 30 * time.Second
+
 func (p *ProcessExecutor) start() error {
 	if p.cmd != nil {
 		return nil
@@ -45,6 +54,10 @@ func (p *ProcessExecutor) start() error {
 		return fmt.Errorf("the interference executor: %w", err)
 	}
 	cmd.Stderr = p.Stderr
+	// Its own process group, so that a cancelled run stops the executor and every child it
+	// started (procgroup), not the executor alone.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = 5 * time.Second // a daemon the run started may hold stderr open
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return err
@@ -60,8 +73,9 @@ func (p *ProcessExecutor) start() error {
 	return nil
 }
 
-// call sends one request and decodes its answer into result. A cancelled context kills the
-// child (a run cannot be interrupted otherwise); the next call starts a new one.
+// call sends one request and decodes its answer into result. A cancelled context stops the
+// child's process group, SIGTERM first so that the executor ends its run cleanly (children
+// killed, MPS shut down), SIGKILL after stopGrace; the next call starts a new child.
 func (p *ProcessExecutor) call(ctx context.Context, req map[string]any, result any) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -74,11 +88,11 @@ func (p *ProcessExecutor) call(ctx context.Context, req map[string]any, result a
 	}
 	done := make(chan struct{})
 	defer close(done)
-	proc := p.cmd.Process
+	pid := p.cmd.Process.Pid
 	go func() {
 		select {
 		case <-ctx.Done():
-			_ = proc.Kill() // the read below then fails; lost reaps the child
+			procgroup.Terminate(pid, stopGrace, done) // the read below then fails; lost reaps the child
 		case <-done:
 		}
 	}()

@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -184,7 +185,12 @@ class Executor:
             try:
                 def run_lc():
                     lc = self._child("lc", lc_name, env, req)
-                    out, _ = lc.communicate(timeout=3600)
+                    try:
+                        out, _ = lc.communicate(timeout=3600)
+                    finally:
+                        if lc.poll() is None:  # stopped mid-run: no child outlives its step
+                            lc.kill()
+                            lc.wait()
                     if lc.returncode != 0 or not out.strip():
                         raise RuntimeError(f"the latency-critical child ({lc_name}) failed: exit {lc.returncode}")
                     return json.loads(out.strip().splitlines()[-1])
@@ -257,7 +263,15 @@ def main(argv=None):
     device = torch.device(a.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     if device.type != "cuda" and not a.allow_cpu:
         raise SystemExit("no CUDA GPU here: an interference study needs one (--allow-cpu runs the CPU test mode)")
+    # A study that is stopped (its caller's time is up, Ctrl-C) sends SIGTERM: end the run as
+    # an exception, so that its cleanup runs (children killed, the MPS daemon shut down)
+    # rather than leaving them to skew the next run on this GPU.
+    signal.signal(signal.SIGTERM, _stopped)
     serve(Executor(a.scale, device, a.seed), sys.stdin, sys.stdout)
+
+
+def _stopped(signum, _frame):
+    raise SystemExit(128 + signum)
 
 
 if __name__ == "__main__":
