@@ -54,7 +54,9 @@ type restored struct {
 // tensors choose selects from its layout, from the local root, or from the remote tier when the
 // local root does not have it (a replacement machine, or ranks spread over several machines).
 // For the newest step, a remote step newer than the local one wins: the local disk may be one
-// that came back after the job moved on elsewhere. A restore that fails leaves no file.
+// that came back after the job moved on elsewhere: the local step is read first and its file
+// removed once the remote one is read, so for that moment both files exist. A restore that
+// fails leaves no file.
 func (a *Agent) restore(ctx context.Context, step int64, choose chooser) (restored, error) {
 	var errs []error
 	var local *restored
