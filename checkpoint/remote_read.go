@@ -81,3 +81,45 @@ func (r *Remote) readMeta(ctx context.Context, step int64, rank int) (ShardMeta,
 	}
 	return meta, nil
 }
+
+// ReadShardMeta downloads and cross-checks one rank's metadata of a step, without its data.
+func (r *Remote) ReadShardMeta(ctx context.Context, step int64, rank int) (ShardMeta, error) {
+	return r.readMeta(ctx, step, rank)
+}
+
+// ReadShardInto downloads the shard m describes straight into dst, verifying every chunk as
+// it streams past and, as ReadShard does, the object's length and the store's own checksum.
+func (r *Remote) ReadShardInto(ctx context.Context, m ShardMeta, dst [][]byte) error {
+	p, err := newScatterPlan(m, dst)
+	if err != nil {
+		return err
+	}
+	step, rank := m.Step, m.Rank
+	rc, err := r.Store.Get(ctx, remoteDataKey(step, rank))
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("step %d rank %d data in %s: %w", step, rank, r.Store, ErrNoCheckpoint)
+	}
+	if err != nil {
+		return fmt.Errorf("reading step %d rank %d data: %w", step, rank, err)
+	}
+	defer rc.Close()
+	if err := p.readStream(ctx, rc, r.Store.String()); err != nil {
+		switch {
+		case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+			return fmt.Errorf("step %d rank %d data in %s is shorter than %d bytes: %w", step, rank, r.Store, m.Size, ErrCorrupt)
+		case errors.Is(err, store.ErrChecksum):
+			return fmt.Errorf("step %d rank %d data in %s: %w: %w", step, rank, r.Store, ErrCorrupt, err)
+		case errors.Is(err, ErrCorrupt) || ctx.Err() != nil:
+			return err
+		}
+		return fmt.Errorf("reading step %d rank %d data: %w", step, rank, err)
+	}
+	n, err := io.Copy(io.Discard, io.LimitReader(rc, 1))
+	switch {
+	case n > 0:
+		return fmt.Errorf("step %d rank %d data in %s is longer than %d bytes: %w", step, rank, r.Store, m.Size, ErrCorrupt)
+	case errors.Is(err, store.ErrChecksum):
+		return fmt.Errorf("step %d rank %d data in %s: %w: %w", step, rank, r.Store, ErrCorrupt, err)
+	}
+	return nil
+}

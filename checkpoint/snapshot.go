@@ -27,21 +27,38 @@ type Snapshot struct {
 // naming the corrupt and the fallback step) past corrupt or vanished ones; with step >= 0 it
 // loads exactly that step. Two ranks holding the same name with different contents is an error.
 func LoadSnapshot(ctx context.Context, src Source, step int64, log zerolog.Logger) (*Snapshot, error) {
+	var snap *Snapshot
+	err := TryDurable(ctx, src, step, log, func(st int64) error {
+		var err error
+		snap, err = loadStep(ctx, src, st)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return snap, nil
+}
+
+// TryDurable runs load on step when step >= 0. With step < 0 it runs load on each durable step
+// of src, newest first, until one succeeds, falling back (warn log naming the corrupt and the
+// fallback step) past a step whose load fails with ErrCorrupt or ErrNoCheckpoint; any other
+// error ends the search. It is how every restore picks its step, whatever it reads into.
+func TryDurable(ctx context.Context, src Source, step int64, log zerolog.Logger, load func(step int64) error) error {
 	if step >= 0 {
-		return loadStep(ctx, src, step)
+		return load(step)
 	}
 	steps, err := src.DurableSteps(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("listing durable steps in %s: %w", src, err)
+		return fmt.Errorf("listing durable steps in %s: %w", src, err)
 	}
 	var lastErr error
 	for i, st := range steps {
-		snap, err := loadStep(ctx, src, st)
+		err := load(st)
 		if err == nil {
-			return snap, nil
+			return nil
 		}
 		if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrNoCheckpoint) {
-			return nil, err
+			return err
 		}
 		lastErr = err
 		what := "incomplete"
@@ -56,9 +73,9 @@ func LoadSnapshot(ctx context.Context, src Source, step int64, log zerolog.Logge
 		}
 	}
 	if lastErr != nil {
-		return nil, fmt.Errorf("loading from %s: %w (no durable step verified; last: %w)", src, ErrNoCheckpoint, lastErr)
+		return fmt.Errorf("loading from %s: %w (no durable step verified; last: %w)", src, ErrNoCheckpoint, lastErr)
 	}
-	return nil, fmt.Errorf("loading from %s: %w", src, ErrNoCheckpoint)
+	return fmt.Errorf("loading from %s: %w", src, ErrNoCheckpoint)
 }
 
 // loadStep reads ranks 0..World-1 of step (World from rank 0's plan) and merges them.

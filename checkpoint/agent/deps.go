@@ -80,8 +80,9 @@ type wiring struct {
 	encode func(step int64, shard checkpoint.Shard, plan checkpoint.PlanInfo, extra map[string]string, chunkSize int64) (checkpoint.ShardMeta, []byte, error)
 	// localSource reads the committed shards under the agent's directory.
 	localSource func(dir string, log zerolog.Logger) checkpoint.Source
-	// load restores a step (step < 0: the newest durable intact one) from src.
-	load func(ctx context.Context, src checkpoint.Source, step int64, log zerolog.Logger) (*checkpoint.Snapshot, error)
+	// tryDurable picks the step a restore reads (checkpoint.TryDurable): step itself, or with
+	// step < 0 the newest durable one that load reads without ErrCorrupt or ErrNoCheckpoint.
+	tryDurable func(ctx context.Context, src checkpoint.Source, step int64, log zerolog.Logger, load func(step int64) error) error
 }
 
 // engineOptions open one rank's engine.

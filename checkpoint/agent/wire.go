@@ -8,7 +8,7 @@ import (
 )
 
 // defaultWiring connects the agent to the checkpoint package: the local engine, the remote tier
-// and its uploader, and the snapshot restore.
+// and its uploader, and how a restore picks its step.
 func defaultWiring() wiring {
 	return wiring{
 		openEngine:  openEngine,
@@ -16,7 +16,7 @@ func defaultWiring() wiring {
 		newRemote:   newRemote,
 		newUploader: newUploader,
 		encode:      checkpoint.EncodeShard,
-		load:        checkpoint.LoadSnapshot,
+		tryDurable:  checkpoint.TryDurable,
 	}
 }
 
