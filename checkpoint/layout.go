@@ -101,14 +101,22 @@ func (l *Layout) ReadInto(ctx context.Context, src Source, dst map[string][]byte
 		return nil
 	}
 	// A duplicated name's first copy is compared from where it landed, or read again when the
-	// restore did not want it (rare: replicas normally leave such names to one rank).
+	// restore did not want it (rare: replicas normally leave such names to one rank), each
+	// owning rank's shard once for all of its names.
+	var unwanted []string
+	for _, d := range dups {
+		if _, ok := dst[d.name]; !ok {
+			unwanted = append(unwanted, d.name)
+		}
+	}
+	firsts, err := l.readFirsts(ctx, src, unwanted)
+	if err != nil {
+		return err
+	}
 	for _, d := range dups {
 		first, ok := dst[d.name]
 		if !ok {
-			var err error
-			if first, err = l.readOne(ctx, src, d.name); err != nil {
-				return err
-			}
+			first = firsts[d.name]
 		}
 		if !bytes.Equal(first, d.data) {
 			return fmt.Errorf("loading step %d: tensor %s differs between rank %d and rank %d",
@@ -118,19 +126,29 @@ func (l *Layout) ReadInto(ctx context.Context, src Source, dst map[string][]byte
 	return nil
 }
 
-// readOne reads the first copy of one tensor (with the whole of its rank's shard verified).
-func (l *Layout) readOne(ctx context.Context, src Source, name string) ([]byte, error) {
-	m := l.Snapshot.Shards[l.owner[name]]
-	into := make([][]byte, len(m.Tensors))
-	var out []byte
-	for i, tm := range m.Tensors {
-		if tm.Name == name {
-			out = make([]byte, tm.Length)
-			into[i] = out
-		}
+// readFirsts reads the first copy of each of names, reading (and verifying) each owning rank's
+// shard once however many of the names it holds.
+func (l *Layout) readFirsts(ctx context.Context, src Source, names []string) (map[string][]byte, error) {
+	out := make(map[string][]byte, len(names))
+	byOwner := make(map[int]bool)
+	for _, name := range names {
+		out[name] = nil
+		byOwner[l.owner[name]] = true
 	}
-	if err := src.ReadShardInto(ctx, m, into); err != nil {
-		return nil, fmt.Errorf("loading step %d: %w", l.Snapshot.Step, err)
+	for si, m := range l.Snapshot.Shards {
+		if !byOwner[si] {
+			continue
+		}
+		into := make([][]byte, len(m.Tensors))
+		for i, tm := range m.Tensors {
+			if _, want := out[tm.Name]; want && l.owner[tm.Name] == si {
+				into[i] = make([]byte, tm.Length)
+				out[tm.Name] = into[i]
+			}
+		}
+		if err := src.ReadShardInto(ctx, m, into); err != nil {
+			return nil, fmt.Errorf("loading step %d: %w", l.Snapshot.Step, err)
+		}
 	}
 	return out, nil
 }

@@ -212,3 +212,39 @@ func TestLayoutReadIntoRefusesADuplicateThatDiffers(t *testing.T) {
 		assert.Contains(t, err.Error(), "tensor shared differs between rank 0 and rank 1")
 	}
 }
+
+// countingSource counts each rank's ReadShardInto calls.
+type countingSource struct {
+	Source
+	reads map[int]int
+}
+
+func (c countingSource) ReadShardInto(ctx context.Context, m ShardMeta, dst [][]byte) error {
+	c.reads[m.Rank]++
+	return c.Source.ReadShardInto(ctx, m, dst)
+}
+
+// TestLayoutReadIntoRereadsAnOwnerOnceForItsUnwantedDuplicates: names two ranks hold are
+// compared byte for byte; when the restore wants none of them, their first copies come from
+// one more read of the owning rank's shard, not one read per name (a shard is a whole step of
+// a stage, so a read per name would multiply a restore's time by the names).
+func TestLayoutReadIntoRereadsAnOwnerOnceForItsUnwantedDuplicates(t *testing.T) {
+	ctx := context.Background()
+	remote := &Remote{Store: store.NewFake()}
+	for rank := range 2 {
+		s := Shard{Rank: rank, Tensors: []Tensor{{Name: fmt.Sprintf("own%d", rank), Layer: 0, DType: Uint8, Shape: []int64{10}, Data: patternBytes(int64(rank), 10)}}}
+		for i := range 3 {
+			s.Tensors = append(s.Tensors, Tensor{Name: fmt.Sprintf("shared%d", i), Layer: NoLayer, DType: Uint8, Shape: []int64{100}, Data: patternBytes(int64(40+i), 100)})
+		}
+		meta, data, err := EncodeShard(1, s, plan2, nil, 64)
+		require.NoError(t, err)
+		_, err = remote.PutShard(ctx, meta, bytes.NewReader(data))
+		require.NoError(t, err)
+	}
+	src := countingSource{Source: remote, reads: map[int]int{}}
+	l, err := LayoutStep(ctx, src, 1)
+	require.NoError(t, err)
+	_, dst := placeInto(t, l, []string{"own1"})
+	require.NoError(t, l.ReadInto(ctx, src, dst))
+	assert.Equal(t, map[int]int{0: 2, 1: 1}, src.reads, "rank 0 read once for the step and once for its three copies")
+}
