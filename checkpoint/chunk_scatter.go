@@ -77,10 +77,23 @@ func newScatterPlan(m ShardMeta, dst [][]byte) (*scatterPlan, error) {
 			return nil, fmt.Errorf("step %d rank %d: tensors overlap at data offset %d: %w", m.Step, m.Rank, p.targets[i].offset, ErrCorrupt)
 		}
 	}
-	for _, c := range m.Chunks {
-		p.longest = max(p.longest, c.Length)
-	}
+	p.longest = longestChunk(m)
 	return p, nil
+}
+
+// wholeDataPlan reads all of m's data into buf (m.Size bytes, as written, gaps included), as
+// one target: how a whole shard is read when nothing is selected from it.
+func wholeDataPlan(m ShardMeta, buf []byte) *scatterPlan {
+	return &scatterPlan{m: m, targets: []scatterTarget{{offset: 0, dst: buf}}, longest: longestChunk(m)}
+}
+
+// longestChunk is the size of m's longest chunk: what one chunk's scratch must hold.
+func longestChunk(m ShardMeta) int64 {
+	var longest int64
+	for _, c := range m.Chunks {
+		longest = max(longest, c.Length)
+	}
+	return longest
 }
 
 // reads plans chunk i, taking scratch space into *scratch on first need (the caller hands it

@@ -17,32 +17,12 @@ func (r *Remote) ReadShard(ctx context.Context, step int64, rank int) (Shard, Sh
 	if err != nil {
 		return Shard{}, ShardMeta{}, err
 	}
-	rc, err := r.Store.Get(ctx, remoteDataKey(step, rank))
-	if errors.Is(err, store.ErrNotFound) {
-		return Shard{}, ShardMeta{}, fmt.Errorf("step %d rank %d data in %s: %w", step, rank, r.Store, ErrNoCheckpoint)
-	}
-	if err != nil {
-		return Shard{}, ShardMeta{}, fmt.Errorf("reading step %d rank %d data: %w", step, rank, err)
-	}
-	defer rc.Close()
 	buf := make([]byte, meta.Size)
-	if _, err := io.ReadFull(rc, buf); err != nil {
-		switch {
-		case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
-			return Shard{}, ShardMeta{}, fmt.Errorf("step %d rank %d data in %s is shorter than %d bytes: %w", step, rank, r.Store, meta.Size, ErrCorrupt)
-		case errors.Is(err, store.ErrChecksum):
-			return Shard{}, ShardMeta{}, fmt.Errorf("step %d rank %d data in %s: %w: %w", step, rank, r.Store, ErrCorrupt, err)
-		}
-		return Shard{}, ShardMeta{}, fmt.Errorf("reading step %d rank %d data: %w", step, rank, err)
-	}
-	// Reading on to the end finds an object longer than its metadata says (and lets the
-	// store check the object's own checksum); the chunk checksums below are the real test.
-	n, err := io.Copy(io.Discard, io.LimitReader(rc, 1))
-	switch {
-	case n > 0:
-		return Shard{}, ShardMeta{}, fmt.Errorf("step %d rank %d data in %s is longer than %d bytes: %w", step, rank, r.Store, meta.Size, ErrCorrupt)
-	case errors.Is(err, store.ErrChecksum):
-		return Shard{}, ShardMeta{}, fmt.Errorf("step %d rank %d data in %s: %w: %w", step, rank, r.Store, ErrCorrupt, err)
+	if err := r.readData(ctx, meta, func(rc io.Reader) error {
+		_, err := io.ReadFull(rc, buf)
+		return err
+	}); err != nil {
+		return Shard{}, ShardMeta{}, err
 	}
 	shard, err := DecodeShard(meta, buf)
 	if err != nil {
@@ -94,6 +74,15 @@ func (r *Remote) ReadShardInto(ctx context.Context, m ShardMeta, dst [][]byte) e
 	if err != nil {
 		return err
 	}
+	return r.readData(ctx, m, func(rc io.Reader) error { return p.readStream(ctx, rc, r.Store.String()) })
+}
+
+// readData streams the data object of m's step and rank through read, which must consume
+// exactly m.Size bytes, then reads on to the end: that finds an object longer than its
+// metadata says and lets the store check the object's own checksum (the chunk checksums are
+// the real test). A missing object wraps ErrNoCheckpoint; a short, long or store-corrupt one,
+// or a read's own ErrCorrupt, wraps ErrCorrupt.
+func (r *Remote) readData(ctx context.Context, m ShardMeta, read func(io.Reader) error) error {
 	step, rank := m.Step, m.Rank
 	rc, err := r.Store.Get(ctx, remoteDataKey(step, rank))
 	if errors.Is(err, store.ErrNotFound) {
@@ -103,13 +92,13 @@ func (r *Remote) ReadShardInto(ctx context.Context, m ShardMeta, dst [][]byte) e
 		return fmt.Errorf("reading step %d rank %d data: %w", step, rank, err)
 	}
 	defer rc.Close()
-	if err := p.readStream(ctx, rc, r.Store.String()); err != nil {
+	if err := read(rc); err != nil {
 		switch {
 		case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
 			return fmt.Errorf("step %d rank %d data in %s is shorter than %d bytes: %w", step, rank, r.Store, m.Size, ErrCorrupt)
 		case errors.Is(err, store.ErrChecksum):
 			return fmt.Errorf("step %d rank %d data in %s: %w: %w", step, rank, r.Store, ErrCorrupt, err)
-		case errors.Is(err, ErrCorrupt) || ctx.Err() != nil:
+		case errors.Is(err, ErrCorrupt):
 			return err
 		}
 		return fmt.Errorf("reading step %d rank %d data: %w", step, rank, err)

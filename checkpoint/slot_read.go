@@ -7,8 +7,6 @@ import (
 	"io"
 	"os"
 	"slices"
-
-	"github.com/schooner-ml/schooner/internal/parallel"
 )
 
 // readShardData reads the data of the checkpoint described by m from the slot data file at path
@@ -16,36 +14,9 @@ import (
 // mismatch or a short file is an error wrapping ErrCorrupt that names the step and the first
 // such chunk.
 func readShardData(ctx context.Context, path string, m ShardMeta) (Shard, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return Shard{}, fmt.Errorf("opening step %d data: %w", m.Step, err)
-	}
-	defer f.Close()
 	buf := make([]byte, m.Size)
-	err = parallel.InOrder(ctx, len(m.Chunks), parallel.Workers(), func(i int) error {
-		c := m.Chunks[i]
-		part := buf[c.Offset : c.Offset+c.Length]
-		if _, err := f.ReadAt(part, c.Offset); err != nil {
-			if errors.Is(err, io.EOF) {
-				return fmt.Errorf("step %d rank %d chunk %d is cut short in %s: %w", m.Step, m.Rank, i, path, ErrCorrupt)
-			}
-			return fmt.Errorf("reading step %d chunk %d: %w", m.Step, i, err)
-		}
-		if got := CRC32C(part); got != c.CRC32C {
-			return fmt.Errorf("step %d rank %d chunk %d at offset %d: crc32c %08x, want %08x: %w",
-				m.Step, m.Rank, i, c.Offset, got, c.CRC32C, ErrCorrupt)
-		}
-		return nil
-	})
-	if err != nil {
-		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-			return Shard{}, fmt.Errorf("reading step %d: %w", m.Step, err)
-		}
+	if err := readFileInto(ctx, wholeDataPlan(m, buf), path); err != nil {
 		return Shard{}, err
-	}
-	if got := combineChunkCRCs(m.Chunks); got != m.CRC32C {
-		return Shard{}, fmt.Errorf("step %d rank %d: chunk checksums combine to %08x, metadata says %08x: %w",
-			m.Step, m.Rank, got, m.CRC32C, ErrCorrupt)
 	}
 	return shardFromData(m, buf), nil
 }
@@ -70,11 +41,7 @@ func verifyShardData(ctx context.Context, path string, m ShardMeta) error {
 		return fmt.Errorf("opening step %d data: %w", m.Step, err)
 	}
 	defer f.Close()
-	var longest int64
-	for _, c := range m.Chunks {
-		longest = max(longest, c.Length)
-	}
-	buf := make([]byte, longest)
+	buf := make([]byte, longestChunk(m))
 	for i, c := range m.Chunks {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("verifying step %d: %w", m.Step, err)
