@@ -80,10 +80,8 @@ type option struct {
 }
 
 func (d *deadlineAware) Decide(v *View) Request {
-	for z, n := range v.Preempted {
-		for i := 0; i < n; i++ {
-			d.preemptions = append(d.preemptions, ZoneEvent{At: v.Elapsed, Zone: z})
-		}
+	for _, z := range sortedZones(v.Preempted) {
+		d.preemptions = append(d.preemptions, ZoneEvent{At: v.Elapsed, Zone: z})
 	}
 	zones := d.order(v)
 	budget := v.TimeLeft() - (2*v.Job.Restart + v.TimeLeft()/20)
@@ -301,7 +299,9 @@ func (d *deadlineAware) evaluate(v *View, spot, od Placement) option {
 }
 
 // risk is the expected share of time lost on a spot placement: 2% for every preemption its
-// zones had in the last day, up to 30%.
+// zones had in the last day, up to 30%. A preemption is a zone taking GPUs at a step, however
+// many: the job restarts once either way, and counting GPUs made a job of eight inflate its
+// spot runtimes eight times as much as a job of one for the same event.
 func (d *deadlineAware) risk(v *View, spot Placement) float64 {
 	n := 0
 	for _, e := range d.preemptions {
@@ -328,4 +328,17 @@ func (d *deadlineAware) order(v *View) []string {
 
 func (d *deadlineAware) request(o option, zones []string, why string) Request {
 	return Request{Spot: o.spot.GPUs(), Zones: zones, OnDemand: o.od.GPUs(), OnDemandZone: o.odZone, Why: why}
+}
+
+// sortedZones are the zones that lost GPUs at a step, in name order (memory stays
+// deterministic across runs).
+func sortedZones(lost map[string]int) []string {
+	var out []string
+	for z, n := range lost {
+		if n > 0 {
+			out = append(out, z)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

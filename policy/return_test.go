@@ -41,3 +41,26 @@ func TestDecideRunningReturnsToSpotOnceSpotKeepsTheDeadline(t *testing.T) {
 	assert.Equal(t, back.Request.Spot, back.Spot.GPUs())
 	assert.False(t, back.Memory.Critical, "the safety net did not fire")
 }
+
+// A preemption that takes all eight of a job's GPUs in one zone is one preemption of that
+// zone, not eight: counted per GPU, the spot runtimes it inflates (2% each) came out 16% long,
+// and a job on on-demand GPUs stayed there for an hour after spot that keeps the deadline came
+// back (the bundled trace's 6000-iteration job, 9.8 h in, at 1.2× its spot-only duration).
+func TestOnePreemptionOfAWholeZoneDoesNotHoldTheJobOnDemand(t *testing.T) {
+	models, net, err := profiles.Bundled()
+	require.NoError(t, err)
+	m := models["OPT-350"]
+	r := Running{Iterations: 6000, MaxGPUs: 8, Elapsed: time.Hour, Deadline: 7*time.Hour + 18*time.Minute,
+		Every: 5 * time.Minute, Done: 1000, Checkpointed: 1000, Preempted: map[string]int{"us-east-2b": 8}}
+	lost, err := DecideRunning(r, v100Offers(nil), DeadlineMemory{}, m, net, 32)
+	require.NoError(t, err)
+	require.Positive(t, lost.Request.OnDemand, "no spot anywhere: on-demand keeps the deadline (%+v)", lost.Request)
+	require.Len(t, lost.Memory.Preemptions, 1)
+
+	r.Elapsed += 5 * time.Minute
+	r.Preempted, r.OnDemand = nil, lost.OnDemand
+	back, err := DecideRunning(r, v100Offers(map[string]int{"us-east-2b": 8}), lost.Memory, m, net, 32)
+	require.NoError(t, err)
+	assert.Zero(t, back.Request.OnDemand, "spot that keeps the deadline is back in the zone (%+v)", back.Request)
+	assert.Equal(t, 8, back.Spot["us-east-2b"])
+}
