@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/schooner-ml/schooner/cloud"
+	"github.com/schooner-ml/schooner/cloud/sim"
 	"github.com/schooner-ml/schooner/gpu"
 	"github.com/schooner-ml/schooner/planner/profiles"
 )
@@ -124,4 +125,20 @@ func TestDecisionPricesItsOnDemandGPUs(t *testing.T) {
 	assert.InDelta(t, 12.24/4, onDemandPerGPUHour(big, m, Placement{"a": 4}), 1e-12, "per GPU of a 4-GPU machine")
 	assert.InDelta(t, 14.0/4, onDemandPerGPUHour(big, m, Placement{"b": 4}), 1e-12, "no offering of the shape there: the market's price")
 	assert.InDelta(t, 14.0/4, onDemandPerGPUHour(big, m, nil), 1e-12)
+}
+
+// A job smaller than one machine of the market cannot run on it: the refusal says so in the
+// spec's terms instead of the planner's "no whole machine".
+func TestAJobSmallerThanOneMachineIsRefusedInItsOwnTerms(t *testing.T) {
+	models, net, err := profiles.Bundled()
+	require.NoError(t, err)
+	traces := map[sim.Key]*sim.Trace{{Zone: "us-west-2a", InstanceType: "p3.16xlarge"}: {Unit: sim.Instances, Gap: time.Hour,
+		Steps: []sim.Step{{Count: 1}}}}
+	m, err := NewMarket("test", traces)
+	require.NoError(t, err)
+	tp := &PlannerThroughput{Model: models["OPT-350"], Network: net, GlobalBatch: 32, Market: m}
+	err = tp.Check(1)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "at most 1 GPUs is less than one p3.16xlarge (8 GPUs a machine)")
+	assert.NoError(t, tp.Check(8))
 }

@@ -29,9 +29,14 @@ type Summary struct {
 	Policy   string  `json:"policy"`
 	Deadline float64 `json:"deadline_factor"`
 	Runs     int     `json:"runs"`
-	// MedianRatio and P90Ratio are the run's cost over the best on-demand plan's cost.
+	// MedianRatio and P90Ratio are the run's cost over the best on-demand plan's cost, over
+	// the CostRuns runs that finished: a run stopped at its limit with iterations left paid
+	// for a job it did not do, and counting its bill as cheap flattered the policies that
+	// cannot finish (SkyPilot's clusters on a market whose zones never hold max_gpus showed a
+	// cost of 0.00). Both are 0 when no run finished.
 	MedianRatio float64 `json:"median_cost_ratio"`
 	P90Ratio    float64 `json:"p90_cost_ratio"`
+	CostRuns    int     `json:"cost_runs"`
 	// Attainment is the share of runs done by the deadline.
 	Attainment float64 `json:"deadline_attainment"`
 	Unfinished int     `json:"unfinished"`
@@ -172,17 +177,19 @@ func summarise(name string, factor float64, runs []Run, base OnDemandPlan) Summa
 	ratios := make([]float64, 0, len(runs))
 	met, cost, od := 0, 0.0, 0.0
 	for _, r := range runs {
-		ratios = append(ratios, r.CostUSD/base.CostUSD)
+		if r.Finished {
+			ratios = append(ratios, r.CostUSD/base.CostUSD)
+		} else {
+			s.Unfinished++
+		}
 		if r.Met && r.Finished {
 			met++
-		}
-		if !r.Finished {
-			s.Unfinished++
 		}
 		cost += r.CostUSD
 		od += r.OnDemandUSD
 	}
 	sort.Float64s(ratios)
+	s.CostRuns = len(ratios)
 	s.MedianRatio = quantile(ratios, 0.5)
 	s.P90Ratio = quantile(ratios, 0.9)
 	if len(runs) > 0 {

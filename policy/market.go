@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/schooner-ml/schooner/cloud/catalog"
@@ -45,16 +46,64 @@ func (m *Market) Capacity(zone string, d time.Duration) int {
 }
 
 // LoadMarket reads a spot-traces directory (sim.LoadSkyPilotDir: one file per zone, named
-// <zone>_<gpu>_<count>.json) and prices its instance type from the AWS catalog. A directory
-// whose files name more than one instance type is refused: the simulator plans one GPU type.
-// The files left out (GPUs the catalog has no type for) are returned for the caller to show.
-func LoadMarket(dir string) (*Market, []string, error) {
+// <zone>_<gpu>_<count>.json) and prices its instance type from the AWS catalog. The market
+// is of one instance type (the simulator plans one machine shape): with instanceTypes given,
+// the traces of the first of them the directory has; without, the directory's only type. A
+// directory of several types (the public 1-node V100 trace holds p3.2xlarge and p3.16xlarge
+// files side by side) is refused without a choice, naming the types and their zones. The
+// files left out (GPUs the catalog has no type for) are returned for the caller to show.
+func LoadMarket(dir string, instanceTypes ...string) (*Market, []string, error) {
 	traces, skipped, err := sim.LoadSkyPilotDir(dir)
 	if err != nil {
 		return nil, skipped, err
 	}
+	if traces, err = OneInstanceType(dir, traces, instanceTypes); err != nil {
+		return nil, skipped, err
+	}
 	m, err := NewMarket(dir, traces)
 	return m, skipped, err
+}
+
+// OneInstanceType keeps the traces of one instance type: the first of want that source
+// (a directory, for messages) has, or its only one.
+func OneInstanceType(dir string, traces map[sim.Key]*sim.Trace, want []string) (map[sim.Key]*sim.Trace, error) {
+	zones := map[string][]string{}
+	for k := range traces {
+		zones[k.InstanceType] = append(zones[k.InstanceType], k.Zone)
+	}
+	types := make([]string, 0, len(zones))
+	for typ := range zones {
+		sort.Strings(zones[typ])
+		types = append(types, typ)
+	}
+	sort.Strings(types)
+	has := make([]string, len(types))
+	for i, typ := range types {
+		has[i] = fmt.Sprintf("%s (%s)", typ, strings.Join(zones[typ], ", "))
+	}
+	pick := ""
+	for _, w := range want {
+		if _, ok := zones[w]; ok {
+			pick = w
+			break
+		}
+	}
+	switch {
+	case len(want) > 0 && pick == "":
+		return nil, fmt.Errorf("policy market %s: no traces of %s; it has %s", dir, strings.Join(want, ", "), strings.Join(has, "; "))
+	case pick == "" && len(types) > 1:
+		return nil, fmt.Errorf("policy market %s: traces of %d instance types, %s; the simulator plans one: choose it with --instance-type (or the spec's resources.instance_types)",
+			dir, len(types), strings.Join(has, "; "))
+	case pick == "":
+		return traces, nil
+	}
+	out := map[sim.Key]*sim.Trace{}
+	for k, t := range traces {
+		if k.InstanceType == pick {
+			out[k] = t
+		}
+	}
+	return out, nil
 }
 
 // NewMarket builds a market from traces keyed by zone and instance type (all of one type).

@@ -68,3 +68,33 @@ func TestOnlyKeepsTheListedZonesAndRefusesAnUnknownOne(t *testing.T) {
 	_, err = m.Only([]string{"us-east-1a"})
 	assert.ErrorContains(t, err, `no trace of zone "us-east-1a"`)
 }
+
+// The public 1-node V100 trace holds files of one and of eight V100s per machine side by side:
+// the market is of one shape, chosen by the caller; without a choice the refusal names the
+// shapes and how to choose, and a choice the directory lacks names what it has.
+func TestLoadMarketReplaysTheInstanceTypeChosenFromADirectoryOfSeveral(t *testing.T) {
+	dir := t.TempDir()
+	writeTrace(t, dir, "us-west-2a_v100_1.json", `{"metadata":{"gap_seconds":600},"data":[1,0,1]}`)
+	writeTrace(t, dir, "us-west-2b_v100_1.json", `{"metadata":{"gap_seconds":600},"data":[1,1,1]}`)
+	writeTrace(t, dir, "us-west-2a_v100_8.json", `{"metadata":{"gap_seconds":600},"data":[0,1,1]}`)
+
+	_, _, err := LoadMarket(dir)
+	require.Error(t, err)
+	for _, want := range []string{"p3.2xlarge (us-west-2a, us-west-2b)", "p3.16xlarge (us-west-2a)", "--instance-type"} {
+		assert.Contains(t, err.Error(), want)
+	}
+
+	m, _, err := LoadMarket(dir, "p3.16xlarge")
+	require.NoError(t, err)
+	assert.Equal(t, "p3.16xlarge", m.InstanceType)
+	assert.Equal(t, 8, m.GPUsPerInst)
+	assert.Equal(t, []string{"us-west-2a"}, m.Zones)
+	assert.Equal(t, 1, m.Capacity("us-west-2a", 10*time.Minute), "the 8-GPU file's counts")
+
+	m, _, err = LoadMarket(dir, "g5.xlarge", "p3.2xlarge")
+	require.NoError(t, err, "the first type of the list the directory has")
+	assert.Equal(t, []string{"us-west-2a", "us-west-2b"}, m.Zones)
+
+	_, _, err = LoadMarket(dir, "p4d.24xlarge")
+	assert.ErrorContains(t, err, "no traces of p4d.24xlarge; it has p3.16xlarge")
+}

@@ -126,6 +126,10 @@ func (t *PlannerThroughput) Check(maxGPUs int) error {
 	if len(t.Market.Zones) == 0 {
 		return errors.New("policy: the market has no zones")
 	}
+	if per := t.Market.GPUsPerInst; maxGPUs < per {
+		return fmt.Errorf("policy: at most %d GPUs is less than one %s (%d GPUs a machine): raise max_gpus to a multiple of %d, or use traces of a smaller instance type",
+			maxGPUs, t.Market.InstanceType, per, per)
+	}
 	p := Placement{t.Market.Zones[0]: maxGPUs}
 	if math.IsInf(t.IterSeconds(p), 1) {
 		var pools []planner.Pool

@@ -132,8 +132,11 @@ func print(c benchCase, m *policy.Market, res *policy.Result) {
 		cells := []string{p}
 		for _, s := range byPolicy[p] {
 			cell := fmt.Sprintf("%.2f / %.2f, %.0f%%", s.MedianRatio, s.P90Ratio, 100*s.Attainment)
+			if s.CostRuns == 0 {
+				cell = fmt.Sprintf("- / -, %.0f%%", 100*s.Attainment)
+			}
 			if s.Unfinished > 0 {
-				cell += fmt.Sprintf(" (%d unfinished)", s.Unfinished)
+				cell += fmt.Sprintf(" (%d unfinished, not in the cost)", s.Unfinished)
 			}
 			cells = append(cells, cell)
 		}

@@ -26,6 +26,7 @@ type policyEvalFlags struct {
 	maxGPUs     int
 	every       int64
 	zones       []string
+	types       []string
 	starts      int
 	deadlines   []string
 	restart     time.Duration
@@ -52,7 +53,9 @@ global_batch, seq_len, iterations, max_gpus, zones, checkpoint.every) or from th
 
 The trace directory holds one file per zone, <zone>_<gpu>_<count>.json, as in
 github.com/skypilot-org/spot-traces; files of GPUs the catalog has no instance type for (K80)
-are left out and named. Without --trace the traces bundled with schooner are used.
+are left out and named. The simulator plans one machine shape: a directory with traces of
+several (v100_1 and v100_8 files: p3.2xlarge and p3.16xlarge) needs --instance-type, or the
+spec's resources.instance_types. Without --trace the traces bundled with schooner are used.
 
 How it models a run: a change of machines pauses training for --restart when it buys a
 machine (its boot, the cloud's 2 minutes on AWS, unbilled, then the relaunch and restore) and
@@ -63,7 +66,8 @@ the catalog's typical ones, fixed.
 
   schooner policy eval
   schooner policy eval --trace DIR --spec examples/demo.yaml --iterations 6000
-  schooner policy eval --trace DIR --zones us-west-2a --deadlines 1.2x,24h --json --out runs.json`,
+  schooner policy eval --trace DIR --zones us-west-2a --deadlines 1.2x,24h --json --out runs.json
+  schooner policy eval --trace DIR --instance-type p3.16xlarge --max-gpus 16`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runPolicyEval(cmd, &f) },
 	}
@@ -76,6 +80,7 @@ the catalog's typical ones, fixed.
 	fs.IntVar(&f.maxGPUs, "max-gpus", 8, "most GPUs the job holds at once")
 	fs.Int64Var(&f.every, "checkpoint-every", 25, "iterations between checkpoints (with --no-notice-save a preemption redoes the rest)")
 	fs.StringSliceVar(&f.zones, "zones", nil, "only these zones of the trace (default: all)")
+	fs.StringSliceVar(&f.types, "instance-type", nil, "the instance type whose traces to replay, when the directory has several (the first of a list it has)")
 	fs.IntVar(&f.starts, "starts", 50, "start times, spread evenly over the trace")
 	fs.StringSliceVar(&f.deadlines, "deadlines", []string{"1.2x", "1.5x", "2x"}, "deadlines: multiples of the spot-only duration (1.5x) or durations (24h)")
 	fs.DurationVar(&f.restart, "restart", policy.DefaultRestart, "training time lost whenever the held machines change (boot, restore)")
@@ -91,7 +96,7 @@ func runPolicyEval(cmd *cobra.Command, f *policyEvalFlags) error {
 	if err := f.fromSpec(cmd); err != nil {
 		return err
 	}
-	market, err := loadPolicyMarket(f.trace, cmd)
+	market, err := loadPolicyMarket(f.trace, f.types, cmd)
 	if err != nil {
 		return err
 	}
@@ -174,19 +179,30 @@ func (f *policyEvalFlags) fromSpec(cmd *cobra.Command) error {
 	if !set("zones") {
 		f.zones = spec.Resources.Zones
 	}
+	if !set("instance-type") {
+		f.types = spec.Resources.InstanceTypes
+	}
+	if f.model == "" {
+		f.model = fmt.Sprintf("a model of %d layers, hidden %d", f.dims.Layers, f.dims.Hidden)
+	}
 	return nil
 }
 
-// loadPolicyMarket reads a trace directory, or the bundled traces, naming skipped files.
-func loadPolicyMarket(dir string, cmd *cobra.Command) (*policy.Market, error) {
+// loadPolicyMarket reads a trace directory (of one of types, when given), or the bundled
+// traces, naming skipped files.
+func loadPolicyMarket(dir string, types []string, cmd *cobra.Command) (*policy.Market, error) {
 	if dir == "" {
 		traces, err := sim.BundledTraces()
 		if err != nil {
 			return nil, err
 		}
-		return policy.NewMarket("bundled "+sim.BundledTraceSet, traces)
+		source := "bundled " + sim.BundledTraceSet
+		if traces, err = policy.OneInstanceType(source, traces, types); err != nil {
+			return nil, err
+		}
+		return policy.NewMarket(source, traces)
 	}
-	m, skipped, err := policy.LoadMarket(dir)
+	m, skipped, err := policy.LoadMarket(dir, types...)
 	for _, s := range skipped {
 		fmt.Fprintf(cmd.ErrOrStderr(), "left out %s\n", s)
 	}

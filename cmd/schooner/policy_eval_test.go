@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -63,4 +64,25 @@ func TestPolicyEvalRefusesBadFlags(t *testing.T) {
 		_, err := execute(newPolicyCommand(), append([]string{"eval"}, tc.args...)...)
 		assert.ErrorContains(t, err, tc.want, "%v", tc.args)
 	}
+}
+
+// A directory of the public traces' two V100 shapes needs a choice; with one, a policy none of
+// whose runs could finish (SkyPilot's cluster of two in one zone, on zones of one machine each)
+// shows no cost rather than the cheapest one.
+func TestPolicyEvalChoosesAnInstanceTypeAndShowsNoCostForRunsThatNeverFinish(t *testing.T) {
+	dir := t.TempDir()
+	ones := "[1" + strings.Repeat(",1", 299) + "]"
+	for _, name := range []string{"us-west-2a_v100_1.json", "us-west-2b_v100_1.json", "us-west-2a_v100_8.json"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(`{"metadata":{"gap_seconds":600},"data":`+ones+`}`), 0o644))
+	}
+	_, err := execute(newPolicyCommand(), "eval", "--trace", dir)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "choose it with --instance-type")
+
+	out, err := execute(newPolicyCommand(), "eval", "--trace", dir, "--instance-type", "p3.2xlarge", "--max-gpus", "2",
+		"--iterations", "200", "--starts", "2", "--deadlines", "2x", "--policies", "skypilot-failover,all-on-demand")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "p3.2xlarge spot")
+	assert.Regexp(t, `skypilot-failover\s+no run finished\s+-\s+-\s+0%`, out)
+	assert.Contains(t, out, "median and p90 are over the runs that finished")
 }

@@ -32,6 +32,7 @@ func printPolicyEval(w io.Writer, f *policyEvalFlags, job policy.Job, m *policy.
 	fmt.Fprintf(w, "job: %s, global batch %d, %d iterations, at most %d GPUs, checkpoint every %d, restart %s; spot-only %.1f h\n",
 		f.model, f.globalBatch, job.Iterations, job.MaxGPUs, f.every, f.restart, res.SpotOnly.Hours())
 	fmt.Fprintf(w, "%d runs (%d starts) simulated in %s\n", len(res.Runs), len(res.Starts), res.Elapsed.Round(1e6))
+	unfinished := false
 	for i, base := range res.Baselines {
 		factor := res.Deadlines[i]
 		fmt.Fprintf(w, "\ndeadline %.2gx (%.1f h): the best on-demand plan is %d GPUs, %.1f h, $%.2f%s\n", factor,
@@ -42,12 +43,20 @@ func printPolicyEval(w io.Writer, f *policyEvalFlags, job policy.Job, m *policy.
 			if s.Deadline != factor {
 				continue
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%.2f\t%.2f\t%.0f%%\t%.0f%%\t%d\n", s.Policy, costBar(s.MedianRatio), s.MedianRatio,
-				s.P90Ratio, 100*s.Attainment, 100*s.OnDemandShare, s.Unfinished)
+			bar, median, p90 := costBar(s.MedianRatio), fmt.Sprintf("%.2f", s.MedianRatio), fmt.Sprintf("%.2f", s.P90Ratio)
+			if s.CostRuns == 0 {
+				bar, median, p90 = "no run finished", "-", "-"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%.0f%%\t%.0f%%\t%d\n", s.Policy, bar, median, p90,
+				100*s.Attainment, 100*s.OnDemandShare, s.Unfinished)
+			unfinished = unfinished || s.Unfinished > 0
 		}
 		tw.Flush()
 	}
 	fmt.Fprintln(w, "\ncost is relative to the best on-demand plan for the deadline; simulated, not measured on a cloud")
+	if unfinished {
+		fmt.Fprintln(w, "median and p90 are over the runs that finished: a run still unfinished at 4x its deadline did not do the job, and its bill is left out")
+	}
 }
 
 func missNote(p policy.OnDemandPlan) string {
