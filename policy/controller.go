@@ -33,6 +33,9 @@ type Running struct {
 	Preempted map[string]int `json:"preempted,omitempty"`
 	// Restarting is true while the job is stopped for a (re)plan.
 	Restarting bool `json:"restarting,omitempty"`
+	// SpentUSD is what the job has paid so far (the policy keeps a deferred purchase within
+	// the best on-demand plan's bill).
+	SpentUSD float64 `json:"spent_usd,omitempty"`
 }
 
 // Decision is DecideRunning's answer: what to hold, and the policy's memory for the next call.
@@ -71,7 +74,7 @@ func DecideRunning(r Running, offers []cloud.Offering, mem DeadlineMemory, model
 	p := resumeDeadlineAware(mem)
 	v := &View{Elapsed: r.Elapsed, Deadline: r.Deadline, Done: r.Done, Checkpointed: r.Checkpointed, Job: job, Market: m,
 		Capacity: capacity, Spot: clean(r.Spot, m), OnDemand: clean(r.OnDemand, m), Preempted: r.Preempted,
-		Restarting: r.Restarting, OnDemandGPUs: BestOnDemand(job, m, r.Deadline).GPUs}
+		Restarting: r.Restarting, OnDemandGPUs: BestOnDemand(job, m, r.Deadline).GPUs, SpentUSD: r.SpentUSD}
 	req := p.Decide(v)
 	spot := fill(req, v.Spot, capacity)
 	od := placeOnDemand(req, v.OnDemand, spot, m.Zones)

@@ -14,7 +14,8 @@ import (
 //   - spot alone, taking the fastest spot placement within speedPremium of the cheapest: time
 //     banked on spot is on-demand time not bought later;
 //   - when spot is short, still spot alone while the fastest on-demand finish (with
-//     deferMargin of room) fits after one more step: the purchase waits for spot to return;
+//     deferMargin of room) fits after one more step and would not take the job's bill past
+//     its best on-demand plan's: the purchase waits for spot to return;
 //   - spot plus the fewest on-demand GPUs that keep the deadline;
 //   - the fastest placement it can get.
 //
@@ -224,7 +225,8 @@ const deferMargin = 1.4
 
 // deferral is the fastest spot-only placement (nothing when there is no spot), when holding
 // it for one more step still leaves time to finish on the fastest on-demand placement within
-// budget: then the on-demand purchase can wait for spot to come back.
+// budget, at a bill the job can afford (affordable): then the on-demand purchase can wait for
+// spot to come back.
 func (d *deadlineAware) deferral(v *View, zones []string, budget time.Duration) (option, bool) {
 	spot := fill(Request{Spot: v.Job.MaxGPUs, Zones: zones}, v.Spot, v.Capacity)
 	o := d.evaluate(v, spot, Placement{})
@@ -236,13 +238,38 @@ func (d *deadlineAware) deferral(v *View, zones []string, budget time.Duration) 
 		}
 		progress = max(run.Seconds(), 0) / v.Pace(spot)
 	}
-	fastOD := math.Inf(1)
+	fastOD, fastGPUs := math.Inf(1), 0
 	step := v.Market.GPUsPerInst
 	for total := step; total <= v.Job.MaxGPUs; total += step {
-		fastOD = math.Min(fastOD, v.Pace(Placement{zones[0]: total}))
+		if p := v.Pace(Placement{zones[0]: total}); p < fastOD {
+			fastOD, fastGPUs = p, total
+		}
 	}
 	after := v.Job.Restart + seconds(math.Max(v.Left()-progress, 0)*fastOD)
-	return o, v.Market.Gap+time.Duration(float64(after)*deferMargin) <= budget
+	if v.Market.Gap+time.Duration(float64(after)*deferMargin) > budget {
+		return o, false
+	}
+	return o, d.affordable(v, o, fastGPUs, after, zones[0])
+}
+
+// affordable reports whether deferring one more step on spot (o) and then, if spot does not
+// come back, finishing on the fastest on-demand placement (fastGPUs GPUs for after) keeps the
+// job's whole bill within its best on-demand plan's: deferring trades the efficient on-demand
+// placement a purchase now would get for the fast one a late purchase needs, and on a market
+// whose spot seldom returns (zones of one machine each) that trade, repeated, put the 90th
+// percentile above the all-on-demand cost (1.06×). Without what the job spent (a controller
+// that does not say) there is nothing to compare and it defers.
+func (d *deadlineAware) affordable(v *View, o option, fastGPUs int, after time.Duration, zone string) bool {
+	if v.OnDemandGPUs <= 0 || v.SpentUSD <= 0 {
+		return true
+	}
+	perGPU := v.Market.OnDemandPrice / float64(v.Market.GPUsPerInst)
+	whole := float64(v.OnDemandGPUs) * perGPU * (float64(v.Job.Iterations) * v.Pace(Placement{zone: v.OnDemandGPUs}) / 3600)
+	step := 0.0
+	if o.runtime > 0 && o.runtime < never {
+		step = o.costUSD / o.runtime.Hours() * v.Market.Gap.Hours()
+	}
+	return v.SpentUSD+step+float64(fastGPUs)*perGPU*after.Hours() <= whole
 }
 
 // fastest is the candidate that finishes first (max_gpus, usually, with as much spot as

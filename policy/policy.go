@@ -57,6 +57,8 @@ type View struct {
 	// OnDemandGPUs is the size of the job's best on-demand plan for its deadline (the
 	// all-on-demand baseline).
 	OnDemandGPUs int
+	// SpentUSD is what the job has paid so far (0 where the controller does not know).
+	SpentUSD float64
 }
 
 // Left is the iterations still to do.

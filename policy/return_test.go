@@ -64,3 +64,30 @@ func TestOnePreemptionOfAWholeZoneDoesNotHoldTheJobOnDemand(t *testing.T) {
 	assert.Zero(t, back.Request.OnDemand, "spot that keeps the deadline is back in the zone (%+v)", back.Request)
 	assert.Equal(t, 8, back.Spot["us-east-2b"])
 }
+
+// While spot is short the policy may wait on the spot there is for spot to come back, until
+// only the fastest on-demand placement could still keep the deadline; it waits only while that
+// rushed finish, added to what the job has paid, stays within the best on-demand plan's bill.
+// The same job, the same market, 2000 iterations to go: having paid $20 it waits on its one
+// spot GPU; having paid $100 of the $126 the on-demand plan costs, it buys on-demand now (the
+// efficient placement), where waiting and then rushing on eight GPUs ($52 more) would bill
+// more than on-demand from the start.
+func TestThePolicyWaitsForSpotOnlyWhileARushedFinishStaysWithinTheOnDemandBill(t *testing.T) {
+	models, net, err := profiles.Bundled()
+	require.NoError(t, err)
+	m := models["OPT-350"]
+	r := Running{Iterations: 6000, MaxGPUs: 8, Elapsed: 8 * time.Hour, Deadline: 12*time.Hour + 42*time.Minute,
+		Every: 5 * time.Minute, Done: 4000, Checkpointed: 4000, Spot: Placement{"us-east-2b": 1}}
+	offers := v100Offers(map[string]int{"us-east-2b": 1})
+
+	r.SpentUSD = 20
+	waits, err := DecideRunning(r, offers, DeadlineMemory{}, m, net, 32)
+	require.NoError(t, err)
+	assert.Zero(t, waits.Request.OnDemand, "little paid: wait on spot (%+v)", waits.Request)
+
+	r.SpentUSD = 100
+	buys, err := DecideRunning(r, offers, DeadlineMemory{}, m, net, 32)
+	require.NoError(t, err)
+	assert.Positive(t, buys.Request.OnDemand, "most of the on-demand bill paid: buy now (%+v)", buys.Request)
+	assert.Less(t, buys.Request.OnDemand+buys.Request.Spot, 8, "the efficient placement, not the rushed one")
+}

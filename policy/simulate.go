@@ -121,7 +121,7 @@ func (s *state) step(t, start time.Duration, o Options) bool {
 	}
 	v := &View{Elapsed: t, Deadline: o.Deadline, Done: s.done, Checkpointed: s.ckpt, Job: s.job, Market: s.m,
 		Capacity: capacity, Spot: clone(s.spot), OnDemand: clone(s.od), Preempted: preempted,
-		Restarting: t < s.pauseUntil, OnDemandGPUs: o.OnDemandGPUs}
+		Restarting: t < s.pauseUntil, OnDemandGPUs: o.OnDemandGPUs, SpentUSD: s.run.CostUSD}
 	req := s.p.Decide(v)
 	spot := fill(req, s.spot, capacity)
 	od := s.onDemand(req, spot)

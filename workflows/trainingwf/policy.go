@@ -50,7 +50,7 @@ func (j *job) decide(ctx workflow.Context, offers []cloud.Offering) (training.Sp
 		Done: float64(j.status.Iteration), Checkpointed: float64(max(j.status.LastCheckpoint, 0)),
 		Elapsed: j.scale.Sim(now.Sub(j.status.StartedAt)), Deadline: j.scale.Sim(j.strategy.Deadline.Sub(j.status.StartedAt)),
 		Every: training.PolicyEvery, Spot: spot, OnDemand: od, Preempted: j.lostSince,
-		Restarting: j.status.Phase != training.PhaseTraining}
+		Restarting: j.status.Phase != training.PhaseTraining, SpentUSD: j.status.CostUSD}
 	req := training.SpotDecisionRequest{Model: j.spec.Model, SeqLen: j.spec.SeqLen, GlobalBatch: j.spec.GlobalBatch,
 		Running: run, Offers: offers, Memory: j.policyMem}
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
