@@ -66,7 +66,7 @@ func LoadMarket(dir string, instanceTypes ...string) (*Market, []string, error) 
 
 // OneInstanceType keeps the traces of one instance type: the first of want that source
 // (a directory, for messages) has, or its only one.
-func OneInstanceType(dir string, traces map[sim.Key]*sim.Trace, want []string) (map[sim.Key]*sim.Trace, error) {
+func OneInstanceType(source string, traces map[sim.Key]*sim.Trace, want []string) (map[sim.Key]*sim.Trace, error) {
 	zones := map[string][]string{}
 	for k := range traces {
 		zones[k.InstanceType] = append(zones[k.InstanceType], k.Zone)
@@ -90,10 +90,10 @@ func OneInstanceType(dir string, traces map[sim.Key]*sim.Trace, want []string) (
 	}
 	switch {
 	case len(want) > 0 && pick == "":
-		return nil, fmt.Errorf("policy market %s: no traces of %s; it has %s", dir, strings.Join(want, ", "), strings.Join(has, "; "))
+		return nil, fmt.Errorf("policy market %s: no traces of %s; it has %s", source, strings.Join(want, ", "), strings.Join(has, "; "))
 	case pick == "" && len(types) > 1:
 		return nil, fmt.Errorf("policy market %s: traces of %d instance types, %s; the simulator plans one: choose it with --instance-type (or the spec's resources.instance_types)",
-			dir, len(types), strings.Join(has, "; "))
+			source, len(types), strings.Join(has, "; "))
 	case pick == "":
 		return traces, nil
 	}
