@@ -224,9 +224,9 @@ const speedPremium = 0.3
 const deferMargin = 1.4
 
 // deferral is the fastest spot-only placement (nothing when there is no spot), when holding
-// it for one more step still leaves time to finish on the fastest on-demand placement within
-// budget, at a bill the job can afford (affordable): then the on-demand purchase can wait for
-// spot to come back.
+// it for one more step still leaves a way to finish on on-demand GPUs: some on-demand
+// placement whose run (with deferMargin of room) fits the budget after the step, at a bill the
+// job can afford (affordable). Then the on-demand purchase can wait for spot to come back.
 func (d *deadlineAware) deferral(v *View, zones []string, budget time.Duration) (option, bool) {
 	spot := fill(Request{Spot: v.Job.MaxGPUs, Zones: zones}, v.Spot, v.Capacity)
 	o := d.evaluate(v, spot, Placement{})
@@ -238,28 +238,28 @@ func (d *deadlineAware) deferral(v *View, zones []string, budget time.Duration) 
 		}
 		progress = max(run.Seconds(), 0) / v.Pace(spot)
 	}
-	fastOD, fastGPUs := math.Inf(1), 0
 	step := v.Market.GPUsPerInst
 	for total := step; total <= v.Job.MaxGPUs; total += step {
-		if p := v.Pace(Placement{zones[0]: total}); p < fastOD {
-			fastOD, fastGPUs = p, total
+		pace := v.Pace(Placement{zones[0]: total})
+		if math.IsInf(pace, 1) {
+			continue
+		}
+		after := v.Job.Restart + seconds(math.Max(v.Left()-progress, 0)*pace)
+		if v.Market.Gap+time.Duration(float64(after)*deferMargin) <= budget && d.affordable(v, o, total, after, zones[0]) {
+			return o, true
 		}
 	}
-	after := v.Job.Restart + seconds(math.Max(v.Left()-progress, 0)*fastOD)
-	if v.Market.Gap+time.Duration(float64(after)*deferMargin) > budget {
-		return o, false
-	}
-	return o, d.affordable(v, o, fastGPUs, after, zones[0])
+	return o, false
 }
 
 // affordable reports whether deferring one more step on spot (o) and then, if spot does not
-// come back, finishing on the fastest on-demand placement (fastGPUs GPUs for after) keeps the
-// job's whole bill within its best on-demand plan's: deferring trades the efficient on-demand
-// placement a purchase now would get for the fast one a late purchase needs, and on a market
-// whose spot seldom returns (zones of one machine each) that trade, repeated, put the 90th
+// come back, finishing on gpus on-demand GPUs for after keeps the job's whole bill within its
+// best on-demand plan's. Waiting until only the fastest placement still keeps the deadline
+// trades the efficient placement a purchase now would get for that fast, dearer one; on a
+// market whose spot seldom returns (zones of one machine each) that trade put the 90th
 // percentile above the all-on-demand cost (1.06×). Without what the job spent (a controller
-// that does not say) there is nothing to compare and it defers.
-func (d *deadlineAware) affordable(v *View, o option, fastGPUs int, after time.Duration, zone string) bool {
+// that does not say) there is nothing to compare and any placement that fits will do.
+func (d *deadlineAware) affordable(v *View, o option, gpus int, after time.Duration, zone string) bool {
 	if v.OnDemandGPUs <= 0 || v.SpentUSD <= 0 {
 		return true
 	}
@@ -269,7 +269,7 @@ func (d *deadlineAware) affordable(v *View, o option, fastGPUs int, after time.D
 	if o.runtime > 0 && o.runtime < never {
 		step = o.costUSD / o.runtime.Hours() * v.Market.Gap.Hours()
 	}
-	return v.SpentUSD+step+float64(fastGPUs)*perGPU*after.Hours() <= whole
+	return v.SpentUSD+step+float64(gpus)*perGPU*after.Hours() <= whole
 }
 
 // fastest is the candidate that finishes first (max_gpus, usually, with as much spot as

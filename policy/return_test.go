@@ -91,3 +91,17 @@ func TestThePolicyWaitsForSpotOnlyWhileARushedFinishStaysWithinTheOnDemandBill(t
 	assert.Positive(t, buys.Request.OnDemand, "most of the on-demand bill paid: buy now (%+v)", buys.Request)
 	assert.Less(t, buys.Request.OnDemand+buys.Request.Spot, 8, "the efficient placement, not the rushed one")
 }
+
+// A job far from its deadline waits for spot whatever the fastest finish would cost: the demo's
+// 600 iterations with 22 hours to go can still finish on two on-demand GPUs, well within the
+// on-demand bill, so losing its spot buys nothing yet (checking only the fastest, eight-GPU
+// finish bought on-demand at once and cost the bundled trace's 178 h start a third more).
+func TestAJobFarFromItsDeadlineWaitsForSpotEvenWhenARushedFinishWouldBeDear(t *testing.T) {
+	models, net, err := profiles.Bundled()
+	require.NoError(t, err)
+	r := Running{Iterations: 600, MaxGPUs: 8, Elapsed: 75 * time.Minute, Deadline: 24 * time.Hour, Every: 5 * time.Minute,
+		Done: 107, Checkpointed: 107, Preempted: map[string]int{"us-east-2b": 4}, SpentUSD: 0.85}
+	d, err := DecideRunning(r, v100Offers(nil), DeadlineMemory{}, models["OPT-350"], net, 32)
+	require.NoError(t, err)
+	assert.Zero(t, d.Request.OnDemand, "22 hours to go: wait for spot (%+v)", d.Request)
+}
