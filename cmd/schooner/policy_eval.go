@@ -45,7 +45,8 @@ func newPolicyEvalCommand() *cobra.Command {
 		Long: `eval runs a training job under every spot policy, starting at --starts times spread over the
 trace, with each deadline of --deadlines, and prints for each policy and deadline the cost
 relative to the job's best on-demand plan for that deadline (median and 90th percentile) and
-the share of runs that met the deadline.
+the share of runs that met the deadline. A run still unfinished at 4x its deadline missed it,
+and its bill is left out of the cost (it paid for a job it did not do).
 
 The job comes from a training spec (--spec: model (built-in or by its dimensions),
 global_batch, seq_len, iterations, max_gpus, zones, checkpoint.every) or from the flags. Deadlines are multiples of the job's spot-only duration
