@@ -75,8 +75,11 @@ func (r StudyRequest) Validate() error {
 		if err := m.Validate(); err != nil {
 			return err
 		}
-		if m.Kind == Dedicated {
+		switch m.Kind {
+		case Dedicated:
 			return errors.New("dedicated is always measured; leave it out")
+		case DedicatedProcess:
+			return errors.New("dedicated-process is measured whenever MPS is; leave it out")
 		}
 		return nil
 	})...)

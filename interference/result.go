@@ -169,12 +169,12 @@ func (r Run) validate() error {
 	if err := r.Mechanism.Validate(); err != nil {
 		return err
 	}
-	if r.Mechanism.Kind == Dedicated {
+	if r.Mechanism.Kind.Baseline() {
 		// One side alone: the pair names it, the other side is empty.
 		switch {
 		case r.Pair.LC != "" && r.Pair.BE == "" && r.LC != nil && r.BE == nil:
 			return r.LC.validate()
-		case r.Pair.BE != "" && r.Pair.LC == "" && r.BE != nil && r.LC == nil:
+		case r.Pair.BE != "" && r.Pair.LC == "" && r.BE != nil && r.LC == nil && r.Mechanism.Kind == Dedicated:
 			return r.BE.validate()
 		}
 		return errors.New("a dedicated run measures one workload: its side of the pair and its figures only")

@@ -30,6 +30,8 @@ func (s Step) String() string {
 		return s.Counters + " counters"
 	case s.Mechanism.Kind == Dedicated:
 		return s.Pair.LC + s.Pair.BE + " alone"
+	case s.Mechanism.Kind == DedicatedProcess:
+		return s.Pair.LC + " alone in a process of its own"
 	}
 	return fmt.Sprintf("%s under %s", s.Pair, s.Mechanism)
 }
@@ -45,12 +47,15 @@ func (s Step) validate() error {
 	if err := s.Mechanism.Validate(); err != nil {
 		return err
 	}
-	if s.Mechanism.Kind != Dedicated {
+	if !s.Mechanism.Kind.Baseline() {
 		return s.Pair.Validate()
 	}
 	name := s.Pair.LC + s.Pair.BE
 	if (s.Pair.LC == "") == (s.Pair.BE == "") {
 		return errors.New("a dedicated step names one workload: its side of the pair")
+	}
+	if s.Mechanism.Kind == DedicatedProcess && s.Pair.LC == "" {
+		return errors.New("a dedicated-process step is of a latency-critical workload")
 	}
 	w, err := WorkloadNamed(name)
 	if err != nil {

@@ -112,7 +112,8 @@ func Lines(st interference.Study, dir string) ([]Line, error) {
 }
 
 // runtimeLine is the runtime's row of a pair: the HP child's latencies and the BE child's
-// throughput against the study's dedicated runs of the same workloads.
+// throughput against the study's dedicated runs of the same workloads (the HP side against
+// its run alone in a process of its own where the study has one: the runtime runs it so).
 func runtimeLine(st interference.Study, p interference.Pair, dir string) (Line, error) {
 	var lc interference.Latency
 	if err := lastJSON(filepath.Join(dir, "hp.json"), &lc); err != nil {
@@ -122,7 +123,7 @@ func runtimeLine(st interference.Study, p interference.Pair, dir string) (Line, 
 	if err := lastJSON(filepath.Join(dir, "be.json"), &be); err != nil {
 		return Line{}, err
 	}
-	whole, err := gi.RowAgainst(st, p, &lc, &be)
+	whole, err := gi.RowAgainst(st, p, &lc, &be, true)
 	if err != nil {
 		return Line{}, err
 	}
@@ -133,7 +134,7 @@ func runtimeLine(st interference.Study, p interference.Pair, dir string) (Line, 
 	case err == nil:
 		inWindow := be
 		inWindow.PerSecond = rate
-		r, err := gi.RowAgainst(st, p, &lc, &inWindow)
+		r, err := gi.RowAgainst(st, p, &lc, &inWindow, true)
 		if err != nil {
 			return Line{}, err
 		}

@@ -80,7 +80,8 @@ func TestGPUInterferenceLocalStudySavesWhatFinishedAndResumesTheRest(t *testing.
 	l := localStudy{dir: dir, node: "gpu-box", again: "schooner gpu interference run --local --out " + dir + " --resume",
 		stdout: &stdout, stderr: &stderr}
 	path := filepath.Join(dir, "gpu-box.json")
-	// decode-chain and gemm alone, the pair under streams and MPS (MIG refused): 4 steps.
+	// decode-chain and gemm alone, decode-chain alone in a process of its own (the MPS row's
+	// baseline), the pair under streams and MPS (MIG refused): 5 steps.
 	req := interference.StudyRequest{Pairs: []interference.Pair{{LC: "decode-chain", BE: "gemm"}},
 		Mechanisms: []interference.Mechanism{{Kind: interference.Streams}, {Kind: interference.MPS, Setting: 50}, {Kind: interference.MIG}},
 		Requests:   50, Repeats: 1}
@@ -88,23 +89,23 @@ func TestGPUInterferenceLocalStudySavesWhatFinishedAndResumesTheRest(t *testing.
 	x := fake.New()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	err := l.run(ctx, stopAfterCalls{Executor: x, n: 3, cancel: cancel}, req)
+	err := l.run(ctx, stopAfterCalls{Executor: x, n: 4, cancel: cancel}, req)
 	require.ErrorIs(t, err, context.Canceled)
-	require.ErrorContains(t, err, "the study stopped after 3 of 4 steps")
-	assert.Contains(t, stderr.String(), "stopped: 3 of 4 steps done, saved in "+path+"; continue the study with\n  "+l.again+"\n")
+	require.ErrorContains(t, err, "the study stopped after 4 of 5 steps")
+	assert.Contains(t, stderr.String(), "stopped: 4 of 5 steps done, saved in "+path+"; continue the study with\n  "+l.again+"\n")
 	partial, err := interference.ReadFile(path)
 	require.NoError(t, err, "the interrupted study's file is a valid study")
 	assert.True(t, partial.Partial())
 	assert.Equal(t, "gpu-box", partial.Node)
-	assert.Equal(t, 3, partial.StepsDone())
+	assert.Equal(t, 4, partial.StepsDone())
 	require.Len(t, partial.Missing, 1)
 	assert.Equal(t, "decode-chain + gemm under mps-50", partial.Missing[0].String())
-	assert.Contains(t, stdout.String(), "PARTIAL: 3 of 4 steps measured")
+	assert.Contains(t, stdout.String(), "PARTIAL: 4 of 5 steps measured")
 	assert.FileExists(t, filepath.Join(dir, "gpu-box.svg"))
 
 	// Run again without --resume, it would overwrite the steps measured: refused.
 	err = l.run(context.Background(), x, req)
-	require.ErrorContains(t, err, path+" holds a partial study (3 of 4 steps): continue it with --resume, or give another --out")
+	require.ErrorContains(t, err, path+" holds a partial study (4 of 5 steps): continue it with --resume, or give another --out")
 
 	// Another request count measures another way: refused, naming it.
 	l.resume = true
@@ -118,7 +119,7 @@ func TestGPUInterferenceLocalStudySavesWhatFinishedAndResumesTheRest(t *testing.
 	calls := x.Calls
 	require.NoError(t, l.run(context.Background(), x, req))
 	assert.Equal(t, 1, x.Calls-calls, "one step of one repeat was missing")
-	assert.Contains(t, stderr.String(), "kept 3 of 4 steps from the earlier study in "+path+"; running the other 1\n[4/4] decode-chain + gemm under mps-50\n")
+	assert.Contains(t, stderr.String(), "kept 4 of 5 steps from the earlier study in "+path+"; running the other 1\n[5/5] decode-chain + gemm under mps-50\n")
 	done, err := interference.ReadFile(path)
 	require.NoError(t, err)
 	assert.False(t, done.Partial())

@@ -30,13 +30,13 @@ func Analyze(s interference.Study) ([]Row, error) {
 	base := baselinesOf(s)
 	var rows []Row
 	for _, r := range s.Runs {
-		if r.Mechanism.Kind == interference.Dedicated {
+		if r.Mechanism.Kind.Baseline() {
 			continue
 		}
 		if s.Partial() && !base.has(r.Pair) {
 			continue
 		}
-		row, err := base.row(r.Pair, r.LC, r.BE)
+		row, err := base.row(r.Pair, r.LC, r.BE, r.Mechanism.LCInChild())
 		if err != nil {
 			return nil, fmt.Errorf("%s under %s: %w", r.Pair, r.Mechanism, err)
 		}
@@ -49,19 +49,26 @@ func Analyze(s interference.Study) ([]Row, error) {
 
 // RowAgainst is the row of a pair measured outside the study (schooner's colocation runtime,
 // say: its Mechanism is left zero) against the study's dedicated runs of the same workloads.
-func RowAgainst(s interference.Study, p interference.Pair, lc *interference.Latency, be *interference.Throughput) (Row, error) {
-	return baselinesOf(s).row(p, lc, be)
+// lcInChild says the latency-critical side ran as a process of its own (the runtime runs each
+// program so): its baseline is then the study's dedicated-process run, where it has one.
+func RowAgainst(s interference.Study, p interference.Pair, lc *interference.Latency, be *interference.Throughput, lcInChild bool) (Row, error) {
+	return baselinesOf(s).row(p, lc, be, lcInChild)
 }
 
-// baselines are a study's dedicated runs by workload name.
+// baselines are a study's dedicated runs by workload name; lcInChild are its latency-critical
+// workloads alone in a process of their own (studies that probed MPS; older ones have none).
 type baselines struct {
-	lc map[string]*interference.Latency
-	be map[string]*interference.Throughput
+	lc, lcInChild map[string]*interference.Latency
+	be            map[string]*interference.Throughput
 }
 
 func baselinesOf(s interference.Study) baselines {
-	b := baselines{lc: map[string]*interference.Latency{}, be: map[string]*interference.Throughput{}}
+	b := baselines{lc: map[string]*interference.Latency{}, lcInChild: map[string]*interference.Latency{},
+		be: map[string]*interference.Throughput{}}
 	for _, r := range s.Runs {
+		if r.Mechanism.Kind == interference.DedicatedProcess && r.LC != nil {
+			b.lcInChild[r.Pair.LC] = r.LC
+		}
 		if r.Mechanism.Kind != interference.Dedicated {
 			continue
 		}
@@ -78,9 +85,14 @@ func baselinesOf(s interference.Study) baselines {
 // has is true when both of p's workloads were measured alone.
 func (b baselines) has(p interference.Pair) bool { return b.lc[p.LC] != nil && b.be[p.BE] != nil }
 
-// row is a shared measurement of p against its workloads alone.
-func (b baselines) row(p interference.Pair, lc *interference.Latency, be *interference.Throughput) (Row, error) {
+// row is a shared measurement of p against its workloads alone; with lcInChild the
+// latency-critical side is against its run alone in a process of its own, where the study has
+// one (a study without falls back to the in-process run, as before such runs existed).
+func (b baselines) row(p interference.Pair, lc *interference.Latency, be *interference.Throughput, lcInChild bool) (Row, error) {
 	aloneLC, aloneBE := b.lc[p.LC], b.be[p.BE]
+	if own := b.lcInChild[p.LC]; lcInChild && own != nil {
+		aloneLC = own
+	}
 	if aloneLC == nil || aloneBE == nil {
 		return Row{}, fmt.Errorf("the study has no dedicated run of %s", missing(aloneLC == nil, p))
 	}

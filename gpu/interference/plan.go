@@ -1,12 +1,15 @@
 package interference
 
 import (
+	"slices"
+
 	"github.com/schooner-ml/schooner/interference"
 )
 
 // plan is a study's steps in the order they run: every workload of the pairs alone (the
-// baselines every slowdown needs, so they come first), every pair under every available
-// mechanism, then, when asked, each workload's counters. A study, whole or partial, lists its
+// baselines every slowdown needs, so they come first; when a mechanism runs the latency-critical
+// side in a child process, each latency-critical workload alone in one too), every pair under
+// every available mechanism, then, when asked, each workload's counters. A study, whole or partial, lists its
 // runs in this order, so that a resumed study is the file one uninterrupted run would write.
 type plan struct {
 	steps   []interference.Step
@@ -33,6 +36,14 @@ func planOf(req interference.StudyRequest, available []interference.Mechanism) p
 			pair = interference.Pair{BE: name}
 		}
 		p.steps = append(p.steps, interference.Step{Pair: pair, Mechanism: dedicated})
+	}
+	if slices.ContainsFunc(available, interference.Mechanism.LCInChild) {
+		inChild := interference.Mechanism{Kind: interference.DedicatedProcess}
+		for _, name := range alone {
+			if w, _ := interference.WorkloadNamed(name); w.Side == interference.LatencyCritical {
+				p.steps = append(p.steps, interference.Step{Pair: interference.Pair{LC: name}, Mechanism: inChild})
+			}
+		}
 	}
 	for _, pair := range req.Pairs {
 		for _, m := range available {

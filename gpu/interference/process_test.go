@@ -73,6 +73,17 @@ func TestTheProcessExecutorRunsAStudyInItsCPUTestMode(t *testing.T) {
 		assert.Positive(t, r.BEFraction, "%s under %s", r.Pair, r.Mechanism)
 	}
 
+	// The MPS rows' baseline, the latency-critical side alone in a child process of its own,
+	// runs wherever a child can (MPS itself needs a GPU, so the CPU study above has none).
+	own := interference.Mechanism{Kind: interference.DedicatedProcess}
+	inChild, err := x.Shared(ctx, interference.Pair{LC: "cnn-infer"}, own, req)
+	require.NoError(t, err)
+	assert.Equal(t, interference.Step{Pair: interference.Pair{LC: "cnn-infer"}, Mechanism: own}, inChild.Step())
+	require.NotNil(t, inChild.LC)
+	assert.Nil(t, inChild.BE)
+	assert.Equal(t, 10, inChild.LC.Requests)
+	assert.Positive(t, inChild.LC.P50Ms)
+
 	// A request the executor refuses is an error naming it, and the executor goes on.
 	_, err = x.Alone(ctx, interference.Workload{Name: "nope"}, req)
 	require.ErrorContains(t, err, "workload 'nope' is not one of")

@@ -42,22 +42,22 @@ func throughFile(t *testing.T, s interference.Study) interference.Study {
 
 func TestAnInterruptedStudyIsSavedAfterEveryStepAndSaysItIsPartial(t *testing.T) {
 	x := fake.New()
-	req := smallRequest() // 3 workloads alone, 2 pairs × 4 available mechanisms: 11 steps of 3 repeats
-	st, saved, err := stopAfter(t, x, req, nil, 4)
+	req := smallRequest() // 3 workloads alone, decode-chain in a process, 2 pairs × 4 mechanisms: 12 steps of 3 repeats
+	st, saved, err := stopAfter(t, x, req, nil, 5)
 	require.ErrorIs(t, err, context.Canceled)
-	require.Len(t, saved, 4, "a checkpoint after every finished step")
+	require.Len(t, saved, 5, "a checkpoint after every finished step")
 	for i, s := range saved {
 		back := throughFile(t, s)
 		assert.Equal(t, i+1, back.StepsDone())
-		assert.Len(t, back.Missing, 11-(i+1))
+		assert.Len(t, back.Missing, 12-(i+1))
 	}
-	assert.Equal(t, 4*3, x.Calls, "no run after the interrupt")
+	assert.Equal(t, 5*3, x.Calls, "no run after the interrupt")
 	assert.True(t, st.Partial())
-	assert.Equal(t, 4, st.StepsDone())
+	assert.Equal(t, 5, st.StepsDone())
 	require.Len(t, st.Missing, 7)
 	assert.Equal(t, "decode-chain + gemm under mps-50", st.Missing[0].String(), "the first step it did not finish")
 	assert.Equal(t, "decode-chain + copy under time-slicing", st.Missing[6].String())
-	assert.Equal(t, saved[3].Runs, st.Runs, "what it returns is what it last saved")
+	assert.Equal(t, saved[4].Runs, st.Runs, "what it returns is what it last saved")
 	assert.False(t, st.FinishedAt.Before(st.StartedAt))
 
 	rows, err := gi.Analyze(throughFile(t, st))
@@ -66,10 +66,10 @@ func TestAnInterruptedStudyIsSavedAfterEveryStepAndSaysItIsPartial(t *testing.T)
 	assert.Equal(t, "streams", rows[0].Mechanism.String())
 	var table bytes.Buffer
 	require.NoError(t, gi.WriteTable(&table, st, rows))
-	assert.Contains(t, table.String(), "PARTIAL: 4 of 11 steps measured, 7 missing (the first: decode-chain + gemm under mps-50)")
+	assert.Contains(t, table.String(), "PARTIAL: 5 of 12 steps measured, 7 missing (the first: decode-chain + gemm under mps-50)")
 	var svg bytes.Buffer
 	require.NoError(t, gi.WriteSVG(&svg, st, rows))
-	assert.Contains(t, svg.String(), "PARTIAL (4 of 11 steps)")
+	assert.Contains(t, svg.String(), "PARTIAL (5 of 12 steps)")
 }
 
 // The full study can be run as one command repeated until it is done: each run is stopped
@@ -78,7 +78,7 @@ func TestAnInterruptedStudyIsSavedAfterEveryStepAndSaysItIsPartial(t *testing.T)
 // continues: the same GPU, as a resumed study requires).
 func TestAStudyContinuedUntilDoneEqualsOneUninterruptedRun(t *testing.T) {
 	req := smallRequest()
-	req.Counters = true // 3 alone, 2 pairs × 3 available mechanisms, 3 workloads' counters: 12 steps
+	req.Counters = true // 3 alone, decode-chain in a process, 2 pairs × 3 available mechanisms, 3 workloads' counters: 13 steps
 	whole := fake.New()
 	whole.Unavailable = map[interference.MechanismKind]string{interference.TimeSlicing: "one process only here"}
 	want, err := gi.RunStudy(context.Background(), whole, req, nil)
@@ -112,7 +112,7 @@ func TestAStudyContinuedUntilDoneEqualsOneUninterruptedRun(t *testing.T) {
 			},
 		})
 		cancel()
-		assert.Equal(t, [2]int{earlier.StepsDone(), 12}, kept, "the kept steps are counted")
+		assert.Equal(t, [2]int{earlier.StepsDone(), 13}, kept, "the kept steps are counted")
 		assert.Equal(t, unitsOf(earlier), firstDone, "progress counts the kept steps as done")
 		ran := st.StepsDone() - earlier.StepsDone()
 		assert.Equal(t, min(4, len(earlier.Missing)), ran, "only missing steps run")
@@ -165,7 +165,7 @@ func (o otherGPU) GPU(ctx context.Context) (interference.GPUInfo, error) {
 }
 
 func TestAStudyRefusesToContinueOneMeasuredAnotherWay(t *testing.T) {
-	partial, _, err := stopAfter(t, fake.New(), smallRequest(), nil, 5)
+	partial, _, err := stopAfter(t, fake.New(), smallRequest(), nil, 6)
 	require.ErrorIs(t, err, context.Canceled)
 	earlier := throughFile(t, partial)
 
@@ -205,7 +205,7 @@ func TestAStudyRefusesToContinueOneMeasuredAnotherWay(t *testing.T) {
 	grown.Pairs = append(grown.Pairs, interference.Pair{LC: "cnn-infer", BE: "gemm"})
 	st, err := gi.RunStudyWith(context.Background(), fake.New(), grown, gi.StudyOptions{Earlier: &earlier})
 	require.NoError(t, err)
-	assert.Len(t, st.Runs, 4+3*4)
+	assert.Len(t, st.Runs, 6+3*4, "four workloads alone, two of them also in a process of their own")
 	assert.Equal(t, earlier.Runs[:3], st.Runs[:3], "the earlier baselines kept")
 	assert.Equal(t, "cnn-infer alone", st.Runs[3].Step().String(), "the new baseline among the baselines")
 	assert.Empty(t, st.Missing)

@@ -171,7 +171,7 @@ func measure(ctx context.Context, x Executor, req interference.StudyRequest, ste
 		if step.Mechanism.Kind == interference.Dedicated {
 			w, _ := interference.WorkloadNamed(step.Pair.LC + step.Pair.BE)
 			r, err = x.Alone(ctx, w, req)
-		} else {
+		} else { // a sharing, or a baseline in a process of its own (DedicatedProcess)
 			r, err = x.Shared(ctx, step.Pair, step.Mechanism, req)
 		}
 		if err != nil {

@@ -34,13 +34,14 @@ func TestAStudyRunsEveryWorkloadAloneThenEveryPairUnderEveryAvailableMechanism(t
 		calls, total = append(calls, what), n
 	})
 	require.NoError(t, err)
-	// decode-chain, gemm, copy alone; 2 pairs × 3 available mechanisms; 3 repeats each.
-	assert.Equal(t, (3+2*3)*3, total)
+	// decode-chain, gemm, copy alone, decode-chain alone in a process of its own (the baseline
+	// of the MPS rows); 2 pairs × 3 available mechanisms; 3 repeats each.
+	assert.Equal(t, (4+2*3)*3, total)
 	assert.Len(t, calls, total)
 	assert.Equal(t, total, x.Calls)
 	assert.Equal(t, "decode-chain alone", calls[0])
 	assert.Equal(t, "decode-chain + copy under green-context-66", calls[len(calls)-1])
-	require.Len(t, s.Runs, 3+2*3)
+	require.Len(t, s.Runs, 4+2*3)
 	for _, r := range s.Runs {
 		assert.Equal(t, 3, r.Repeats, "the median of three runs")
 	}
@@ -67,7 +68,7 @@ func TestCountersComeAfterTheRunsOneAWorkload(t *testing.T) {
 		calls, total = append(calls, what), n
 	})
 	require.NoError(t, err)
-	assert.Equal(t, (3+2*4)*3+3, total, "three workloads' counters after the runs")
+	assert.Equal(t, (4+2*4)*3+3, total, "three workloads' counters after the runs")
 	assert.Equal(t, []string{"decode-chain counters", "gemm counters", "copy counters"}, calls[len(calls)-3:])
 	require.Len(t, s.Counters, 3)
 	for _, c := range s.Counters {
@@ -90,7 +91,7 @@ func TestAFailedRunEndsTheStudyWithWhatWasMeasured(t *testing.T) {
 	x.Fail = "decode-chain + copy"
 	s, err := gi.RunStudy(context.Background(), x, smallRequest(), nil)
 	require.ErrorContains(t, err, "decode-chain + copy under streams: decode-chain + copy failed")
-	assert.Len(t, s.Runs, 3+4, "the runs alone and the first pair's under its four available mechanisms")
+	assert.Len(t, s.Runs, 4+4, "the runs alone and the first pair's under its four available mechanisms")
 
 	_, err = gi.RunStudy(context.Background(), x, interference.StudyRequest{}, nil)
 	require.ErrorContains(t, err, "study request: pairs: at least one")
@@ -192,4 +193,37 @@ func TestTheTableAndThePlotShowEveryMechanism(t *testing.T) {
 	table.Reset()
 	require.NoError(t, gi.WriteTable(&table, st, rows))
 	assert.True(t, strings.HasPrefix(table.String(), "SIMULATED"), "a model's study says so first")
+}
+
+// The MPS rows run the latency-critical side in a child process of its own; they are against
+// its run alone in one (a launch-bound CNN ran faster there than beside the executor's threads,
+// and its MPS rows came out below 1.0x against the in-process baseline). The other rows keep
+// the in-process baseline, and a study without the process baseline (older ones) falls back.
+func TestTheMPSRowsAreAgainstTheLatencyCriticalSideAloneInAProcessOfItsOwn(t *testing.T) {
+	lat := func(p50 float64) *interference.Latency {
+		return &interference.Latency{Requests: 100, P50Ms: p50, P99Ms: 2 * p50, MeanMs: p50}
+	}
+	rate := func(v float64) *interference.Throughput {
+		return &interference.Throughput{PerSecond: v, Unit: "TFLOP/s"}
+	}
+	pair := interference.Pair{LC: "cnn-infer", BE: "gemm"}
+	mps := interference.Mechanism{Kind: interference.MPS, Setting: 50}
+	streams := interference.Mechanism{Kind: interference.Streams}
+	st := interference.Study{Runs: []interference.Run{
+		{Pair: interference.Pair{LC: "cnn-infer"}, Mechanism: interference.Mechanism{Kind: interference.Dedicated}, LC: lat(1), Repeats: 1},
+		{Pair: interference.Pair{BE: "gemm"}, Mechanism: interference.Mechanism{Kind: interference.Dedicated}, BE: rate(100), Repeats: 1},
+		{Pair: interference.Pair{LC: "cnn-infer"}, Mechanism: interference.Mechanism{Kind: interference.DedicatedProcess}, LC: lat(0.5), Repeats: 1},
+		{Pair: pair, Mechanism: streams, LC: lat(1.5), BE: rate(90), Repeats: 1},
+		{Pair: pair, Mechanism: mps, LC: lat(0.75), BE: rate(60), Repeats: 1},
+	}}
+	rows, err := gi.Analyze(st)
+	require.NoError(t, err)
+	require.Len(t, rows, 2, "the baselines are not rows")
+	assert.InDelta(t, 1.5, rows[0].LCP50x, 1e-9, "streams: against the in-process run")
+	assert.InDelta(t, 1.5, rows[1].LCP50x, 1e-9, "MPS: against the run in a process of its own (0.75 / 0.5, not 0.75 / 1)")
+
+	st.Runs = append(st.Runs[:2:2], st.Runs[3:]...)
+	rows, err = gi.Analyze(st)
+	require.NoError(t, err)
+	assert.InDelta(t, 0.75, rows[1].LCP50x, 1e-9, "a study without the process baseline falls back to the in-process one")
 }

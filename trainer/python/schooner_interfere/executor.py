@@ -8,7 +8,8 @@ on standard output ({"ok": ...} or {"error": "..."}):
   {"op":"shared","pair":{...},"mechanism":{...},"request":{...}} -> a run of the pair
   {"op":"counters","workload":"gemm"}                    -> its Nsight Compute counters, or why none
 
-Mechanisms: sequential (one process, the two sides take turns on the device: each unit runs
+Mechanisms: dedicated-process (the latency-critical side alone in a child process, the
+baseline of the MPS rows, which run it in one), sequential (one process, the two sides take turns on the device: each unit runs
 to completion under a lock), streams and priority (two CUDA streams in this process, the
 latency-critical one at the highest priority for `priority`), green-context-N (the best-effort
 side's stream on a green context of N SMs, torch 2.11), time-slicing (the best-effort side in
@@ -65,7 +66,7 @@ class Executor:
         kind = m.get("kind")
         if kind == "mig":
             return "MIG studies are not run: schooner never changes a GPU's MIG setting"
-        if kind in ("sequential", "time-slicing", "dedicated"):
+        if kind in ("sequential", "time-slicing", "dedicated", "dedicated-process"):
             return ""
         if not self.cuda:
             return f"{kind} needs a CUDA GPU"
@@ -109,6 +110,12 @@ class Executor:
             raise RuntimeError(f"{_name(m)} is unavailable: {why}")
         lc_name, be_name = pair["latency_critical"], pair["best_effort"]
         kind = m["kind"]
+        if kind == "dedicated-process":
+            # the latency-critical workload alone, in a child process as MPS runs it: the
+            # baseline of the MPS rows (a launch-bound workload runs differently in a fresh
+            # process than beside the executor's threads)
+            return {"pair": pair, "mechanism": m, "latency_critical": self._lc_child(lc_name, {}, req),
+                    "nvml": self.nvml(), "repeats": 1}
         if kind == "time-slicing":
             lc, be = self._with_child_be(be_name, {}, lambda: measure.latency_run(self.workload(lc_name), req, self.device))
         elif kind == "mps":
@@ -172,6 +179,20 @@ class Executor:
                 be.kill()
                 be.wait()
 
+    def _lc_child(self, lc_name: str, env: dict, req: dict) -> dict:
+        """Runs the latency-critical side's requests in a child process of its own (with env
+        added) and returns its latency figures; the child never outlives the call."""
+        lc = self._child("lc", lc_name, env, req)
+        try:
+            out, _ = lc.communicate(timeout=3600)
+        finally:
+            if lc.poll() is None:  # stopped mid-run: no child outlives its step
+                lc.kill()
+                lc.wait()
+        if lc.returncode != 0 or not out.strip():
+            raise RuntimeError(f"the latency-critical child ({lc_name}) failed: exit {lc.returncode}")
+        return json.loads(out.strip().splitlines()[-1])
+
     def _mps(self, lc_name: str, be_name: str, pct: int, req: dict):
         """Both sides as clients of an MPS daemon started for this run (private pipe and log
         folders, so nothing else on the machine joins it), the best-effort side limited to pct%
@@ -183,18 +204,8 @@ class Executor:
             denv = dict(os.environ, **env)
             subprocess.run(["nvidia-cuda-mps-control", "-d"], env=denv, check=True, timeout=30)
             try:
-                def run_lc():
-                    lc = self._child("lc", lc_name, env, req)
-                    try:
-                        out, _ = lc.communicate(timeout=3600)
-                    finally:
-                        if lc.poll() is None:  # stopped mid-run: no child outlives its step
-                            lc.kill()
-                            lc.wait()
-                    if lc.returncode != 0 or not out.strip():
-                        raise RuntimeError(f"the latency-critical child ({lc_name}) failed: exit {lc.returncode}")
-                    return json.loads(out.strip().splitlines()[-1])
-                return self._with_child_be(be_name, {**env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": str(pct)}, run_lc)
+                return self._with_child_be(be_name, {**env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": str(pct)},
+                                           lambda: self._lc_child(lc_name, env, req))
             finally:
                 subprocess.run(["nvidia-cuda-mps-control"], input="quit\n", text=True, env=denv, timeout=30)
 
