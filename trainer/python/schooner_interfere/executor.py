@@ -9,8 +9,8 @@ on standard output ({"ok": ...} or {"error": "..."}):
   {"op":"counters","workload":"gemm"}                    -> its Nsight Compute counters, or why none
 
 Mechanisms: dedicated-process (the latency-critical side alone in a child process, the
-baseline of the MPS rows, which run it in one), sequential (one process, the two sides take turns on the device: each unit runs
-to completion under a lock), streams and priority (two CUDA streams in this process, the
+baseline of the MPS rows, which run it in one), sequential (one process, the two sides take
+turns on the device: each unit runs to completion under a lock), streams and priority (two CUDA streams in this process, the
 latency-critical one at the highest priority for `priority`), green-context-N (the best-effort
 side's stream on a green context of N SMs, torch 2.11), time-slicing (the best-effort side in
 a child process, no MPS), mps-N (both sides in child processes under an MPS daemon of this
