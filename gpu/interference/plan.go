@@ -9,8 +9,9 @@ import (
 // plan is a study's steps in the order they run: every workload of the pairs alone (the
 // baselines every slowdown needs, so they come first; when a mechanism runs the latency-critical
 // side in a child process, each latency-critical workload alone in one too), every pair under
-// every available mechanism, then, when asked, each workload's counters. A study, whole or partial, lists its
-// runs in this order, so that a resumed study is the file one uninterrupted run would write.
+// every available mechanism, then, when asked, each workload's counters. A study, whole or
+// partial, lists its runs in this order, so that a resumed study is the file one uninterrupted
+// run would write.
 type plan struct {
 	steps   []interference.Step
 	repeats int
