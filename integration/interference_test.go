@@ -52,7 +52,7 @@ func TestInterferenceStudyEndToEnd(t *testing.T) {
 	require.NoError(t, st.Validate())
 	assert.Equal(t, "model-node", st.Node)
 	assert.True(t, st.Simulated)
-	assert.Len(t, st.Runs, 4+2*2, "four workloads alone, two pairs under two available mechanisms")
+	assert.Len(t, st.Runs, 4+2+2*2, "four workloads alone, the two latency-critical ones also in a process of their own (MPS is probed), two pairs under two available mechanisms")
 	require.Len(t, st.Unavailable, 1)
 	assert.Equal(t, interference.MIG, st.Unavailable[0].Mechanism.Kind)
 	rows, err := gi.Analyze(*st)
