@@ -81,7 +81,8 @@ type option struct {
 }
 
 func (d *deadlineAware) Decide(v *View) Request {
-	for _, z := range sortedZones(v.Preempted) {
+	// in name order, so the memory is the same from run to run
+	for _, z := range Placement(v.Preempted).zones() {
 		d.preemptions = append(d.preemptions, ZoneEvent{At: v.Elapsed, Zone: z})
 	}
 	zones := d.order(v)
@@ -355,17 +356,4 @@ func (d *deadlineAware) order(v *View) []string {
 
 func (d *deadlineAware) request(o option, zones []string, why string) Request {
 	return Request{Spot: o.spot.GPUs(), Zones: zones, OnDemand: o.od.GPUs(), OnDemandZone: o.odZone, Why: why}
-}
-
-// sortedZones are the zones that lost GPUs at a step, in name order (memory stays
-// deterministic across runs).
-func sortedZones(lost map[string]int) []string {
-	var out []string
-	for z, n := range lost {
-		if n > 0 {
-			out = append(out, z)
-		}
-	}
-	sort.Strings(out)
-	return out
 }

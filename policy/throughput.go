@@ -40,8 +40,8 @@ func (p Placement) Plus(q Placement) Placement {
 	return out
 }
 
-// key is a canonical string of the placement, for caches.
-func (p Placement) key() string {
+// zones are the zones holding GPUs, in name order.
+func (p Placement) zones() []string {
 	zones := make([]string, 0, len(p))
 	for z, g := range p {
 		if g > 0 {
@@ -49,8 +49,13 @@ func (p Placement) key() string {
 		}
 	}
 	sort.Strings(zones)
+	return zones
+}
+
+// key is a canonical string of the placement, for caches.
+func (p Placement) key() string {
 	var b strings.Builder
-	for _, z := range zones {
+	for _, z := range p.zones() {
 		b.WriteString(z)
 		b.WriteByte('=')
 		b.WriteString(strconv.Itoa(p[z]))
