@@ -11,8 +11,10 @@ import (
 
 	"github.com/schooner-ml/schooner/cloud/sim"
 	"github.com/schooner-ml/schooner/internal/atomicfile"
+	"github.com/schooner-ml/schooner/internal/specfile"
 	"github.com/schooner-ml/schooner/planner/bridge"
 	"github.com/schooner-ml/schooner/policy"
+	"github.com/schooner-ml/schooner/training"
 )
 
 // policyEvalFlags are the inputs of `schooner policy eval`.
@@ -49,7 +51,9 @@ the share of runs that met the deadline. A run still unfinished at 4x its deadli
 and its bill is left out of the cost (it paid for a job it did not do).
 
 The job comes from a training spec (--spec: model (built-in or by its dimensions),
-global_batch, seq_len, iterations, max_gpus, zones, checkpoint.every) or from the flags. Deadlines are multiples of the job's spot-only duration
+global_batch, seq_len, iterations, max_gpus, zones, checkpoint.every; checked as train submit
+checks it, except that checkpoint.store may be left out: the simulator keeps no checkpoints) or
+from the flags. Deadlines are multiples of the job's spot-only duration
 (its largest plan in one zone, nothing lost), "1.5x", or durations from the start, "24h".
 
 The trace directory holds one file per zone, <zone>_<gpu>_<count>.json, as in
@@ -154,7 +158,7 @@ func (f *policyEvalFlags) fromSpec(cmd *cobra.Command) error {
 	if f.spec == "" {
 		return nil
 	}
-	spec, err := loadSpec(f.spec, cmd.ErrOrStderr())
+	spec, err := loadSpecFile(f.spec, "training", parseSpecForPolicy, cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}
@@ -187,6 +191,22 @@ func (f *policyEvalFlags) fromSpec(cmd *cobra.Command) error {
 		f.model = fmt.Sprintf("a model of %d layers, hidden %d", f.dims.Layers, f.dims.Hidden)
 	}
 	return nil
+}
+
+// policyEvalStore stands in for a spec's missing checkpoint.store: the policy simulator
+// keeps no checkpoints (a preemption loses nothing past the notice's save), so a spec written
+// only to be evaluated need not name a store, yet every other field is still checked as
+// `train submit` checks it. It is never opened.
+const policyEvalStore = "file:///policy-eval-keeps-no-checkpoints"
+
+// parseSpecForPolicy parses a training spec for `policy eval`, filling a missing
+// checkpoint.store with policyEvalStore.
+func parseSpecForPolicy(data []byte, format specfile.Format) (training.Spec, error) {
+	spec, err := training.ParseSpec(data, format)
+	if err == nil && spec.Checkpoint.Store == "" {
+		spec.Checkpoint.Store = policyEvalStore
+	}
+	return spec, err
 }
 
 // loadPolicyMarket reads a trace directory (of one of types, when given), or the bundled
