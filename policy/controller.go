@@ -74,12 +74,12 @@ func DecideRunning(r Running, offers []cloud.Offering, mem DeadlineMemory, model
 	p := resumeDeadlineAware(mem)
 	v := &View{Elapsed: r.Elapsed, Deadline: r.Deadline, Done: r.Done, Checkpointed: r.Checkpointed, Job: job, Market: m,
 		Capacity: capacity, Spot: clean(r.Spot, m), OnDemand: clean(r.OnDemand, m), Preempted: r.Preempted,
-		Restarting: r.Restarting, OnDemandGPUs: BestOnDemand(job, m, r.Deadline).GPUs, SpentUSD: r.SpentUSD}
+		Restarting: r.Restarting, Baseline: BestOnDemand(job, m, r.Deadline), SpentUSD: r.SpentUSD}
 	req := p.Decide(v)
 	spot := fill(req, v.Spot, capacity)
 	od := placeOnDemand(req, v.OnDemand, spot, m.Zones)
 	return Decision{Request: req, Memory: p.Memory(r.Elapsed), Spot: spot, OnDemand: od,
-		OnDemandGPUs: v.OnDemandGPUs, OnDemandUSDPerGPUHour: onDemandPerGPUHour(offers, m, od)}, nil
+		OnDemandGPUs: v.Baseline.GPUs, OnDemandUSDPerGPUHour: onDemandPerGPUHour(offers, m, od)}, nil
 }
 
 // onDemandPerGPUHour is the on-demand price per GPU-hour of m's instance type in the zone of

@@ -246,7 +246,7 @@ func (d *deadlineAware) deferral(v *View, zones []string, budget time.Duration) 
 			continue
 		}
 		after := v.Job.Restart + seconds(math.Max(v.Left()-progress, 0)*pace)
-		if v.Market.Gap+time.Duration(float64(after)*deferMargin) <= budget && d.affordable(v, o, total, after, zones[0]) {
+		if v.Market.Gap+time.Duration(float64(after)*deferMargin) <= budget && d.affordable(v, o, total, after) {
 			return o, true
 		}
 	}
@@ -260,17 +260,16 @@ func (d *deadlineAware) deferral(v *View, zones []string, budget time.Duration) 
 // market whose spot seldom returns (zones of one machine each) that trade put the 90th
 // percentile above the all-on-demand cost (1.06×). Without what the job spent (a controller
 // that does not say) there is nothing to compare and any placement that fits will do.
-func (d *deadlineAware) affordable(v *View, o option, gpus int, after time.Duration, zone string) bool {
-	if v.OnDemandGPUs <= 0 || v.SpentUSD <= 0 {
+func (d *deadlineAware) affordable(v *View, o option, gpus int, after time.Duration) bool {
+	if v.Baseline.GPUs <= 0 || v.SpentUSD <= 0 {
 		return true
 	}
 	perGPU := v.Market.OnDemandPrice / float64(v.Market.GPUsPerInst)
-	whole := float64(v.OnDemandGPUs) * perGPU * (float64(v.Job.Iterations) * v.Pace(Placement{zone: v.OnDemandGPUs}) / 3600)
 	step := 0.0
 	if o.runtime > 0 && o.runtime < never {
 		step = o.costUSD / o.runtime.Hours() * v.Market.Gap.Hours()
 	}
-	return v.SpentUSD+step+float64(gpus)*perGPU*after.Hours() <= whole
+	return v.SpentUSD+step+float64(gpus)*perGPU*after.Hours() <= v.Baseline.CostUSD
 }
 
 // fastest is the candidate that finishes first (max_gpus, usually, with as much spot as

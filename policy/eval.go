@@ -104,7 +104,7 @@ func Eval(job Job, m *Market, g Grid) (*Result, error) {
 		go func() {
 			defer wg.Done()
 			for t := range ch {
-				res.Runs[t.i], errs[t.i] = Simulate(job, m, t.mk, t.start, Options{Deadline: t.deadline, OnDemandGPUs: t.base.GPUs})
+				res.Runs[t.i], errs[t.i] = Simulate(job, m, t.mk, t.start, Options{Deadline: t.deadline, Baseline: t.base})
 				if g.Progress != nil {
 					mu.Lock()
 					done++

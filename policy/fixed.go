@@ -12,7 +12,7 @@ func AllOnDemand() Maker {
 type onDemandOnly struct{}
 
 func (onDemandOnly) Decide(v *View) Request {
-	return Request{OnDemand: v.OnDemandGPUs, Zones: v.Market.Zones, Why: "all on-demand"}
+	return Request{OnDemand: v.Baseline.GPUs, Zones: v.Market.Zones, Why: "all on-demand"}
 }
 
 // AllSpot asks for the job's largest plan on spot, in any zone, and never buys on-demand:

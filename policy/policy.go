@@ -54,9 +54,9 @@ type View struct {
 	Preempted map[string]int
 	// Restarting is true while training is stopped for a restart.
 	Restarting bool
-	// OnDemandGPUs is the size of the job's best on-demand plan for its deadline (the
-	// all-on-demand baseline).
-	OnDemandGPUs int
+	// Baseline is the job's best on-demand plan for its deadline (the all-on-demand
+	// baseline): its size, and the bill the deadline policy keeps a deferred purchase within.
+	Baseline OnDemandPlan
 	// SpentUSD is what the job has paid so far (0 where the controller does not know).
 	SpentUSD float64
 }

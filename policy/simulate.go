@@ -43,8 +43,8 @@ type Options struct {
 	// Limit stops a run that has not finished (default: 4 × the deadline, or 30 days
 	// without one).
 	Limit time.Duration
-	// OnDemandGPUs is the size of the best on-demand plan, shown to policies (0: computed).
-	OnDemandGPUs int
+	// Baseline is the best on-demand plan, shown to policies (zero GPUs: computed).
+	Baseline OnDemandPlan
 }
 
 // Simulate runs job from start (an offset into the market's traces) under a fresh policy of
@@ -58,8 +58,8 @@ func Simulate(job Job, m *Market, mk Maker, start time.Duration, o Options) (Run
 		return Run{}, err
 	}
 	job = job.withDefaults(m)
-	if o.OnDemandGPUs <= 0 {
-		o.OnDemandGPUs = BestOnDemand(job, m, o.Deadline).GPUs
+	if o.Baseline.GPUs <= 0 {
+		o.Baseline = BestOnDemand(job, m, o.Deadline)
 	}
 	limit := o.Limit
 	if limit <= 0 {
@@ -121,7 +121,7 @@ func (s *state) step(t, start time.Duration, o Options) bool {
 	}
 	v := &View{Elapsed: t, Deadline: o.Deadline, Done: s.done, Checkpointed: s.ckpt, Job: s.job, Market: s.m,
 		Capacity: capacity, Spot: clone(s.spot), OnDemand: clone(s.od), Preempted: preempted,
-		Restarting: t < s.pauseUntil, OnDemandGPUs: o.OnDemandGPUs, SpentUSD: s.run.CostUSD}
+		Restarting: t < s.pauseUntil, Baseline: o.Baseline, SpentUSD: s.run.CostUSD}
 	req := s.p.Decide(v)
 	spot := fill(req, s.spot, capacity)
 	od := s.onDemand(req, spot)
