@@ -117,7 +117,7 @@ func TestStudiesRoundTripAndBadFilesAreRefused(t *testing.T) {
 		raw  string
 		want string
 	}{
-		"a future version": {edit: func(s *Study) { s.Version = 4 }, want: "version 4: this build reads versions 1 to 3"},
+		"a future version": {edit: func(s *Study) { s.Version = 5 }, want: "version 5: this build reads versions 1 to 4"},
 		"counters in a version 1 study": {edit: func(s *Study) {
 			s.Version = 1
 			s.Counters = []Counters{{Workload: "gemm", Unavailable: "no ncu"}}
@@ -146,6 +146,8 @@ func TestStudiesRoundTripAndBadFilesAreRefused(t *testing.T) {
 		}, want: "missing steps in a version 2 study"},
 		"a scale in a version 2 study": {edit: func(s *Study) { s.Version, s.GPU.Scale = 2, "h200" },
 			want: "gpu.scale in a version 2 study"},
+		"a card in a version 3 study": {edit: func(s *Study) { s.Version, s.GPU.UUID = 3, "GPU-927936d9" },
+			want: "gpu.uuid in a version 3 study"},
 		"a missing step that was measured": {edit: func(s *Study) { s.Missing = []Step{s.Runs[2].Step()} },
 			want: "missing[0]: decode-chain + gemm under mps-50 is missing and measured"},
 		"missing counters that were measured": {edit: func(s *Study) { s.Missing = []Step{{Counters: "gemm"}} },

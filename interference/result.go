@@ -12,9 +12,10 @@ import (
 
 // FormatVersion is the version of the result format this build writes. A change that a reader
 // of the previous version would misread bumps it (docs/interference.md). Version 2 added
-// Counters; version 3 added Missing (a partial study) and gpu.scale. This build also reads
-// versions 1 and 2 (which have none of them, and are complete).
-const FormatVersion = 3
+// Counters; version 3 added Missing (a partial study) and gpu.scale; version 4 added gpu.uuid
+// (the card). This build also reads versions 1 to 3 (versions 1 and 2 have none of them, and
+// are complete).
+const FormatVersion = 4
 
 // Study is a study's results on one GPU: the file `schooner gpu interference` writes and the
 // placement code reads. Results are keyed by GPU model, driver, pair and mechanism.
@@ -55,6 +56,11 @@ type GPUInfo struct {
 	// Scale is the size of the executor's workloads ("h200": the H200 probe's; "tiny": its CPU
 	// test mode's), when it says: figures of two scales do not compare. Version 3.
 	Scale string `json:"scale,omitempty"`
+	// UUID is the card the study ran on (nvidia-smi's GPU-…), when the executor says. Two cards
+	// of one model and driver sit in different hosts, and a launch-bound workload's latency is
+	// mostly its host's: a CNN request took 0.22 ms alone on one H100 host and 0.56 ms on
+	// another. So a study continues only on its own card. Version 4.
+	UUID string `json:"uuid,omitempty"`
 }
 
 // Unavailable is a mechanism the machine refused, and why (MIG off, MPS without its daemon, a
@@ -114,6 +120,9 @@ func (s Study) Validate() error {
 	}
 	if s.Version < 3 && s.GPU.Scale != "" {
 		errs = append(errs, fmt.Errorf("gpu.scale in a version %d study", s.Version))
+	}
+	if s.Version < 4 && s.GPU.UUID != "" {
+		errs = append(errs, fmt.Errorf("gpu.uuid in a version %d study", s.Version))
 	}
 	errs = append(errs, s.validateMissing()...)
 	for i, c := range s.Counters {

@@ -43,9 +43,9 @@ SIMULATED. --local runs the study here, on this machine's GPU, without Temporal.
 
 --local writes NODE.json after every finished step, so a study stopped at any point (Ctrl-C,
 SIGTERM, a timeout) keeps what it measured; the file lists the steps still missing. --resume
-continues it: the runs in --out are kept (when they were made on this GPU model and driver,
-at this scale, with the same requests, think time, repeats and counters; otherwise it says what
-differs) and only the missing steps run. A full study (about 15 minutes on an H100) thus runs
+continues it: the runs in --out are kept (when they were made on this very card, not only this
+model and driver, at this scale, with the same requests, think time, repeats and counters;
+otherwise it says what differs) and only the missing steps run. A full study (about 15 minutes on an H100) thus runs
 as one command repeated, each run within a machine's time limit, until it exits 0:
 
   schooner gpu interference run --local --out results/h200

@@ -45,7 +45,7 @@ func TestGPUInterferenceShowPrintsTheTableAndDrawsThePlot(t *testing.T) {
 
 	require.NoError(t, os.WriteFile(path, []byte(`{"version":7,"gpu":{"model":"x"}}`), 0o644))
 	_, err = executeFresh(newGPUInterferenceCommand, "show", path)
-	require.ErrorContains(t, err, "version 7: this build reads versions 1 to 3")
+	require.ErrorContains(t, err, "version 7: this build reads versions 1 to 4")
 	_, err = executeFresh(newGPUInterferenceCommand, "show", filepath.Join(dir, "none.json"))
 	require.ErrorContains(t, err, "no such file")
 }

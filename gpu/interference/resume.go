@@ -15,9 +15,12 @@ import (
 var ErrNotContinuable = errors.New("the earlier study cannot be continued")
 
 // continuable says why the study s is about to run (its GPU, request and whether simulated
-// set) cannot keep the earlier study's runs: figures measured on another GPU model or driver,
-// at another workload scale, or with other requests, think time, warm-up, repeats, seed or
-// counters, are not the figures this study would measure.
+// set) cannot keep the earlier study's runs: figures measured on another card (even of the
+// same model and driver: another host), GPU model or driver, at another workload scale, or
+// with other requests, think time, warm-up, repeats, seed or counters, are not the figures
+// this study would measure. An earlier study that did not record its card (format version 3
+// and before) is continued only by an executor that names none either: which card it ran on
+// cannot be checked.
 func continuable(earlier, s interference.Study) error {
 	var diffs []string
 	differ := func(field string, then, now any) {
@@ -27,6 +30,14 @@ func continuable(earlier, s interference.Study) error {
 	}
 	differ("gpu.model", earlier.GPU.Model, s.GPU.Model)
 	differ("gpu.driver", earlier.GPU.Driver, s.GPU.Driver)
+	if earlier.GPU.UUID != s.GPU.UUID {
+		then := earlier.GPU.UUID
+		if then == "" {
+			then = "not recorded"
+		}
+		diffs = append(diffs, fmt.Sprintf("gpu.uuid %s then, %s now (a study continues only on the card it began on: "+
+			"a latency-critical workload alone on another host is no baseline for its runs here)", then, quoteEmpty(s.GPU.UUID)))
+	}
 	differ("gpu.scale", earlier.GPU.Scale, s.GPU.Scale)
 	differ("simulated", earlier.Simulated, s.Simulated)
 	then, now := earlier.Request.WithDefaults(), s.Request

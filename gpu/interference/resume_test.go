@@ -147,10 +147,10 @@ func TestAStudyContinuedUntilDoneEqualsOneUninterruptedRun(t *testing.T) {
 // workload's counters one profile.
 func unitsOf(s interference.Study) int { return len(s.Runs)*s.Request.Repeats + len(s.Counters) }
 
-// otherGPU is the fake under another model or driver.
+// otherGPU is the fake under another model, driver or card.
 type otherGPU struct {
 	*fake.Executor
-	model, driver string
+	model, driver, uuid string
 }
 
 func (o otherGPU) GPU(ctx context.Context) (interference.GPUInfo, error) {
@@ -160,6 +160,9 @@ func (o otherGPU) GPU(ctx context.Context) (interference.GPUInfo, error) {
 	}
 	if o.driver != "" {
 		g.Driver = o.driver
+	}
+	if o.uuid != "" {
+		g.UUID = o.uuid
 	}
 	return g, err
 }
@@ -182,6 +185,8 @@ func TestAStudyRefusesToContinueOneMeasuredAnotherWay(t *testing.T) {
 			want: "gpu.model NVIDIA H200 (model) then, NVIDIA H100 (model) now"},
 		"another driver": {x: otherGPU{Executor: fake.New(), driver: "580.1"}, req: smallRequest(),
 			want: "gpu.driver model then, 580.1 now"},
+		"another card of the same model and driver": {x: otherGPU{Executor: fake.New(), uuid: "GPU-927936d9"}, req: smallRequest(),
+			want: "gpu.uuid not recorded then, GPU-927936d9 now (a study continues only on the card it began on"},
 		"another request count": {x: fake.New(), req: more, want: "requests 50 then, 60 now"},
 		"a pair left out": {x: fake.New(), req: fewer,
 			want: "it measured steps this request leaves out (gemm alone, decode-chain + gemm under streams, decode-chain + gemm under mps-50)"},
@@ -200,10 +205,21 @@ func TestAStudyRefusesToContinueOneMeasuredAnotherWay(t *testing.T) {
 		})
 	}
 
+	// A study that recorded its card continues on that card only.
+	carded := earlier
+	carded.GPU.UUID = "GPU-5a284c62"
+	_, err = gi.RunStudyWith(context.Background(), otherGPU{Executor: fake.New(), uuid: "GPU-927936d9"}, smallRequest(),
+		gi.StudyOptions{Earlier: &carded})
+	assert.ErrorContains(t, err, "gpu.uuid GPU-5a284c62 then, GPU-927936d9 now")
+	st, err := gi.RunStudyWith(context.Background(), otherGPU{Executor: fake.New(), uuid: "GPU-5a284c62"}, smallRequest(),
+		gi.StudyOptions{Earlier: &carded})
+	require.NoError(t, err, "the same card")
+	assert.Equal(t, "GPU-5a284c62", st.GPU.UUID)
+
 	// A request that asks for more (another pair) keeps the earlier runs and adds its steps.
 	grown := smallRequest()
 	grown.Pairs = append(grown.Pairs, interference.Pair{LC: "cnn-infer", BE: "gemm"})
-	st, err := gi.RunStudyWith(context.Background(), fake.New(), grown, gi.StudyOptions{Earlier: &earlier})
+	st, err = gi.RunStudyWith(context.Background(), fake.New(), grown, gi.StudyOptions{Earlier: &earlier})
 	require.NoError(t, err)
 	assert.Len(t, st.Runs, 6+3*4, "four workloads alone, two of them also in a process of their own")
 	assert.Equal(t, earlier.Runs[:3], st.Runs[:3], "the earlier baselines kept")

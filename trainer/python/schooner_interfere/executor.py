@@ -58,9 +58,14 @@ class Executor:
             return {"model": "CPU (a test run, not a GPU)", "driver": "none", "runtime": f"torch {torch.__version__}",
                     "scale": self.scale}
         p = torch.cuda.get_device_properties(self.device)
-        return {"model": p.name, "driver": _smi("driver_version") or "unknown", "cuda": torch.version.cuda or "",
+        info = {"model": p.name, "driver": _smi("driver_version") or "unknown", "cuda": torch.version.cuda or "",
                 "sms": p.multi_processor_count, "memory_mib": p.total_memory >> 20, "runtime": f"torch {torch.__version__}",
                 "scale": self.scale}
+        # The card (nvidia-smi's GPU-… form): a study continues only on the card it began on.
+        card = getattr(p, "uuid", None)
+        if card:
+            info["uuid"] = "GPU-" + str(card)
+        return info
 
     def available(self, m: dict) -> str:
         kind = m.get("kind")
