@@ -13,7 +13,7 @@
 # accuracy:   profiles four GPT sizes (schooner_train.profile), trains each at micro-batch 1, 2
 #             and 4 (global batch 8) with the reference trainer, and compares the measured
 #             iteration time and peak memory with the planner's simulator (bin/accuracy).
-# checkpoint: a 1.4B-parameter model (fp32, 5.7 GB of weights; CKPT_STATE=full adds Adam's
+# checkpoint: a 1.4B-parameter model (CKPT_LAYERS=28: 1.6B) (fp32, 5.7 GB of weights; CKPT_STATE=full adds Adam's
 #             state, 17 GB) trained CKPT_ITERATIONS (100) iterations with no checkpoint, then
 #             every CKPT_EVERY ("10 50") iterations by each of CKPT_METHODS: agent (overlapped
 #             with the next iteration), agent-blocking, torch (torch.save + fsync, same disk)
@@ -71,7 +71,11 @@ run_accuracy() {
 
 run_checkpoint() {
   : > "$R/checkpoint.jsonl"
-  dims=(--name gpt-1.3b --layers 24 --hidden 2048 --heads 16 --ffn 8192 --vocab 50272 --seq-len 1024)
+  # CKPT_LAYERS deepens the model for the larger run: 28 layers is 1.62 B parameters,
+  # 19.4 GB of whole state, three agent slots 58 GB of a 64 GB disk.
+  layers=${CKPT_LAYERS:-24}
+  name=gpt-1.3b; [ "$layers" = 24 ] || name=gpt-2048x$layers
+  dims=(--name "$name" --layers "$layers" --hidden 2048 --heads 16 --ffn 8192 --vocab 50272 --seq-len 1024)
   common=(--iterations "${CKPT_ITERATIONS:-100}" --warmup 3 --ckpt-state "${CKPT_STATE:-model}" --measure-out "$R/checkpoint.jsonl")
   [ "${CKPT_VERIFY:-1}" = 0 ] || common+=(--verify-restore)
   export SCHOONER_MICRO_BATCH=4 SCHOONER_GLOBAL_BATCH=8
