@@ -61,10 +61,11 @@ class Executor:
         info = {"model": p.name, "driver": _smi("driver_version") or "unknown", "cuda": torch.version.cuda or "",
                 "sms": p.multi_processor_count, "memory_mib": p.total_memory >> 20, "runtime": f"torch {torch.__version__}",
                 "scale": self.scale}
-        # The card (nvidia-smi's GPU-… form): a study continues only on the card it began on.
-        card = getattr(p, "uuid", None)
+        # The card, in nvidia-smi's GPU-… form (torch prints the bare 8-4-4-4-12 hex): a study
+        # continues only on the card it began on.
+        card = str(getattr(p, "uuid", "") or "")
         if card:
-            info["uuid"] = "GPU-" + str(card)
+            info["uuid"] = card if card.startswith("GPU-") else "GPU-" + card
         return info
 
     def available(self, m: dict) -> str:
