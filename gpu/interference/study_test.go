@@ -175,6 +175,12 @@ func TestTheTableAndThePlotShowEveryMechanism(t *testing.T) {
 	assert.Contains(t, out, "decode-chain + gemm  streams")
 	assert.Contains(t, out, "12.00×")
 	assert.Regexp(t, `green-context-66\s+1\.40×\s+1\.25×\s+2\.50\s+62%\s+\*`, out)
+	assert.Contains(t, out, "H200, driver 580,", "no card recorded, none named")
+	st.GPU.UUID = "GPU-927936d9"
+	table.Reset()
+	require.NoError(t, gi.WriteTable(&table, st, rows))
+	assert.Contains(t, table.String(), "H200 (GPU-927936d9), driver 580,", "the card the study ran on")
+	st.GPU.UUID = ""
 
 	var svg bytes.Buffer
 	require.NoError(t, gi.WriteSVG(&svg, st, rows))

@@ -19,7 +19,11 @@ func WriteTable(w io.Writer, s interference.Study, rows []Row) error {
 		fmt.Fprintf(w, "PARTIAL: %d of %d steps measured, %d missing (the first: %s); the rows below are those measured.\n",
 			done, done+len(s.Missing), len(s.Missing), s.Missing[0])
 	}
-	fmt.Fprintf(w, "%s, driver %s, %s; %d requests per run, median of %d runs\n\n", s.GPU.Model, s.GPU.Driver,
+	card := ""
+	if s.GPU.UUID != "" {
+		card = " (" + s.GPU.UUID + ")"
+	}
+	fmt.Fprintf(w, "%s%s, driver %s, %s; %d requests per run, median of %d runs\n\n", s.GPU.Model, card, s.GPU.Driver,
 		s.StartedAt.Format("2006-01-02 15:04 MST"), s.Request.Requests, s.Request.Repeats)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "pair\tmechanism\tLC p50\tLC p99\tLC p99 ms\tBE throughput\tfront")
