@@ -42,6 +42,25 @@ class CheckpointTableTest(unittest.TestCase):
         self.assertTrue(rows["async_save"].rstrip().endswith("| - |"), rows["async_save"])  # not checked
         self.assertTrue(rows["none"].rstrip().endswith("| - |"), rows["none"])
 
+    def test_the_final_save_gives_a_persistence_rate_against_the_raw_disk(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "checkpoint.jsonl")
+            with open(path, "w") as f:
+                for r in [record("none", [0.4, 0.4]),
+                          record("agent", [0.4, 11.0], checkpoint_stalls=[0.03, 11.2], checkpoint_bytes=17_000_000_000),
+                          record("torch.save", [0.4, 24.0], checkpoint_stalls=[22.7, 24.0])]:
+                    f.write(json.dumps(r) + "\n")
+            with open(os.path.join(d, "disk.txt"), "w") as f:
+                f.write("4294967296 bytes (4.3 GB, 4.0 GiB) copied, 2.05724 s, 2.1 GB/s\n")
+            p = subprocess.run([sys.executable, os.path.join(REPO, "bench", "gpu", "checkpoint_table.py"), path],
+                               capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("raw disk (dd, direct I/O): 2.09 GB/s", p.stdout)
+        rows = {line.split("|")[1].strip(): line for line in p.stdout.splitlines() if line.startswith("| ") and "---" not in line}
+        self.assertIn("| ≥ 1.52 GB/s (73% of raw) |", rows["agent"])
+        self.assertIn("| ≥ 0.71 GB/s (34% of raw) |", rows["torch.save"], "every method's bytes are the state's")
+        self.assertIn("| - | - |", rows["none"])
+
     def test_a_file_without_a_run_without_checkpoints_is_refused(self):
         with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
             f.write(json.dumps(record("agent", [0.4, 0.4])) + "\n")
