@@ -16,15 +16,29 @@ def record(method, times, **extra):
             "iter_seconds_all": times, **extra}
 
 
+def run_table(runs, disk=None):
+    """The script on runs written as run.sh writes them (checkpoint.jsonl, and disk.txt with
+    dd's line when given), in a folder of their own."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "checkpoint.jsonl")
+        with open(path, "w") as f:
+            f.write("".join(json.dumps(r) + "\n" for r in runs))
+        if disk is not None:
+            with open(os.path.join(d, "disk.txt"), "w") as f:
+                f.write(disk + "\n")
+        return subprocess.run([sys.executable, os.path.join(REPO, "bench", "gpu", "checkpoint_table.py"), path],
+                              capture_output=True, text=True, timeout=60)
+
+
+def rows_of(out):
+    return {line.split("|")[1].strip(): line for line in out.splitlines() if line.startswith("| ") and "---" not in line}
+
+
 class CheckpointTableTest(unittest.TestCase):
     def table(self, runs):
-        with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
-            f.write("".join(json.dumps(r) + "\n" for r in runs))
-        self.addCleanup(os.unlink, f.name)
-        p = subprocess.run([sys.executable, os.path.join(REPO, "bench", "gpu", "checkpoint_table.py"), f.name],
-                           capture_output=True, text=True, timeout=60)
+        p = run_table(runs)
         self.assertEqual(p.returncode, 0, p.stderr)
-        return {line.split("|")[1].strip(): line for line in p.stdout.splitlines() if line.startswith("| ") and "---" not in line}
+        return rows_of(p.stdout)
 
     def test_slowdowns_stalls_and_the_restore_column(self):
         rows = self.table([
@@ -43,30 +57,19 @@ class CheckpointTableTest(unittest.TestCase):
         self.assertTrue(rows["none"].rstrip().endswith("| - |"), rows["none"])
 
     def test_the_final_save_gives_a_persistence_rate_against_the_raw_disk(self):
-        with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "checkpoint.jsonl")
-            with open(path, "w") as f:
-                for r in [record("none", [0.4, 0.4]),
-                          record("agent", [0.4, 11.0], checkpoint_stalls=[0.03, 11.2], checkpoint_bytes=17_000_000_000),
-                          record("torch.save", [0.4, 24.0], checkpoint_stalls=[22.7, 24.0])]:
-                    f.write(json.dumps(r) + "\n")
-            with open(os.path.join(d, "disk.txt"), "w") as f:
-                f.write("4294967296 bytes (4.3 GB, 4.0 GiB) copied, 2.05724 s, 2.1 GB/s\n")
-            p = subprocess.run([sys.executable, os.path.join(REPO, "bench", "gpu", "checkpoint_table.py"), path],
-                               capture_output=True, text=True, timeout=60)
+        p = run_table([record("none", [0.4, 0.4]),
+                       record("agent", [0.4, 11.0], checkpoint_stalls=[0.03, 11.2], checkpoint_bytes=17_000_000_000),
+                       record("torch.save", [0.4, 24.0], checkpoint_stalls=[22.7, 24.0])],
+                      disk="4294967296 bytes (4.3 GB, 4.0 GiB) copied, 2.05724 s, 2.1 GB/s")
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("raw disk (dd, direct I/O): 2.09 GB/s", p.stdout)
-        rows = {line.split("|")[1].strip(): line for line in p.stdout.splitlines() if line.startswith("| ") and "---" not in line}
+        rows = rows_of(p.stdout)
         self.assertIn("| ≥ 1.52 GB/s (73% of raw) |", rows["agent"])
         self.assertIn("| ≥ 0.71 GB/s (34% of raw) |", rows["torch.save"], "every method's bytes are the state's")
         self.assertIn("| - | - |", rows["none"])
 
     def test_a_file_without_a_run_without_checkpoints_is_refused(self):
-        with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
-            f.write(json.dumps(record("agent", [0.4, 0.4])) + "\n")
-        self.addCleanup(os.unlink, f.name)
-        p = subprocess.run([sys.executable, os.path.join(REPO, "bench", "gpu", "checkpoint_table.py"), f.name],
-                           capture_output=True, text=True, timeout=60)
+        p = run_table([record("agent", [0.4, 0.4])])
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("no run without checkpoints", p.stderr)
 
