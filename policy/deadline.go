@@ -258,8 +258,10 @@ func (d *deadlineAware) deferral(v *View, zones []string, budget time.Duration) 
 // best on-demand plan's. Waiting until only the fastest placement still keeps the deadline
 // trades the efficient placement a purchase now would get for that fast, dearer one; on a
 // market whose spot seldom returns (zones of one machine each) that trade put the 90th
-// percentile above the all-on-demand cost (1.06×). Without what the job spent (a controller
-// that does not say) there is nothing to compare and any placement that fits will do.
+// percentile above the all-on-demand cost (1.06×). The rushed finish is billed as the baseline
+// is, from running: its machines' boot (part of after) is not billed, as the clouds and the
+// simulator do not bill it. Without what the job spent (a controller that does not say) there
+// is nothing to compare and any placement that fits will do.
 func (d *deadlineAware) affordable(v *View, o option, gpus int, after time.Duration) bool {
 	if v.Baseline.GPUs <= 0 || v.SpentUSD <= 0 {
 		return true
@@ -269,7 +271,7 @@ func (d *deadlineAware) affordable(v *View, o option, gpus int, after time.Durat
 	if o.runtime > 0 && o.runtime < never {
 		step = o.costUSD / o.runtime.Hours() * v.Market.Gap.Hours()
 	}
-	return v.SpentUSD+step+float64(gpus)*perGPU*after.Hours() <= v.Baseline.CostUSD
+	return v.SpentUSD+step+float64(gpus)*perGPU*max(after-v.Job.Boot, 0).Hours() <= v.Baseline.CostUSD
 }
 
 // fastest is the candidate that finishes first (max_gpus, usually, with as much spot as

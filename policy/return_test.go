@@ -105,3 +105,17 @@ func TestAJobFarFromItsDeadlineWaitsForSpotEvenWhenARushedFinishWouldBeDear(t *t
 	require.NoError(t, err)
 	assert.Zero(t, d.Request.OnDemand, "22 hours to go: wait for spot (%+v)", d.Request)
 }
+
+// The rushed on-demand finish that a deferral must keep within the baseline's bill is billed as
+// the baseline is, without its machines' boot: a finish that costs exactly the bill left once
+// the boot is taken out is affordable, one a cent dearer is not.
+func TestADeferralBillsTheRushedFinishWithoutItsBoot(t *testing.T) {
+	m := &Market{GPUsPerInst: 1, OnDemandPrice: 3, Gap: time.Hour}
+	v := &View{Job: Job{Restart: 10 * time.Minute, Boot: 4 * time.Minute}, Market: m,
+		Baseline: OnDemandPlan{GPUs: 4, CostUSD: 100}, SpentUSD: 40}
+	after := 5*time.Hour + v.Job.Boot // 4 GPUs × $3 × 5 h billed = $60: the bill left
+	d := &deadlineAware{}
+	assert.True(t, d.affordable(v, option{}, 4, after), "$40 paid + $60 billed is the $100 bill")
+	v.SpentUSD += 0.01
+	assert.False(t, d.affordable(v, option{}, 4, after), "a cent more is past it")
+}
