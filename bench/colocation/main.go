@@ -140,6 +140,11 @@ func runtimeLine(st interference.Study, p interference.Pair, dir string) (Line, 
 		}
 		l.BEShare = r.BEFraction
 		notes = append(notes, fmt.Sprintf("BE over the HP window; over its whole run %.0f%%", 100*whole.BEFraction))
+		var hp hpTimeline
+		if lastJSON(filepath.Join(dir, "hp.json"), &hp) == nil && hp.busyShare() > 0 {
+			notes = append(notes, fmt.Sprintf("HP requests in flight %.0f%% of the window: BE only in their gaps keeps at most %.0f%%",
+				100*hp.busyShare(), 100*(1-hp.busyShare())))
+		}
 	case errors.Is(err, errNoTimeline):
 		notes = append(notes, "BE over its whole run (no timeline: HP idle for part of it)")
 	default:
@@ -150,13 +155,19 @@ func runtimeLine(st interference.Study, p interference.Pair, dir string) (Line, 
 		MPS       bool             `json:"mps"`
 		BEState   string           `json:"be_state"`
 		BEWaitsBy map[string]int64 `json:"be_waits_by"`
-		HPShim    shimStats        `json:"hp_shim"`
-		BEShim    shimStats        `json:"be_shim"`
+		// Beside is how many BE kernels were admitted beside running HP work (nil: a runtime
+		// that did not say).
+		Beside *int64    `json:"be_admitted_beside"`
+		HPShim shimStats `json:"hp_shim"`
+		BEShim shimStats `json:"be_shim"`
 	}
 	if lastJSON(filepath.Join(dir, "result.json"), &res) == nil {
 		notes = append(notes, fmt.Sprintf("MPS %v, BE %s", res.MPS, res.BEState))
 		if held := heldBy(res.BEWaitsBy); held != "" {
 			notes = append(notes, held)
+		}
+		if res.Beside != nil {
+			notes = append(notes, fmt.Sprintf("%d BE kernels admitted beside HP work", *res.Beside))
 		}
 		if res.HPShim.Baseline == "events" {
 			notes = append(notes, "HP slowdown over its own event times")

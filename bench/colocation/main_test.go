@@ -88,6 +88,15 @@ func TestTheBEShareIsReadOverTheHPWindowWhenBothSidesGaveTimelines(t *testing.T)
 	require.Equal(t, "schooner runtime", rt.Mechanism)
 	require.InDelta(t, 0.25, rt.BEShare, 1e-9)
 	require.Contains(t, rt.Note, "over its whole run 88%")
+	// 100 requests of 2.2 ms in a 2 s window: in flight 11% of it, so a BE side running only
+	// in their gaps could keep at most 89%.
+	require.Contains(t, rt.Note, "HP requests in flight 11% of the window: BE only in their gaps keeps at most 89%")
+	require.NotContains(t, rt.Note, "admitted beside", "no result.json: nothing to say")
+
+	write("result.json", `{"mps": true, "be_state": "running", "be_admitted_beside": 7}`)
+	lines, err = Lines(st, dir)
+	require.NoError(t, err)
+	require.Contains(t, lines[len(lines)-1].Note, "7 BE kernels admitted beside HP work")
 
 	// A window the marks do not cover is an error, not a guess.
 	write("hp.json", `{"requests": 100, "p50_ms": 2, "p99_ms": 3, "mean_ms": 2.2, "window_unix": [110, 113]}`)

@@ -13,9 +13,24 @@ import (
 // BE share is then read over the HP window only, the same window the mechanisms of the study
 // are measured over.
 
-// hpTimeline is the part of the HP child's line that --timeline adds.
+// hpTimeline is the part of the HP child's line that --timeline adds, with the requests'
+// count and mean latency that give how busy the HP side kept its window.
 type hpTimeline struct {
-	Window []float64 `json:"window_unix"`
+	Window   []float64 `json:"window_unix"`
+	Requests int       `json:"requests"`
+	MeanMs   float64   `json:"mean_ms"`
+}
+
+// busyShare is the part of the HP window during which one of its requests was in flight
+// (closed loop: one request at a time, so their latencies add up without overlap). A BE side
+// that runs only while no HP request is in flight keeps at most 1 − busyShare of its rate over
+// the window; anything above that bound it can only have done beside HP work. 0 when the file
+// has no window.
+func (h hpTimeline) busyShare() float64 {
+	if len(h.Window) != 2 || h.Window[1] <= h.Window[0] || h.Requests <= 0 {
+		return 0
+	}
+	return min(1, float64(h.Requests)*h.MeanMs/1e3/(h.Window[1]-h.Window[0]))
 }
 
 // beTimeline is the part of the BE child's line that --timeline adds: [unix seconds, work done
