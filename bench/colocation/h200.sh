@@ -17,12 +17,14 @@
 # RUNTIME_TAG names those runs apart (runtime-LC-BE@TAG), and SKIP_STUDY=1 runs only the runtime
 # into an OUTDIR that already has the study: two variants of the runtime against one baseline.
 # MECHANISMS narrows the study's mechanisms (e.g. "mps-25 mps-50"; each workload alone, the
-# dedicated baseline, always runs).
+# dedicated baseline, always runs). THINK_MS is the HP side's mean think time between requests
+# (default 2, the study's): a longer one is a lighter HP load, with more idle time for BE work.
 set -u
 source "$(dirname "$0")/../gpu/setup.sh"
 export SCHOONER_PYTHONPATH="$root/trainer/python" PYTHONPATH="$root/trainer/python${PYTHONPATH:+:$PYTHONPATH}"
 requests=${REQUESTS:-400}
-request="{\"requests\":$requests,\"warmup\":50,\"think_ms\":2,\"seed\":1}"
+think=${THINK_MS:-2}
+request="{\"requests\":$requests,\"warmup\":50,\"think_ms\":$think,\"seed\":1}"
 pairs=${PAIRS:-"decode-chain+train-step decode-chain+gemm cnn-infer+train-step cnn-infer+gemm"}
 scale=${SCALE:-h200}
 log() { echo "$* ($(date -u +%T))" >> "$out/steps.log"; }
@@ -32,7 +34,7 @@ for p in $pairs; do pairflags="$pairflags --pair $p"; done
 for m in ${MECHANISMS:-}; do pairflags="$pairflags --mechanism $m"; done
 if [ -z "${SKIP_STUDY:-}" ]; then
   log "== study"
-  timeout "${STUDY_LIMIT:-900}" "$bin" gpu interference run --local $pairflags --requests "$requests" --repeats "${REPEATS:-3}" \
+  timeout "${STUDY_LIMIT:-900}" "$bin" gpu interference run --local $pairflags --requests "$requests" --think-ms "$think" --repeats "${REPEATS:-3}" \
     --out "$out/study" ${CPU_TEST:+--cpu-test} ${COUNTERS:+--counters} > "$out/study.log" 2>&1
   log "   exit $?"
 fi
