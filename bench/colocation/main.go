@@ -177,7 +177,11 @@ func runtimeLine(st interference.Study, p interference.Pair, dir string) (Line, 
 		}
 		if g := res.HPShim.Gapped; g != nil && res.HPShim.Launches > 0 {
 			timed := res.HPShim.Launches - res.HPShim.Untimed
-			notes = append(notes, fmt.Sprintf("%d of %d timed HP launches left out of the slowdown signal (not seen queued: their time holds the launch's)", *g, timed))
+			if res.HPShim.IdleSamples == "from-launch" {
+				notes = append(notes, fmt.Sprintf("%d of %d timed HP launches found their stream idle: counted from their launch's return", *g, timed))
+			} else {
+				notes = append(notes, fmt.Sprintf("%d of %d timed HP launches left out of the slowdown signal (not seen queued: their time holds the launch's)", *g, timed))
+			}
 		}
 		if res.HPShim.Launches > 0 && res.BEShim.Launches > 0 {
 			notes = append(notes, fmt.Sprintf("the shim costs a launch %.1f µs (HP), %.1f µs (BE)",
@@ -194,9 +198,12 @@ type shimStats struct {
 	ShimNS      int64  `json:"shim_ns"`
 	Launches    int64  `json:"shim_launches"`
 	Untimed     int64  `json:"untimed"`
-	// Gapped is how many timed HP launches the slowdown signal left out (nil: a shim from
-	// before the rule).
+	// Gapped is how many timed HP launches found their stream idle with a host gap too long to
+	// ignore (nil: a shim from before the rule).
 	Gapped *int64 `json:"gapped"`
+	// IdleSamples is what the signal did with those launches: from-launch (counted from the
+	// launch call's return) or leave-out; "" from a shim before 2026-12-07, which left them out.
+	IdleSamples string `json:"idle_samples"`
 	// Baseline is what the HP slowdown was measured against: profile (the default) or events
 	// (SCHOONER_COLOCATE_HP_BASELINE=events).
 	Baseline string `json:"hp_baseline"`

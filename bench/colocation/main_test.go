@@ -93,10 +93,17 @@ func TestTheBEShareIsReadOverTheHPWindowWhenBothSidesGaveTimelines(t *testing.T)
 	require.Contains(t, rt.Note, "HP requests in flight 11% of the window: BE only in their gaps keeps at most 89%")
 	require.NotContains(t, rt.Note, "admitted beside", "no result.json: nothing to say")
 
-	write("result.json", `{"mps": true, "be_state": "running", "be_admitted_beside": 7}`)
+	write("result.json", `{"mps": true, "be_state": "running", "be_admitted_beside": 7,
+		"hp_shim": {"shim_launches": 100, "untimed": 60, "gapped": 30}}`)
 	lines, err = Lines(st, dir)
 	require.NoError(t, err)
 	require.Contains(t, lines[len(lines)-1].Note, "7 BE kernels admitted beside HP work")
+	require.Contains(t, lines[len(lines)-1].Note, "30 of 40 timed HP launches left out of the slowdown signal", "a shim from before: left out")
+
+	write("result.json", `{"hp_shim": {"shim_launches": 100, "untimed": 60, "gapped": 30, "idle_samples": "from-launch"}}`)
+	lines, err = Lines(st, dir)
+	require.NoError(t, err)
+	require.Contains(t, lines[len(lines)-1].Note, "30 of 40 timed HP launches found their stream idle: counted from their launch's return")
 
 	// A window the marks do not cover is an error, not a guess.
 	write("hp.json", `{"requests": 100, "p50_ms": 2, "p99_ms": 3, "mean_ms": 2.2, "window_unix": [110, 113]}`)

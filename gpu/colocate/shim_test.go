@@ -356,31 +356,37 @@ func TestShimLeavesNoRuntimeErrorBehindItsLookups(t *testing.T) {
 	}
 }
 
+// seedHP writes the HP side's profile file: hp_gemm_kernel's fastest time ns, as from ncu.
+func seedHP(t *testing.T, g *fakeGPU, ns int) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(filepath.Join(g.dir, "hp-profiles.tsv"),
+		[]byte("# from ncu\nhp_gemm_kernel\t132,1,1\t256,1,1\t0\t"+strconv.Itoa(ns)+"\t0\tcompute\n"), 0o644))
+}
+
 // A timed HP launch onto an idle stream holds the driver's own launch time (its start event
 // fires before the kernel is submitted): kernels of 20 µs launched 300 µs apart through a
 // driver that takes 50 µs a launch read 3.5× their fastest time with nothing beside them, and
-// the supervisor held the BE side back for it. Such samples stay out of the slowdown signal;
-// launches queued behind running work still count, and read their true time.
+// the supervisor held the BE side back for it. Such samples count from the launch call's
+// return, so they read no slowdown; launches queued behind running work count as they are,
+// and read their true time too.
 func TestShimLeavesTheDriversLaunchTimeOutOfTheSlowdownSignal(t *testing.T) {
-	seed := func(g *fakeGPU, ns int) {
-		require.NoError(t, os.WriteFile(filepath.Join(g.dir, "hp-profiles.tsv"),
-			[]byte("# from ncu\nhp_gemm_kernel\t132,1,1\t256,1,1\t0\t"+strconv.Itoa(ns)+"\t0\tcompute\n"), 0o644))
-	}
 	t.Setenv("FAKE_LAUNCH_COST_US", "50")
 
 	apart := newFakeGPU(t)
-	seed(apart, 20_000)
+	seedHP(t, apart, 20_000)
 	t.Setenv("FAKE_LAUNCH_GAP_US", "300")
 	st := apart.start(t, "hp", "proc-address", "hp_gemm_kernel", 40, 0.02, 132).wait(t)
 	require.Equal(t, 19.0, st["gapped"], "every timed launch (16, then one in 8) found the stream idle")
+	require.Equal(t, "from-launch", st["idle_samples"])
 	snap := apart.board.Snapshot()
 	require.Equal(t, int64(40), snap.HPKernels)
-	require.Zero(t, snap.HPMeasured, "no sample with the launch's host time in it")
+	require.Positive(t, snap.HPMeasured)
+	require.InDelta(t, 1, float64(snap.HPMeasured)/float64(snap.HPFastest), 0.15, "no slowdown read from the launch's host time")
 
 	// Kernels of 5 ms queued 50 µs apart: a poll has milliseconds to see the one ahead of a
 	// timed launch still running, even on a loaded machine.
 	queued := newFakeGPU(t)
-	seed(queued, 5_000_000)
+	seedHP(t, queued, 5_000_000)
 	t.Setenv("FAKE_LAUNCH_GAP_US", "0")
 	st = queued.start(t, "hp", "proc-address", "hp_gemm_kernel", 40, 5, 132).wait(t)
 	// The first launch found the stream idle; a poll delayed past the kernel ahead (a loaded
@@ -389,6 +395,33 @@ func TestShimLeavesTheDriversLaunchTimeOutOfTheSlowdownSignal(t *testing.T) {
 	snap = queued.board.Snapshot()
 	require.Positive(t, snap.HPMeasured)
 	require.InDelta(t, 1, float64(snap.HPMeasured)/float64(snap.HPFastest), 0.1)
+}
+
+// A request's first kernel arrives at a GPU whose SMs BE work holds, and waits for it before it
+// starts: that wait is the slowdown a request-driven HP program feels, and the signal reads it.
+// The fake holds every kernel submitted to an idle stream 100 µs (a BE piece in progress):
+// kernels of 20 µs launched 300 µs apart read about 6× (120 µs from the launch's return against
+// 20); left out of the signal, as they were until 2026-12-07, the supervisor saw nothing.
+func TestShimSeesTheWaitOfAKernelThatArrivesBehindBEWork(t *testing.T) {
+	t.Setenv("FAKE_LAUNCH_COST_US", "50")
+	t.Setenv("FAKE_LAUNCH_GAP_US", "300")
+	t.Setenv("FAKE_START_DELAY_US", "100")
+
+	g := newFakeGPU(t)
+	seedHP(t, g, 20_000)
+	st := g.start(t, "hp", "proc-address", "hp_gemm_kernel", 40, 0.02, 132).wait(t)
+	require.Equal(t, 19.0, st["gapped"], "every timed launch found the stream idle")
+	snap := g.board.Snapshot()
+	slowdown := float64(snap.HPMeasured) / float64(snap.HPFastest)
+	require.Greater(t, slowdown, 4.0, "the 100 µs wait behind BE work is in the signal")
+	require.Less(t, slowdown, 8.0, "the 50 µs launch is not")
+
+	t.Setenv("SCHOONER_COLOCATE_IDLE_SAMPLES", "leave-out")
+	old := newFakeGPU(t)
+	seedHP(t, old, 20_000)
+	st = old.start(t, "hp", "proc-address", "hp_gemm_kernel", 40, 0.02, 132).wait(t)
+	require.Equal(t, "leave-out", st["idle_samples"])
+	require.Zero(t, old.board.Snapshot().HPMeasured, "the rule before: the wait went unseen")
 }
 
 // Launches a few hundred microseconds apart, as a request-driven HP program's, do not each wake

@@ -58,6 +58,10 @@ static int role = ROLE_OFF;
  * events add, so a few-microsecond kernel reads as slowed down when it is not, and the
  * supervisor holds the BE side back for nothing). The default, `profile`, keeps the seed. */
 static int hp_baseline_events;
+/* SCHOONER_COLOCATE_IDLE_SAMPLES=leave-out: a timed HP launch that found its stream idle (with a
+ * host gap too long to ignore) is left out of the slowdown signal, as before 2026-12-07. The
+ * default, `from-launch`, counts it from its launch call's return (see slowdown_sample). */
+static int idle_samples_leave_out;
 static sch_board *board;
 static int sm_count;
 static int64_t poll_ns = 5000;
@@ -126,8 +130,9 @@ static struct {
 	 * the real launch call, less waits for the rule): a launch-bound program pays it at every
 	 * kernel. */
 	int64_t shim_ns, shim_launches;
-	/* Timed HP launches left out of the slowdown signal: not seen queued behind earlier work,
-	 * with a host gap over 1/IDLE_GAP_SHARE of their time (see slowdown_sample). */
+	/* Timed HP launches not seen queued behind earlier work, with a host gap over
+	 * 1/IDLE_GAP_SHARE of their time: counted from their launch's return (or left out, with
+	 * SCHOONER_COLOCATE_IDLE_SAMPLES=leave-out; see slowdown_sample). */
 	int64_t gapped;
 	/* Launches that woke the blocked tracker (see TRACKER_IDLE_NS). */
 	int64_t wakeups;
@@ -177,6 +182,11 @@ static void init(void)
 		hp_baseline_events = 1;
 	else if (base && *base && strcmp(base, "profile") != 0)
 		fprintf(stderr, "schooner-colocate: SCHOONER_COLOCATE_HP_BASELINE=%s is not profile or events: using profile\n", base);
+	const char *idle = getenv("SCHOONER_COLOCATE_IDLE_SAMPLES");
+	if (idle && strcmp(idle, "leave-out") == 0)
+		idle_samples_leave_out = 1;
+	else if (idle && *idle && strcmp(idle, "from-launch") != 0)
+		fprintf(stderr, "schooner-colocate: SCHOONER_COLOCATE_IDLE_SAMPLES=%s is not from-launch or leave-out: using from-launch\n", idle);
 	const char *in = getenv("SCHOONER_COLOCATE_PROFILES");
 	if (in && *in)
 		sch_profiles_load(in);
@@ -271,22 +281,34 @@ static void retire_locked(sch_ticket *t, int64_t measured, int64_t fastest)
 	free_tickets = t;
 }
 
-/* Whether an HP launch's event time may stand in the slowdown signal. Its start event is
- * recorded just before the launch; on a stream still running earlier work it fires when that
- * work ends, after the kernel was submitted, so the time is the kernel's. On an idle stream it
- * fires at once, and the kernel starts only once the driver has submitted it: the time then
- * also holds the driver's own launch time, 2-5 us on an H100, as long as a CNN's kernels, so
- * a launch-bound program read 1.2-4x slowed down with nothing beside it and the supervisor
- * held the BE side back for nothing (BENCHMARKS.md, colocation, 2026-12-06). So a sample
- * counts when a poll saw earlier work on its stream still running after its start event was
- * recorded (the poll learns that for free: it skips the launches queued behind a running
- * one), or when the host gap, which bounds the error, is small against it. Leaving the others
- * out loses little that matters for latency: a kernel on an idle stream delays the program
- * only once it outlasts the launches after it, and then the stream is busy. Asking the driver
- * in the launch path instead would put a query into every timed launch. */
+/* Whether an HP launch's event time may stand in the slowdown signal as it is. Its start event
+ * is recorded just before the launch; on a stream still running earlier work it fires when
+ * that work ends, after the kernel was submitted, so the time is the kernel's. On an idle
+ * stream it fires at once, and the kernel starts only once the driver has submitted it: the
+ * time then also holds the driver's own launch time, 2-5 us on an H100, as long as a CNN's
+ * kernels, so a launch-bound program read 1.2-4x slowed down with nothing beside it and the
+ * supervisor held the BE side back for nothing (BENCHMARKS.md, colocation, 2026-12-06). So a
+ * sample stands as it is when a poll saw earlier work on its stream still running after its
+ * start event was recorded (the poll learns that for free: it skips the launches queued
+ * behind a running one), or when the host gap, which bounds the error, is small against it.
+ * Asking the driver in the launch path instead would put a query into every timed launch. */
 static int slowdown_sample(const sch_ticket *t, int64_t ns)
 {
 	return role != ROLE_HP || t->queued_behind || t->host_gap_ns * IDLE_GAP_SHARE <= ns;
+}
+
+/* The sample of an HP launch that found its stream idle: its time from the launch call's
+ * return, when the kernel had been submitted, to its end, and at least its shape's fastest
+ * time. With nothing beside it that reads no slowdown; behind a BE piece holding the SMs it
+ * reads the wait. Such launches are a request's first kernels, the ones that wait for the BE
+ * work in progress when a request arrives: left out of the signal (as they were until
+ * 2026-12-07), that wait went unseen, and at a light HP load, where most requests arrive at a
+ * GPU the BE side holds, the supervisor grew the budget while the requests ran 1.27x slower at
+ * p50 (BENCHMARKS.md, colocation, two HP loads). */
+static int64_t from_launch(const sch_ticket *t, int64_t ns, int64_t fastest)
+{
+	int64_t after = ns - t->host_gap_ns;
+	return after > fastest ? after : fastest;
 }
 
 /* Takes a completed launch off the books: its time (0: not timed) into its profile, then
@@ -310,7 +332,7 @@ static void complete_locked(sch_ticket *t, int64_t ns)
 	}
 	if (ns > 0 && !slowdown_sample(t, ns)) {
 		stats.gapped++;
-		ns = 0;
+		ns = idle_samples_leave_out ? 0 : from_launch(t, ns, fastest);
 	}
 	retire_locked(t, ns, ns > 0 ? fastest : 0);
 }
@@ -635,12 +657,13 @@ static void write_stats(void)
 	fprintf(f,
 		"\"hp_baseline\":\"%s\",\"untracked\":%lld,\"captured\":%lld,\"failed_events\":%lld,\"untimed\":%lld,\"waits\":%lld,"
 		"\"wait_ns\":%lld,\"event_queries\":%lld,\"max_poll_queries\":%lld,\"min_excess_ns\":%lld,"
-		"\"shim_ns\":%lld,\"shim_launches\":%lld,\"gapped\":%lld,\"wakeups\":%lld}\n",
+		"\"shim_ns\":%lld,\"shim_launches\":%lld,\"gapped\":%lld,\"idle_samples\":\"%s\",\"wakeups\":%lld}\n",
 		hp_baseline_events ? "events" : "profile", (long long)stats.untracked, (long long)stats.captured, (long long)stats.failed_events,
 		(long long)stats.untimed, (long long)stats.waits, (long long)stats.wait_ns,
 		(long long)stats.event_queries, (long long)stats.max_poll_queries,
 		(long long)(stats.excess_seen ? stats.min_excess_ns : -1), (long long)stats.shim_ns,
-		(long long)stats.shim_launches, (long long)stats.gapped, (long long)stats.wakeups);
+		(long long)stats.shim_launches, (long long)stats.gapped, idle_samples_leave_out ? "leave-out" : "from-launch",
+		(long long)stats.wakeups);
 	if (fclose(f) == 0)
 		rename(tmp, stats_out);
 }

@@ -49,11 +49,19 @@ static void launch_cost(void)
 		;
 }
 
+/* FAKE_START_DELAY_US: how long a kernel submitted to an idle stream waits before it starts
+ * (default none), as one does on a real GPU whose SMs another process's kernel still holds. */
+static int64_t start_delay_ns(void)
+{
+	static long cache = -1;
+	return env_us("FAKE_START_DELAY_US", &cache) * 1000;
+}
+
 static void run_on(void *stream, int64_t dur)
 {
 	launch_cost();
 	int64_t *t = timeline(stream), n = now_ns();
-	*t = (*t > n ? *t : n) + dur;
+	*t = (*t > n ? *t : n + start_delay_ns()) + dur;
 }
 
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
