@@ -366,9 +366,10 @@ func seedHP(t *testing.T, g *fakeGPU, ns int) {
 // A timed HP launch onto an idle stream holds the driver's own launch time (its start event
 // fires before the kernel is submitted): kernels of 20 µs launched 300 µs apart through a
 // driver that takes 50 µs a launch read 3.5× their fastest time with nothing beside them, and
-// the supervisor held the BE side back for it. Such samples count from the launch call's
-// return, so they read no slowdown; launches queued behind running work count as they are,
-// and read their true time too.
+// the supervisor held the BE side back for it. Such samples stay out of the slowdown signal
+// (or, with SCHOONER_COLOCATE_IDLE_SAMPLES=from-launch, count from the launch call's return and
+// read no slowdown); launches queued behind running work count as they are, and read their
+// true time.
 func TestShimLeavesTheDriversLaunchTimeOutOfTheSlowdownSignal(t *testing.T) {
 	t.Setenv("FAKE_LAUNCH_COST_US", "50")
 
@@ -377,11 +378,20 @@ func TestShimLeavesTheDriversLaunchTimeOutOfTheSlowdownSignal(t *testing.T) {
 	t.Setenv("FAKE_LAUNCH_GAP_US", "300")
 	st := apart.start(t, "hp", "proc-address", "hp_gemm_kernel", 40, 0.02, 132).wait(t)
 	require.Equal(t, 19.0, st["gapped"], "every timed launch (16, then one in 8) found the stream idle")
-	require.Equal(t, "from-launch", st["idle_samples"])
+	require.Equal(t, "leave-out", st["idle_samples"], "the default")
 	snap := apart.board.Snapshot()
 	require.Equal(t, int64(40), snap.HPKernels)
+	require.Zero(t, snap.HPMeasured, "no sample with the launch's host time in it")
+
+	t.Setenv("SCHOONER_COLOCATE_IDLE_SAMPLES", "from-launch")
+	fromLaunch := newFakeGPU(t)
+	seedHP(t, fromLaunch, 20_000)
+	st = fromLaunch.start(t, "hp", "proc-address", "hp_gemm_kernel", 40, 0.02, 132).wait(t)
+	require.Equal(t, "from-launch", st["idle_samples"])
+	snap = fromLaunch.board.Snapshot()
 	require.Positive(t, snap.HPMeasured)
 	require.InDelta(t, 1, float64(snap.HPMeasured)/float64(snap.HPFastest), 0.15, "no slowdown read from the launch's host time")
+	t.Setenv("SCHOONER_COLOCATE_IDLE_SAMPLES", "")
 
 	// Kernels of 5 ms queued 50 µs apart: a poll has milliseconds to see the one ahead of a
 	// timed launch still running, even on a loaded machine.
@@ -398,14 +408,16 @@ func TestShimLeavesTheDriversLaunchTimeOutOfTheSlowdownSignal(t *testing.T) {
 }
 
 // A request's first kernel arrives at a GPU whose SMs BE work holds, and waits for it before it
-// starts: that wait is the slowdown a request-driven HP program feels, and the signal reads it.
-// The fake holds every kernel submitted to an idle stream 100 µs (a BE piece in progress):
-// kernels of 20 µs launched 300 µs apart read about 6× (120 µs from the launch's return against
-// 20); left out of the signal, as they were until 2026-12-07, the supervisor saw nothing.
+// starts: that wait is the slowdown a request-driven HP program feels, and with
+// SCHOONER_COLOCATE_IDLE_SAMPLES=from-launch the signal reads it. The fake holds every kernel
+// submitted to an idle stream 100 µs (a BE piece in progress): kernels of 20 µs launched 300 µs
+// apart read about 6× (120 µs from the launch's return against 20); left out of the signal (the
+// default), the supervisor sees nothing.
 func TestShimSeesTheWaitOfAKernelThatArrivesBehindBEWork(t *testing.T) {
 	t.Setenv("FAKE_LAUNCH_COST_US", "50")
 	t.Setenv("FAKE_LAUNCH_GAP_US", "300")
 	t.Setenv("FAKE_START_DELAY_US", "100")
+	t.Setenv("SCHOONER_COLOCATE_IDLE_SAMPLES", "from-launch")
 
 	g := newFakeGPU(t)
 	seedHP(t, g, 20_000)
@@ -416,12 +428,12 @@ func TestShimSeesTheWaitOfAKernelThatArrivesBehindBEWork(t *testing.T) {
 	require.Greater(t, slowdown, 4.0, "the 100 µs wait behind BE work is in the signal")
 	require.Less(t, slowdown, 8.0, "the 50 µs launch is not")
 
-	t.Setenv("SCHOONER_COLOCATE_IDLE_SAMPLES", "leave-out")
+	t.Setenv("SCHOONER_COLOCATE_IDLE_SAMPLES", "")
 	old := newFakeGPU(t)
 	seedHP(t, old, 20_000)
 	st = old.start(t, "hp", "proc-address", "hp_gemm_kernel", 40, 0.02, 132).wait(t)
 	require.Equal(t, "leave-out", st["idle_samples"])
-	require.Zero(t, old.board.Snapshot().HPMeasured, "the rule before: the wait went unseen")
+	require.Zero(t, old.board.Snapshot().HPMeasured, "the default: the wait goes unseen")
 }
 
 // Launches a few hundred microseconds apart, as a request-driven HP program's, do not each wake

@@ -58,10 +58,11 @@ static int role = ROLE_OFF;
  * events add, so a few-microsecond kernel reads as slowed down when it is not, and the
  * supervisor holds the BE side back for nothing). The default, `profile`, keeps the seed. */
 static int hp_baseline_events;
-/* SCHOONER_COLOCATE_IDLE_SAMPLES=leave-out: a timed HP launch that found its stream idle (with a
- * host gap too long to ignore) is left out of the slowdown signal, as before 2026-12-07. The
- * default, `from-launch`, counts it from its launch call's return (see slowdown_sample). */
-static int idle_samples_leave_out;
+/* SCHOONER_COLOCATE_IDLE_SAMPLES=from-launch: a timed HP launch that found its stream idle (with
+ * a host gap too long to ignore) counts in the slowdown signal from its launch call's return
+ * (from_launch). The default, `leave-out`, leaves it out of the signal: the rule every GPU run
+ * so far measured; from-launch has run only against the fake driver (2026-12-07). */
+static int idle_samples_leave_out = 1;
 static sch_board *board;
 static int sm_count;
 static int64_t poll_ns = 5000;
@@ -131,8 +132,8 @@ static struct {
 	 * kernel. */
 	int64_t shim_ns, shim_launches;
 	/* Timed HP launches not seen queued behind earlier work, with a host gap over
-	 * 1/IDLE_GAP_SHARE of their time: counted from their launch's return (or left out, with
-	 * SCHOONER_COLOCATE_IDLE_SAMPLES=leave-out; see slowdown_sample). */
+	 * 1/IDLE_GAP_SHARE of their time: left out of the signal (or counted from their launch's
+	 * return, with SCHOONER_COLOCATE_IDLE_SAMPLES=from-launch; see slowdown_sample). */
 	int64_t gapped;
 	/* Launches that woke the blocked tracker (see TRACKER_IDLE_NS). */
 	int64_t wakeups;
@@ -183,10 +184,10 @@ static void init(void)
 	else if (base && *base && strcmp(base, "profile") != 0)
 		fprintf(stderr, "schooner-colocate: SCHOONER_COLOCATE_HP_BASELINE=%s is not profile or events: using profile\n", base);
 	const char *idle = getenv("SCHOONER_COLOCATE_IDLE_SAMPLES");
-	if (idle && strcmp(idle, "leave-out") == 0)
-		idle_samples_leave_out = 1;
-	else if (idle && *idle && strcmp(idle, "from-launch") != 0)
-		fprintf(stderr, "schooner-colocate: SCHOONER_COLOCATE_IDLE_SAMPLES=%s is not from-launch or leave-out: using from-launch\n", idle);
+	if (idle && strcmp(idle, "from-launch") == 0)
+		idle_samples_leave_out = 0;
+	else if (idle && *idle && strcmp(idle, "leave-out") != 0)
+		fprintf(stderr, "schooner-colocate: SCHOONER_COLOCATE_IDLE_SAMPLES=%s is not leave-out or from-launch: using leave-out\n", idle);
 	const char *in = getenv("SCHOONER_COLOCATE_PROFILES");
 	if (in && *in)
 		sch_profiles_load(in);
@@ -297,14 +298,14 @@ static int slowdown_sample(const sch_ticket *t, int64_t ns)
 	return role != ROLE_HP || t->queued_behind || t->host_gap_ns * IDLE_GAP_SHARE <= ns;
 }
 
-/* The sample of an HP launch that found its stream idle: its time from the launch call's
- * return, when the kernel had been submitted, to its end, and at least its shape's fastest
- * time. With nothing beside it that reads no slowdown; behind a BE piece holding the SMs it
- * reads the wait. Such launches are a request's first kernels, the ones that wait for the BE
- * work in progress when a request arrives: left out of the signal (as they were until
- * 2026-12-07), that wait went unseen, and at a light HP load, where most requests arrive at a
- * GPU the BE side holds, the supervisor grew the budget while the requests ran 1.27x slower at
- * p50 (BENCHMARKS.md, colocation, two HP loads). */
+/* The sample of an HP launch that found its stream idle, under SCHOONER_COLOCATE_IDLE_SAMPLES=
+ * from-launch: its time from the launch call's return, when the kernel had been submitted, to
+ * its end, and at least its shape's fastest time. With nothing beside it that reads no
+ * slowdown; behind a BE piece holding the SMs it reads the wait. Such launches are a request's
+ * first kernels, the ones that wait for the BE work in progress when a request arrives: left
+ * out of the signal (the default), that wait goes unseen, and at a light HP load, where most
+ * requests arrive at a GPU the BE side holds, the supervisor grew the budget while the
+ * requests ran 1.27x slower at p50 (BENCHMARKS.md, colocation, two HP loads). */
 static int64_t from_launch(const sch_ticket *t, int64_t ns, int64_t fastest)
 {
 	int64_t after = ns - t->host_gap_ns;
