@@ -37,6 +37,9 @@ under schooner dev, 1 for a real cloud): nothing to pass here.`,
 			if store != "" {
 				spec.Checkpoint.Store = store
 			}
+			for _, a := range spec.Advisories() {
+				fmt.Fprintf(cmd.ErrOrStderr(), "note: %s\n", a)
+			}
 			if dryRun {
 				fmt.Fprintf(cmd.OutOrStdout(), "%s is valid\n", args[0])
 				return nil

@@ -136,3 +136,22 @@ func TestAStaleStatusSaysSo(t *testing.T) {
 	assert.Contains(t, strings.Join(renderView(st), "\n"), "STALE")
 	assert.Contains(t, plainLine(st), "stale=true")
 }
+
+// A valid spec whose fallback has no deadline to keep starts (or passes --dry-run) with a note
+// that it will not fall back; one with a deadline gets none.
+func TestSubmitNotesAFallbackWithoutADeadline(t *testing.T) {
+	dir := t.TempDir()
+	spec := "name: fb\nmodel:\n  name: OPT-350\nglobal_batch: 32\niterations: 100\nspot: spot-with-fallback\n" +
+		"checkpoint:\n  every: 50\n  store: file:///tmp/schooner-demo/store\n"
+	path := filepath.Join(dir, "fb.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(spec), 0o644))
+	out, err := executeFresh(newTrainSubmitCommand, "--dry-run", path)
+	require.NoError(t, err)
+	assert.Contains(t, out, "note: spot: spot-with-fallback without a deadline buys no on-demand capacity")
+	assert.Contains(t, out, "is valid")
+
+	require.NoError(t, os.WriteFile(path, []byte(spec+"deadline: 24h\n"), 0o644))
+	out, err = executeFresh(newTrainSubmitCommand, "--dry-run", path)
+	require.NoError(t, err)
+	assert.NotContains(t, out, "note:")
+}
