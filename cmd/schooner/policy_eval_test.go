@@ -43,18 +43,15 @@ func TestPolicyEvalTakesTheJobFromASpecAndWritesEveryRun(t *testing.T) {
 // A spec written only to be evaluated need not name a checkpoint store (the simulator keeps no
 // checkpoints), but every other field is still checked.
 func TestPolicyEvalTakesASpecWithoutACheckpointStore(t *testing.T) {
-	dir := t.TempDir()
 	spec := "name: eval-only\nmodel: {name: OPT-350}\niterations: 600\nglobal_batch: 32\n" +
 		"resources: {max_gpus: 8}\ncheckpoint: {every: 50}\n"
-	path := filepath.Join(dir, "job.yaml")
-	require.NoError(t, os.WriteFile(path, []byte(spec), 0o644))
+	path := specFile(t, spec)
 	out, err := execute(newPolicyCommand(), "eval", "--spec", path, "--starts", "2", "--deadlines", "2x",
 		"--policies", "schooner-deadline")
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "schooner-deadline")
 
-	bad := filepath.Join(dir, "bad.yaml")
-	require.NoError(t, os.WriteFile(bad, []byte(strings.Replace(spec, "iterations: 600", "iterations: -5", 1)), 0o644))
+	bad := specFile(t, strings.Replace(spec, "iterations: 600", "iterations: -5", 1))
 	out, err = execute(newPolicyCommand(), "eval", "--spec", bad, "--starts", "2")
 	require.Error(t, err, out)
 	assert.Contains(t, out+err.Error(), "iterations")

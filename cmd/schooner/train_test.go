@@ -140,11 +140,9 @@ func TestAStaleStatusSaysSo(t *testing.T) {
 // A valid spec whose fallback has no deadline to keep starts (or passes --dry-run) with a note
 // that it will not fall back; one with a deadline gets none.
 func TestSubmitNotesAFallbackWithoutADeadline(t *testing.T) {
-	dir := t.TempDir()
 	spec := "name: fb\nmodel:\n  name: OPT-350\nglobal_batch: 32\niterations: 100\nspot: spot-with-fallback\n" +
 		"checkpoint:\n  every: 50\n  store: file:///tmp/schooner-demo/store\n"
-	path := filepath.Join(dir, "fb.yaml")
-	require.NoError(t, os.WriteFile(path, []byte(spec), 0o644))
+	path := specFile(t, spec)
 	out, err := executeFresh(newTrainSubmitCommand, "--dry-run", path)
 	require.NoError(t, err)
 	assert.Contains(t, out, "note: spot: spot-with-fallback without a deadline buys no on-demand capacity")
@@ -154,4 +152,12 @@ func TestSubmitNotesAFallbackWithoutADeadline(t *testing.T) {
 	out, err = executeFresh(newTrainSubmitCommand, "--dry-run", path)
 	require.NoError(t, err)
 	assert.NotContains(t, out, "note:")
+}
+
+// specFile writes a spec's text to a file of a test's own and returns its path.
+func specFile(t *testing.T, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "spec.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
+	return path
 }
