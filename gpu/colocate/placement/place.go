@@ -56,6 +56,27 @@ func Place(st interference.Study, kinds interference.Pair, target float64) Decis
 		return Decision{Reason: fmt.Sprintf("on %s no measured mechanism kept %s's p99 within %.2f× with %s at %.0f%% or more of its throughput",
 			st.GPU.Model, kinds.LC, target, kinds.BE, 100*MinBEFraction)}
 	}
-	return Decision{Allowed: true, Via: best.Mechanism.String(), Reason: fmt.Sprintf("on %s, %s kept %s's p99 at %.2f× (target %.2f×) with %s at %.0f%%",
-		st.GPU.Model, best.Mechanism, kinds.LC, best.LCP99x, target, kinds.BE, 100*best.BEFraction)}
+	reason := fmt.Sprintf("on %s, %s kept %s's p99 at %.2f× (target %.2f×) with %s at %.0f%% (%s)",
+		st.GPU.Model, best.Mechanism, kinds.LC, best.LCP99x, target, kinds.BE, 100*best.BEFraction, runsBehind(st, *best))
+	if best.LCP99x < 1 {
+		// Sharing cannot make the HP side faster than it runs alone: a ratio under 1 is the
+		// two runs' noise (a launch-bound program's latency is its host's), so the margin
+		// under the target is not known.
+		reason += "; a p99 below the HP side's alone is run-to-run noise, so the margin is not known"
+	}
+	return Decision{Allowed: true, Via: best.Mechanism.String(), Reason: reason}
+}
+
+// runsBehind says how many runs a row's figures are the median of, so a decision shows how
+// much evidence it stands on.
+func runsBehind(st interference.Study, r gi.Row) string {
+	for _, run := range st.Runs {
+		if run.Pair == r.Pair && run.Mechanism == r.Mechanism {
+			if run.Repeats <= 1 {
+				return "one run"
+			}
+			return fmt.Sprintf("median of %d runs", run.Repeats)
+		}
+	}
+	return "runs not found"
 }

@@ -35,6 +35,8 @@ func TestPlaceNamesTheBestMechanismThatMetTheTarget(t *testing.T) {
 	require.True(t, d.Allowed, d.Reason)
 	require.Equal(t, "green-context-66", d.Via)
 	require.Contains(t, d.Reason, "1.08×")
+	require.Contains(t, d.Reason, "(median of 3 runs)")
+	require.NotContains(t, d.Reason, "noise")
 
 	d = Place(study(), interference.Pair{LC: "decode-chain", BE: "gemm"}, 1.06)
 	require.True(t, d.Allowed)
@@ -74,4 +76,18 @@ func TestPlaceWorksOnAPartialStudy(t *testing.T) {
 	d = Place(st, interference.Pair{LC: "decode-chain", BE: "copy"}, 1.10)
 	require.False(t, d.Allowed)
 	require.Contains(t, d.Reason, "the study is partial (3 steps missing)")
+}
+
+// A decision names how many runs it stands on, and a p99 ratio under 1 (faster than alone,
+// which sharing cannot cause) is called the noise it is.
+func TestPlaceSaysWhenItStandsOnOneNoisyRun(t *testing.T) {
+	st := study()
+	for i := range st.Runs {
+		st.Runs[i].Repeats = 1
+	}
+	st.Runs[4].LC.P99Ms = 0.9 // the green context "beat" the decode chain alone
+	d := Place(st, interference.Pair{LC: "decode-chain", BE: "gemm"}, 1.10)
+	require.True(t, d.Allowed, d.Reason)
+	require.Contains(t, d.Reason, "(one run)")
+	require.Contains(t, d.Reason, "run-to-run noise")
 }
