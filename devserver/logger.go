@@ -32,10 +32,15 @@ func (l serverLogger) Error(msg string, tags ...tag.Tag) {
 }
 
 // benignErrors are server log lines at error level that report nothing wrong with the call:
-// the context-metadata interceptor tries to set a gRPC trailer on a history-service call
-// whose response headers were already sent, and says so (the call itself succeeded). Users
-// read an ERR line as a failure, so these go to debug.
-var benignErrors = []string{"ContextMetadataInterceptor: Failed to set trailer"}
+// the context-metadata interceptor and the metrics interceptor (server common/metrics/grpc.go)
+// try to set a gRPC trailer on a call whose response headers were already sent, and say so
+// (the call itself succeeded and its response is returned unchanged; the second was seen as
+// the one ERR line of `schooner demo serve` runs, "transport: SendHeader called multiple
+// times"). Users read an ERR line as a failure, so these go to debug.
+var benignErrors = []string{
+	"ContextMetadataInterceptor: Failed to set trailer",
+	"unable to add metrics baggage to gRPC trailer",
+}
 
 func benign(msg string) bool {
 	for _, b := range benignErrors {
