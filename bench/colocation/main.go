@@ -115,10 +115,11 @@ func Lines(st interference.Study, dir string) ([]Line, error) {
 // throughput against the study's dedicated runs of the same workloads (the HP side against
 // its run alone in a process of its own where the study has one: the runtime runs it so).
 func runtimeLine(st interference.Study, p interference.Pair, dir string) (Line, error) {
-	var lc interference.Latency
-	if err := lastJSON(filepath.Join(dir, "hp.json"), &lc); err != nil {
+	var hp hpLine
+	if err := lastJSON(filepath.Join(dir, "hp.json"), &hp); err != nil {
 		return Line{}, err
 	}
+	lc := hp.Latency
 	var be interference.Throughput
 	if err := lastJSON(filepath.Join(dir, "be.json"), &be); err != nil {
 		return Line{}, err
@@ -129,7 +130,7 @@ func runtimeLine(st interference.Study, p interference.Pair, dir string) (Line, 
 	}
 	l := Line{Pair: p, Mechanism: "schooner runtime", P50x: whole.LCP50x, P99x: whole.LCP99x, P99Ms: whole.LCP99Ms, BEShare: whole.BEFraction}
 	var notes []string
-	rate, err := windowRate(filepath.Join(dir, "hp.json"), filepath.Join(dir, "be.json"))
+	rate, err := windowRate(hp, filepath.Join(dir, "be.json"))
 	switch {
 	case err == nil:
 		inWindow := be
@@ -140,8 +141,7 @@ func runtimeLine(st interference.Study, p interference.Pair, dir string) (Line, 
 		}
 		l.BEShare = r.BEFraction
 		notes = append(notes, fmt.Sprintf("BE over the HP window; over its whole run %.0f%%", 100*whole.BEFraction))
-		var hp hpTimeline
-		if lastJSON(filepath.Join(dir, "hp.json"), &hp) == nil && hp.busyShare() > 0 {
+		if hp.busyShare() > 0 {
 			notes = append(notes, fmt.Sprintf("HP requests in flight %.0f%% of the window: BE only in their gaps keeps at most %.0f%%",
 				100*hp.busyShare(), 100*(1-hp.busyShare())))
 		}

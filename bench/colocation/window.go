@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+
+	"github.com/schooner-ml/schooner/interference"
 )
 
 // The runtime's two programs start apart (the HP one sleeps BE_WARMUP seconds, then loads its
@@ -13,20 +15,19 @@ import (
 // BE share is then read over the HP window only, the same window the mechanisms of the study
 // are measured over.
 
-// hpTimeline is the part of the HP child's line that --timeline adds, with the requests'
-// count and mean latency that give how busy the HP side kept its window.
-type hpTimeline struct {
-	Window   []float64 `json:"window_unix"`
-	Requests int       `json:"requests"`
-	MeanMs   float64   `json:"mean_ms"`
+// hpLine is the HP child's result line: its latencies and, with --timeline, the wall-clock
+// window of its measured requests.
+type hpLine struct {
+	interference.Latency
+	Window []float64 `json:"window_unix"`
 }
 
 // busyShare is the part of the HP window during which one of its requests was in flight
 // (closed loop: one request at a time, so their latencies add up without overlap). A BE side
 // that runs only while no HP request is in flight keeps at most 1 − busyShare of its rate over
-// the window; anything above that bound it can only have done beside HP work. 0 when the file
+// the window; anything above that bound it can only have done beside HP work. 0 when the line
 // has no window.
-func (h hpTimeline) busyShare() float64 {
+func (h hpLine) busyShare() float64 {
 	if len(h.Window) != 2 || h.Window[1] <= h.Window[0] || h.Requests <= 0 {
 		return 0
 	}
@@ -68,13 +69,9 @@ func workAt(marks [][2]float64, t float64) float64 {
 	return a[1] + (b[1]-a[1])*(t-a[0])/(b[0]-a[0])
 }
 
-// windowRate is the BE rate over the HP window from the two children's files, or errNoTimeline
-// when either was written without --timeline.
-func windowRate(hpPath, bePath string) (float64, error) {
-	var hp hpTimeline
-	if err := lastJSON(hpPath, &hp); err != nil {
-		return 0, err
-	}
+// windowRate is the BE rate over the HP line's window from the BE child's file, or
+// errNoTimeline when either was written without --timeline.
+func windowRate(hp hpLine, bePath string) (float64, error) {
 	var be beTimeline
 	if err := lastJSON(bePath, &be); err != nil {
 		return 0, err
