@@ -61,8 +61,9 @@ static int hp_baseline_events;
 /* SCHOONER_COLOCATE_IDLE_SAMPLES=from-launch: a timed HP launch that found its stream idle (with
  * a host gap too long to ignore) counts in the slowdown signal from its launch call's return
  * (from_launch). The default, `leave-out`, leaves it out of the signal. On an H100 from-launch
- * read 1.09-1.11x with the HP side not slowed (the GPU waking after an idle spell is in that
- * time) and held the BE side to 8-30%, so it stays opt-in (BENCHMARKS.md, colocation, 2026-12-07). */
+ * read 1.09x with the HP side not slowed (most likely the GPU waking after an idle spell is in
+ * that time) and held the BE side to 8-30%, so it stays opt-in (BENCHMARKS.md, colocation,
+ * 2026-12-07). */
 static int idle_samples_leave_out = 1;
 static sch_board *board;
 static int sm_count;
