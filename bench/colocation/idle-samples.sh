@@ -4,7 +4,9 @@
 #   bash bench/colocation/idle-samples.sh OUTDIR        (then: go run ./bench/colocation -dir OUTDIR/thinkN)
 # leave-out (the default: such launches stay out of the slowdown signal, so the wait of a
 # request's first kernels behind BE work goes unseen) against from-launch
-# (SCHOONER_COLOCATE_IDLE_SAMPLES=from-launch: counted from the launch call's return). For each
+# (SCHOONER_COLOCATE_IDLE_SAMPLES=from-launch: counted from the launch call's return; on an H100
+# it held the HP side within 1.10x by driving the BE side down to 8-30%, so it stays opt-in:
+# data-2026-12-07-h100-idle-samples/, BENCHMARKS.md). For each
 # HP mean think time in THINKS (default "6 2" ms; 2 is the study's load, 6 a third of it):
 # decode-chain + gemm, each workload alone and MPS 50% (the study), then the runtime with
 # leave-out, with from-launch, and with leave-out again, 500 requests a run, alternating so a
