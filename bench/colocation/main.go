@@ -141,9 +141,9 @@ func runtimeLine(st interference.Study, p interference.Pair, dir string) (Line, 
 		}
 		l.BEShare = r.BEFraction
 		notes = append(notes, fmt.Sprintf("BE over the HP window; over its whole run %.0f%%", 100*whole.BEFraction))
-		if hp.busyShare() > 0 {
+		if busy := hp.busyShare(); busy > 0 {
 			notes = append(notes, fmt.Sprintf("HP requests in flight %.0f%% of the window: BE only in their gaps keeps at most %.0f%%",
-				100*hp.busyShare(), 100*(1-hp.busyShare())))
+				100*busy, 100*(1-busy)))
 		}
 	case errors.Is(err, errNoTimeline):
 		notes = append(notes, "BE over its whole run (no timeline: HP idle for part of it)")

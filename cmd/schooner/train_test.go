@@ -16,8 +16,7 @@ import (
 )
 
 func TestLoadSpecPrintsEveryProblem(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "bad.yaml")
-	require.NoError(t, os.WriteFile(path, []byte("name: Bad_Name\nmodel: {name: nope}\nglobal_batch: 0\niterations: 10\ncheckpoint: {every: 0, store: gs://x}\nspot: cheap\n"), 0o644))
+	path := specFile(t, "name: Bad_Name\nmodel: {name: nope}\nglobal_batch: 0\niterations: 10\ncheckpoint: {every: 0, store: gs://x}\nspot: cheap\n")
 	var errOut bytes.Buffer
 	_, err := loadSpec(path, &errOut)
 	require.Error(t, err)

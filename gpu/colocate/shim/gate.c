@@ -152,6 +152,18 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* A setting of two values from the environment: 1 when name is set to alt; 0 when it is unset,
+ * empty or def, and for anything else, which is said on stderr (the program runs on). */
+static int env_choice(const char *name, const char *def, const char *alt)
+{
+	const char *v = getenv(name);
+	if (v && strcmp(v, alt) == 0)
+		return 1;
+	if (v && *v && strcmp(v, def) != 0)
+		fprintf(stderr, "schooner-colocate: %s=%s is not %s or %s: using %s\n", name, v, def, alt, def);
+	return 0;
+}
+
 static void init(void)
 {
 	const char *r = getenv("SCHOONER_COLOCATE_ROLE");
@@ -180,16 +192,8 @@ static void init(void)
 	const char *p = getenv("SCHOONER_COLOCATE_POLL_US");
 	if (p && atoi(p) > 0)
 		poll_ns = (int64_t)atoi(p) * 1000;
-	const char *base = getenv("SCHOONER_COLOCATE_HP_BASELINE");
-	if (base && strcmp(base, "events") == 0)
-		hp_baseline_events = 1;
-	else if (base && *base && strcmp(base, "profile") != 0)
-		fprintf(stderr, "schooner-colocate: SCHOONER_COLOCATE_HP_BASELINE=%s is not profile or events: using profile\n", base);
-	const char *idle = getenv("SCHOONER_COLOCATE_IDLE_SAMPLES");
-	if (idle && strcmp(idle, "from-launch") == 0)
-		idle_samples_leave_out = 0;
-	else if (idle && *idle && strcmp(idle, "leave-out") != 0)
-		fprintf(stderr, "schooner-colocate: SCHOONER_COLOCATE_IDLE_SAMPLES=%s is not leave-out or from-launch: using leave-out\n", idle);
+	hp_baseline_events = env_choice("SCHOONER_COLOCATE_HP_BASELINE", "profile", "events");
+	idle_samples_leave_out = !env_choice("SCHOONER_COLOCATE_IDLE_SAMPLES", "leave-out", "from-launch");
 	const char *in = getenv("SCHOONER_COLOCATE_PROFILES");
 	if (in && *in)
 		sch_profiles_load(in);
