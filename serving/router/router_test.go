@@ -330,7 +330,10 @@ func TestFailoverResumesTheStream(t *testing.T) {
 	t.Parallel()
 	const n = 16
 	h, s, before := interruptedStream(t, 5, "resume me", n, 11)
-	st := h.r.Status()
+	// The router redials the dead stage, so its state flips between down and connecting (the
+	// last error kept): read it once it says down, not at whatever instant this line runs.
+	var st router.Status
+	wait(t, "stage 0 down", func() bool { st = h.r.Status(); return st.Stages[0].State == router.ConnDown })
 	assert.Equal(t, router.ConnDown, st.Stages[0].State)
 	assert.NotEmpty(t, st.Stages[0].LastError)
 
