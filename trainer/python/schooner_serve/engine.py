@@ -21,7 +21,7 @@ from .model import StageModel, rope_tables
 from .decode_graphs import DecodeGraphs, decode_attention
 from .replicate import HolderWriter, LentReader, fetch_replica
 from .restore_stream import ChunkPlacer, PlacementError, RestoreSlots, StreamedScatter, pool_order
-from .sampling import choose
+from .sampling import choose_rows
 from .swap import Swapper
 from .preload import Fetched
 
@@ -548,12 +548,12 @@ class StageEngine:
             p0, p1 = e["positions"]
             row += p1 - p0
             last.append(row - 1)
-        logits = self.model.logits(x[torch.tensor(last, device=x.device)])
-        out = []
-        for i, e in enumerate(entries):
-            p = self.params.get(e["request"], {})
-            out.append(choose(logits[i], float(p.get("temperature", 0.0)), int(p.get("seed", 0)), int(e["step"])))
-        return out
+        # A decode step has one row per entry: every row is a last row, and x is taken as it is.
+        rows = x if last == list(range(x.shape[0])) else x[torch.tensor(last, device=x.device)]
+        logits = self.model.logits(rows)
+        ps = [self.params.get(e["request"], {}) for e in entries]
+        return choose_rows(logits, [float(p.get("temperature", 0.0)) for p in ps], [int(p.get("seed", 0)) for p in ps],
+                           [int(e["step"]) for e in entries])
 
 
 STAGE_PIECE = 64 << 20
