@@ -43,6 +43,14 @@ if [ "${MODE:-swap}" = ab ]; then
        --swap-sizes 12 --tbt-target-ms 125 --out $R/swap-d8-$build.json > $R/swap-d8-$build.log 2>&1); took d8$build $?
   done
 fi
+if [ "${MODE:-swap}" = overlap ]; then
+  (cd trainer/python && timeout 60 python3 -m pytest -q -rs tests/test_swap.py tests/test_bench_swap.py -k overlap > $R/pytest-gpu.log 2>&1); took pytest $?
+  for ov in "" --overlap; do
+    [ $(left) -gt 50 ] || break
+    (cd trainer/python && timeout $(( $(left) - 5 )) python3 -m schooner_serve.bench_swap $SW --depth 8 --max-microbatch 16 \
+       --swap-sizes 12 --tbt-target-ms 125 $ov --out $R/swap-d8${ov:+-overlap}.json > $R/swap-d8${ov:+-overlap}.log 2>&1); took d8$ov $?
+  done
+fi
 if [ "${MODE:-swap}" = prof ]; then
   timeout $(( $(left) - 10 )) python3 .dev/swap_profile.py $R > $R/prof.txt 2>&1; took prof $?
   gzip $R/trace-*.json
