@@ -100,7 +100,7 @@ class KVPool:
         nb = -(-width // b)
         # The rows' block tables, padded, in one tensor; then every slot at once. Built a row at
         # a time (a slot_index each) this was five tensor operations per sequence per step, the
-        # host's second cost per sequence of a decode step on an H100 (2026-12-07).
+        # host's second cost per sequence of a decode step in a profile on an H100 (2026-12-07).
         tables = []
         for r, p1 in rows:
             if p1 > width:

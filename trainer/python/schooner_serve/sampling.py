@@ -33,7 +33,7 @@ def choose_rows(logits, temperatures: list[float], seeds: list[int], steps: list
     """choose() of every row of logits [rows, vocab] (row i with temperatures[i], seeds[i],
     steps[i]). The greedy rows take one argmax and one copy to the host together: a decode step
     of a large batch otherwise paid a kernel launch and a device-to-host wait per row, the
-    host's largest cost per sequence on an H100 (2026-12-07). torch's argmax returns the first
+    host's largest cost per sequence in a profile on an H100 (2026-12-07). torch's argmax returns the first
     of equal maxima along a dimension as over a single row, so the tokens are choose()'s."""
     greedy = [i for i, t in enumerate(temperatures) if t <= 0]
     out = [0] * len(temperatures)
