@@ -75,19 +75,22 @@ class KVPool:
     def capacity(self, request: str) -> int:
         return len(self.tables.get(request, ())) * self.block
 
+    def _table(self, request: str, p1: int) -> list[int]:
+        """The request's block table, which must reach position p1 - 1 (PoolFull otherwise)."""
+        table = self.tables[request]
+        if p1 > len(table) * self.block:
+            raise PoolFull(f"{request}: position {p1 - 1} is past its {len(table) * self.block} reserved slots")
+        return table
+
     def slots(self, request: str, p0: int, p1: int) -> list[int]:
-        table, b = self.tables[request], self.block
-        if p1 > len(table) * b:
-            raise PoolFull(f"{request}: position {p1 - 1} is past its {len(table) * b} reserved slots")
+        table, b = self._table(request, p1), self.block
         return [table[p // b] * b + p % b for p in range(p0, p1)]
 
     def slot_index(self, request: str, p0: int, p1: int):
         """slots(request, p0, p1) as a CPU LongTensor, computed from the block table with tensor
         ops: a decode step of a long context needs every position's slot, and a Python list of
         tens of thousands of ints per sequence per step would cost more than the step's math."""
-        table, b = self.tables[request], self.block
-        if p1 > len(table) * b:
-            raise PoolFull(f"{request}: position {p1 - 1} is past its {len(table) * b} reserved slots")
+        table, b = self._table(request, p1), self.block
         pos = torch.arange(p0, p1)
         return torch.tensor(table, dtype=torch.long)[pos // b] * b + pos % b
 
@@ -105,11 +108,8 @@ class KVPool:
         for r, p1 in rows:
             if p1 > width:
                 raise ValueError(f"{r}: {p1} positions do not fit a width of {width}")
-            t = self.tables[r]
             k = -(-p1 // b)
-            if k > len(t):
-                raise PoolFull(f"{r}: position {p1 - 1} is past its {len(t) * b} reserved slots")
-            tables.append(t[:k] + [0] * (nb - k))
+            tables.append(self._table(r, p1)[:k] + [0] * (nb - k))
         tables += [[0] * nb] * (batch - len(rows))
         pos = torch.arange(width)
         idx = torch.tensor(tables, dtype=torch.long).reshape(batch, nb)[:, pos // b] * b + pos % b
