@@ -36,11 +36,17 @@ fi
 if [ "${MODE:-swap}" = ab ]; then
   (cd trainer/python && SCHOONER_BIN=$PWD/../../bin/schooner-agent timeout 120 python3 -m pytest -q -rs tests/test_decode_host.py \
      tests/test_swap.py tests/test_bench_swap.py tests/test_serve.py -k "decode or swap or graph or greedy or index or temperature" > $R/pytest-gpu.log 2>&1); took pytest $?
-  for build in new base; do
-    dir=trainer/python; [ $build = base ] && dir=.dev/base
+  # BUILDS: new (the working tree), sync (the working tree with --sync-steps) or a copy under
+  # .dev/; a build named again runs again (-2, -3, ...).
+  seen=""
+  for build in ${BUILDS:-new base}; do
+    dir=trainer/python; [ $build = new ] || [ $build = sync ] || dir=.dev/$build
+    k=$(( $(printf '%s\n' $seen | grep -cx "$build") + 1 )); seen="$seen $build"
+    name=$build; [ $k -gt 1 ] && name=$build-$k
     [ $(left) -gt 60 ] || break
     (cd $dir && PYTHONPATH=$PWD timeout $(( $(left) - 10 )) python3 -m schooner_serve.bench_swap $SW --depth 8 --max-microbatch 16 \
-       --swap-sizes 12 --tbt-target-ms 125 --out $R/swap-d8-$build.json > $R/swap-d8-$build.log 2>&1); took d8$build $?
+       --swap-sizes ${AB_SIZES:-12} --tbt-target-ms 125 $( [ $build = sync ] && echo --sync-steps ) \
+       --out $R/swap-d8-$name.json > $R/swap-d8-$name.log 2>&1); took d8$name $?
   done
 fi
 if [ "${MODE:-swap}" = overlap ]; then

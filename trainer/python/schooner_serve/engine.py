@@ -416,14 +416,26 @@ class StageEngine:
         stage, token ids (one per row). Returns the hidden states after the last local block.
         Swapping, the entries' caches are swapped in first (or waited for, if prefetched), and
         prefetch's (request, positions) rows — the next step's — start swapping in beside this
-        step's compute; without swapping prefetch is ignored."""
+        step's compute; without swapping prefetch is ignored.
+
+        The prefetch is queued once this step's compute is: its host work (choosing victims,
+        indexing pages, issuing copies) then runs while the device computes, and its copies wait,
+        on the swap stream, only for the work queued before this step's compute (an event), not
+        for the compute itself. That is safe because the step's rows and the prefetched rows are
+        protected from eviction: the copies touch only pages this step's compute does not.
+        Until 2026-12-07 the prefetch was queued before the step's own inputs, and the step's
+        slot copy (synchronous, from pageable memory) waited behind its whole contexts on the
+        host-to-device path: on one H100 the swapping step at microbatch 16 took 17.5 ms that
+        way, 14.8 with the prefetch after the inputs and 13.6-14.1 as now (BENCHMARKS.md)."""
+        start_prefetch = None
         if self.swap is not None:
             rows = [(e["request"], e["positions"][1]) for e in entries]
             if len(entries) > 1 and self.swap.blocks_for(rows) > self.pool.num_blocks:
                 return self._forward_in_parts(kind, entries, x, prefetch)
             self.swap.ensure(rows)
             if prefetch:
-                self.swap.prefetch(prefetch)
+                def start_prefetch(before):
+                    self.swap.prefetch(prefetch, after=before)
         pool, dev = self.pool, self.device
         segs, pos, slots = [], [], []
         row = 0
@@ -442,7 +454,7 @@ class StageEngine:
         decode = all(p1 - p0 == 1 for _, p0, p1, _ in segs)
         slots_t = torch.tensor(slots, device=dev)
         if decode and self.graphs is not None:
-            x = self.graphs.run(x, [(r, p1) for r, _, p1, _ in segs], slots)
+            x = self.graphs.run(x, [(r, p1) for r, _, p1, _ in segs], slots, beside=start_prefetch)
             return self._decoded(entries, segs, slots_t, x)
         if self.is_first:
             x = self.model.embed_tokens(x)
@@ -489,6 +501,10 @@ class StageEngine:
             for e, (r, p0, _, _) in zip(entries, segs):
                 if p0 == 0 and e.get("step", 0) > 0:
                     writer.drop(r)  # a re-prefill replaces whatever replica the holder keeps
+        before = None
+        if start_prefetch is not None and self.device.type == "cuda":
+            before = torch.cuda.Event()
+            before.record()
         nb = len(self.model.blocks)
         for i in range(nb):
             x = self.model.block_forward(i, x, cos, sin, attend)
@@ -500,6 +516,8 @@ class StageEngine:
                     writer.put_prompt(r, self.first + i, p0, p1, kf[slots_t[r0:r0 + p1 - p0]],
                                       vf[slots_t[r0:r0 + p1 - p0]], last=i == nb - 1,
                                       layers=(self.first, self.end), step=e.get("step", 0))
+        if start_prefetch is not None:
+            start_prefetch(before)
         if decode:
             return self._decoded(entries, segs, slots_t, x)
         for r, _, p1, _ in segs:

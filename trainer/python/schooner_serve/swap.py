@@ -99,10 +99,12 @@ class Swapper:
         for r, _ in rows:
             self.resident.move_to_end(r)
 
-    def prefetch(self, rows: list[tuple[str, int]]) -> bool:
+    def prefetch(self, rows: list[tuple[str, int]], after=None) -> bool:
         """Start swapping in the next step's rows now, beside the current step's compute. Best
         effort: False (and nothing fetched) when they do not fit beside the current step's; the
-        next ensure then fetches them itself."""
+        next ensure then fetches them itself. after: a CUDA event recorded before the current
+        step's compute; the copies wait for it instead of for everything queued so far (the
+        current step's rows are protected, so its compute touches none of their pages)."""
         rows = [(r, p1) for r, p1 in rows if self.host.has(r)]
         if not rows:
             return True
@@ -111,15 +113,16 @@ class Swapper:
             self.stats["prefetch_skipped"] += 1
             return False
         try:
-            self._bring(rows, protect=self.current | {r for r, _ in rows}, strict=False)
+            self._bring(rows, protect=self.current | {r for r, _ in rows}, strict=False, after=after)
         except PoolFull:
             self.stats["prefetch_skipped"] += 1
             return False
         self.stats["prefetches"] += 1
         return True
 
-    def _bring(self, rows, protect: set, strict: bool) -> int:
-        """Make rows resident (evicting unprotected residents); returns how many were swapped in."""
+    def _bring(self, rows, protect: set, strict: bool, after=None) -> int:
+        """Make rows resident (evicting unprotected residents); returns how many were swapped in.
+        The copies wait for the compute queued so far, or only for the event after if given."""
         need = 0
         for r, p1 in rows:
             if not self.host.has(r):
@@ -136,8 +139,12 @@ class Swapper:
         if need > self.pool.num_free and not strict:
             raise PoolFull("no room to prefetch")
         if self.cuda:
-            # Pages being freed or filled may still be read by compute issued before now.
-            self.side.wait_stream(torch.cuda.current_stream(self.device))
+            # Pages being freed or filled may still be read by compute issued before now (or
+            # before after: what follows it touches only protected rows' pages).
+            if after is not None:
+                self.side.wait_event(after)
+            else:
+                self.side.wait_stream(torch.cuda.current_stream(self.device))
         if out:
             self._evict(out)
         fetch = []

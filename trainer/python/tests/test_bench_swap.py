@@ -51,3 +51,35 @@ def test_at_a_latency_target_each_mode_counts_only_its_runs_that_meet_it():
     assert (t["off"]["microbatch"], t["on"]["microbatch"], t["speedup"]) == (8, 12, 1.5)
     t = bench_swap.at_target(runs, 35.0)
     assert t["off"]["microbatch"] == 4 and t["on"] is None and "speedup" not in t
+
+
+@pytest.mark.parametrize("flag", [[], ["--sync-steps"]])
+def test_a_step_waits_for_the_whole_device_only_with_sync_steps(tmp_path, monkeypatch, flag):
+    # By default a token counts once the host has it (the next step's swap-ins may still be
+    # copying); --sync-steps waits for the device after every step, as the bench did before.
+    seen, serve = [], bench_swap.serve
+
+    def counting(engine, reqs, count, size, sync, each_step=False):
+        n = [0]
+
+        def counted():
+            n[0] += 1
+            sync()
+        out = serve(engine, reqs, count, size, counted, each_step)
+        seen.append((each_step, n[0], len(out["decode_steps"])))
+        return out
+    monkeypatch.setattr(bench_swap, "serve", counting)
+    res = bench_swap.main(["--smoke", "--out", str(tmp_path / "s.json")] + flag)
+    assert res["config"]["sync_steps"] == bool(flag)
+    timed = [(e, n, k) for e, n, k in seen if k > 8]  # a warm-up is one microbatch of 3 steps
+    assert len(timed) >= 2
+    for each_step, n, steps in timed:
+        assert n == (steps + 1 if each_step else 1)
+    assert res["runs"][1]["same_tokens_as_unswapped_reference"] == "16/16"
+
+
+def test_slow_steps_counts_the_steps_over_the_factor_of_the_median_and_their_extra_time():
+    st = [0.010] * 9 + [0.016, 0.030]
+    assert bench_swap.slow_steps(st, 1.5) == {"count": 2, "extra_ms": 26.0}
+    assert bench_swap.slow_steps([0.010] * 5, 1.5) == {"count": 0, "extra_ms": 0.0}
+    assert bench_swap.slow_steps([], 1.5) == {"count": 0, "extra_ms": 0.0}
