@@ -62,8 +62,12 @@ type ServingRun struct {
 	// share of the run it did not.
 	Down      time.Duration `json:"down_ns"`
 	Available float64       `json:"available"`
-	// OnDemandHours are the stage-hours on on-demand machines.
+	// OnDemandHours are the stage-hours on on-demand machines, SpotHours on spot ones, and
+	// SpotUSD what the spot ones cost (CostUSD less it is the on-demand machines'): the split a
+	// bill by machine (sim.UsageRecord) is compared with.
 	OnDemandHours float64 `json:"on_demand_stage_hours"`
+	SpotHours     float64 `json:"spot_stage_hours"`
+	SpotUSD       float64 `json:"spot_usd"`
 	Preemptions   int     `json:"preemptions"`
 	Returns       int     `json:"returns_to_spot"`
 }
@@ -249,7 +253,10 @@ func (s *serveSim) release(i int, to time.Duration) {
 	}
 	h := (to - st.from).Hours()
 	s.run.CostUSD += price * h
-	if !st.spot {
+	if st.spot {
+		s.run.SpotHours += h
+		s.run.SpotUSD += price * h
+	} else {
 		s.run.OnDemandHours += h
 	}
 	s.stages[i].from = to

@@ -20,6 +20,8 @@ func TestServingOnAmpleSpotCostsTheSpotPriceAndIsDownOnlyAtTheStart(t *testing.T
 	assert.Zero(t, run.OnDemandHours)
 	billed := (10*time.Hour - 2*time.Minute).Hours()
 	assert.InDelta(t, (m.SpotPrice["us-east-2b"]+m.SpotPrice["us-west-2a"])*billed, run.CostUSD, 1e-9)
+	assert.InDelta(t, 2*billed, run.SpotHours, 1e-9)
+	assert.InDelta(t, run.CostUSD, run.SpotUSD, 1e-9, "every machine was spot")
 	assert.InDelta(t, 2*m.OnDemandPrice*billed, run.OnDemandUSD, 1e-9)
 	assert.Equal(t, 2*time.Minute+30*time.Second, run.Down, "boot and start-up")
 
@@ -37,6 +39,9 @@ func TestSpotAwareFallsBackToOnDemandInADroughtAndReturnsToSpot(t *testing.T) {
 	// Each on-demand machine runs from its boot to the spot one's readiness: 2 h 30 s.
 	assert.InDelta(t, 2*(2*time.Hour+30*time.Second).Hours(), aware.OnDemandHours, 1e-9)
 	assert.Equal(t, 2*time.Minute+30*time.Second, aware.Down, "serving from the start, on demand")
+	assert.InDelta(t, m.OnDemandPrice*aware.OnDemandHours, aware.CostUSD-aware.SpotUSD, 1e-9, "the rest is the on-demand machines'")
+	assert.InDelta(t, aware.SpotUSD, m.SpotPrice["us-east-2b"]*aware.SpotHours, 1e-9)
+	assert.Greater(t, aware.SpotHours, 0.0)
 
 	restart, err := SimulateServing(m, serve2(6*time.Hour), ServeRestartOnly, 0)
 	require.NoError(t, err)

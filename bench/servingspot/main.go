@@ -58,6 +58,7 @@ func run(args []string, w io.Writer) error {
 	window := fs.Duration("window", 24*time.Hour, "length of each simulated deployment")
 	stretch := fs.Duration("stretch", 0, "length of the simulator's run on the stack's stretch of the traces (0: the spot-aware stack run's, wall time × time scale)")
 	only := fs.String("policies", strings.Join(policy.ServePolicies, ","), "the policies to run, comma-separated (on-demand is the cost baseline)")
+	billsFrom := fs.String("bills", "", "with -stack=false: an earlier run's -out directory, whose market usage reports (<policy>-report/demo-serve-usage.jsonl) to set beside the simulator's split of the stretch")
 	out := fs.String("out", filepath.Join("bench", "servingspot", "data", time.Now().Format("2006-01-02")), "directory for the raw JSON")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -70,6 +71,7 @@ func run(args []string, w io.Writer) error {
 	}
 	machineLine := machine.Line()
 	if *stack {
+		*billsFrom = *out
 		runs, err := runStack(strings.Split(*only, ","), *start, *scale, *duration, *rate, *out)
 		if err != nil {
 			return err
@@ -95,10 +97,20 @@ func run(args []string, w io.Writer) error {
 		fmt.Fprintf(w, "\nThe trace-replay simulator on the stack's stretch (%s from %s):\n\n", *stretch, *start)
 		printSimRuns(w, same)
 	}
+	var bills []stackBill
+	if *billsFrom != "" {
+		if bills, err = readBills(*billsFrom, strings.Split(*only, ",")); err != nil {
+			return err
+		}
+		if len(bills) > 0 {
+			fmt.Fprintf(w, "\nThe stack's bill by machine (the market's usage report) beside the simulator's on the same stretch:\n\n")
+			printBills(w, bills, same)
+		}
+	}
 	fmt.Fprintf(w, "\nThe trace-replay simulator, %d starts spread over the bundled traces, %s each:\n\n", *starts, *window)
 	printSims(w, sims)
 	return cli.WriteJSON(filepath.Join(*out, "simulated.json"), map[string]any{"window_ns": *window, "starts": *starts, "machine": machineLine,
-		"summaries": sims, "stretch_start_ns": *start, "stretch_ns": *stretch, "stretch": same})
+		"summaries": sims, "stretch_start_ns": *start, "stretch_ns": *stretch, "stretch": same, "stack_bills": bills})
 }
 
 // runStack builds the CLI and runs `schooner demo serve` under each policy.

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/schooner-ml/schooner/cloud/catalog"
@@ -58,6 +59,10 @@ type Config struct {
 	// describable and its events stay in the log (DefaultRetention when zero; negative keeps
 	// everything, for tests that read a whole run's log back).
 	Retention time.Duration
+	// Usage, if set, receives the market's usage report: a UsageRecord as one JSON line for
+	// every instance whose billing ends (terminated or preempted after it ran). Writes happen
+	// under the market's lock, so it should be a file or a buffer, not a slow network peer.
+	Usage io.Writer
 }
 
 // ProviderParams is how one simulated cloud behaves.

@@ -70,6 +70,7 @@ func (m *Market) Terminate(ctx context.Context, ids []string) error {
 		}
 		m.stopBilling(inst)
 		inst.State = cloud.StateTerminated
+		m.writeUsage(inst)
 		m.release(inst)
 		m.record(cloud.EventTerminated, inst)
 	}

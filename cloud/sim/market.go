@@ -37,6 +37,9 @@ type Market struct {
 	gone        []gone
 	prunedCost  map[string]float64
 	prunedTotal float64
+
+	// usageErrors counts usage records (Config.Usage) that could not be written.
+	usageErrors int
 }
 
 var (

@@ -62,6 +62,7 @@ func (m *Market) preempt(inst *instance) {
 	}
 	m.stopBilling(inst)
 	inst.State = cloud.StatePreempted
+	m.writeUsage(inst)
 	inst.Interruption = &cloud.Interruption{Kind: cloud.Preempted, InstanceID: inst.ID, Zone: inst.Zone,
 		Deadline: m.now, At: m.now}
 	m.release(inst)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -106,7 +107,7 @@ deployment did not stop or a machine leaked.`,
 	f.addDemoFlags(fs, demoFlagDefaults{
 		dataDirHelp:  "directory for the Temporal database and the nodes' files (default: a temporary directory, removed at the end)",
 		outDir:       "schooner-demo-serve",
-		outHelp:      "where to write demo-serve-report.md and demo-serve-timeline.svg",
+		outHelp:      "where to write demo-serve-report.md, demo-serve-timeline.svg and demo-serve-usage.jsonl (the market's bill, a line per machine)",
 		specHelp:     "deploy this serving spec instead of the built-in one (examples/serve-tiny.yaml's)",
 		noFaultsHelp: "inject no faults: the load only",
 		timeScale:    20,
@@ -198,6 +199,13 @@ func runDemoServe(ctx context.Context, f *demoServeFlags, log zerolog.Logger, ou
 	defer cleanup()
 	fast := sim.ProviderParams{BootTime: f.bootTime, NoticePeriod: f.notice}
 	o.Params = map[string]sim.ProviderParams{"aws": fast, "gcp": fast}
+	usagePath := filepath.Join(f.outDir, "demo-serve-usage.jsonl")
+	usage, err := createUsageReport(usagePath)
+	if err != nil {
+		return report.ServeSummary{}, err
+	}
+	defer usage.Close() // after the stack stops (deferred below): its market writes here until then
+	o.Usage = usage
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
 	s, err := startDemoStack(ctx, o, log, out, "schooner demo serve")
@@ -282,6 +290,7 @@ func runDemoServe(ctx context.Context, f *demoServeFlags, log zerolog.Logger, ou
 		return sum, err
 	}
 	printServeSummary(out, sum, files)
+	fmt.Fprintf(out, "                 %s (the market's bill: a line per machine that ran)\n", usagePath)
 	if !sum.OK {
 		return sum, fmt.Errorf("demo serve: %s", strings.Join(sum.Problems, "; "))
 	}

@@ -3,7 +3,7 @@ package stack
 import "github.com/schooner-ml/schooner/cloud/sim"
 
 // NewMarket builds the simulated market a stack with o runs (Seed, TimeScale, Params,
-// NoTraces, TraceDir, TraceStart), without starting its clock, and names the trace files left
+// NoTraces, TraceDir, TraceStart, Usage), without starting its clock, and names the trace files left
 // out. It is exported for `schooner dev --only market`, which serves the same market in a
 // process of its own, so a cluster test can kill the Temporal server without losing the
 // cloud.
@@ -11,7 +11,7 @@ func NewMarket(o Options) (*sim.Market, []string, error) {
 	if o.TimeScale == 0 {
 		o.TimeScale = 1
 	}
-	cfg := sim.Config{Seed: o.Seed, TimeScale: o.TimeScale, Params: o.Params}
+	cfg := sim.Config{Seed: o.Seed, TimeScale: o.TimeScale, Params: o.Params, Usage: o.Usage}
 	var skipped []string
 	switch {
 	case o.TraceDir != "":

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"sync"
 	"time"
@@ -82,6 +83,9 @@ type Options struct {
 	TraceDir string
 	// TraceStart replays the traces from this far into them (sim.Config.StartTracesAt).
 	TraceStart time.Duration
+	// Usage receives the market's usage report, a line per instance that ran
+	// (sim.Config.Usage); nil writes none.
+	Usage io.Writer
 	// StoreRoots are the only directories file:// checkpoint stores may be in (nil:
 	// store.DefaultRoots of the data directory). Limits are the largest jobs accepted
 	// (zero fields: training.DefaultLimits).

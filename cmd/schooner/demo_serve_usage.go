@@ -1,0 +1,24 @@
+//go:build !agentonly
+
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// createUsageReport creates (or empties) the file the demo's simulated market writes its usage
+// report to (sim.UsageRecord, a JSON line per machine that ran), and its directory: the
+// machine-by-machine bill behind the summary's cost, so a difference between two runs' costs
+// (or between the stack and the trace-replay simulator) can be traced to the machines.
+func createUsageReport(path string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("creating the report directory for the market's usage report: %w", err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("creating the market's usage report: %w", err)
+	}
+	return f, nil
+}
