@@ -7,7 +7,9 @@
 // ignored, no KV replication: a lost stage is restarted) and on-demand (the cost baseline).
 // No fault is injected: every preemption is the trace's. It prints, per policy, the cost
 // against the on-demand run, the end-to-end and first-token p99, and the failed requests, and
-// keeps every run's summary, report and timeline in -out. The CLI is built once, so the bench runs what users run.
+// keeps every run's summary, report, timeline and market usage report (a line per machine) in
+// -out, the usage summed by capacity beside the simulator's split of the same stretch. The CLI
+// is built once, so the bench runs what users run.
 //
 //	go run ./bench/servingspot [-trace-start 177h30m] [-time-scale 30] [-duration 8m] [-rate 0.5]
 package main
