@@ -123,13 +123,11 @@ class DecodeGraphs:
             for s in contexts:
                 self.graph(b, s)
 
-    def run(self, x, rows: list[tuple[str, int]], slots: list[int], beside=None):
+    def run(self, x, rows: list[tuple[str, int]], slots: list[int]):
         """One decode step: x the rows' inputs (token ids at the first stage, else hidden states
         [B, hidden]); rows (request, p1) with the new token at position p1 - 1, written to slots.
-        beside, if given, is called with an event recorded just before the replay, once the
-        replay is queued: the engine queues the next step's swap-ins there, so their host work
-        runs while the device computes and their copies wait only for work before the replay.
-        Returns the hidden states [B, hidden] (a copy: the next replay reuses the graph's)."""
+        Returns the hidden states [B, hidden] (a copy: the next replay reuses the graph's), with
+        the replay queued, not waited for."""
         pool, dev = self.engine.pool, self.engine.device
         b = len(rows)
         g = self.graph(b, max(p1 for _, p1 in rows))
@@ -146,11 +144,5 @@ class DecodeGraphs:
             g.x[:b].copy_(x.to(device=dev, dtype=g.x.dtype), non_blocking=True)
         else:
             g.x[:b].copy_(torch.as_tensor(x, dtype=torch.long), non_blocking=True)
-        before = torch.cuda.Event() if beside is not None else None
-        if before is not None:
-            before.record()
         g.graph.replay()
-        out = g.out[:b].clone()
-        if beside is not None:
-            beside(before)
-        return out
+        return g.out[:b].clone()

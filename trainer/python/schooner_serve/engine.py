@@ -420,9 +420,10 @@ class StageEngine:
 
         The prefetch is queued once this step's compute is: its host work (choosing victims,
         indexing pages, issuing copies) then runs while the device computes, and its copies wait,
-        on the swap stream, only for the work queued before this step's compute (an event), not
-        for the compute itself. That is safe because the step's rows and the prefetched rows are
-        protected from eviction: the copies touch only pages this step's compute does not.
+        on the swap stream, only for the work queued before this step's (an event recorded once
+        the step's own rows are resident), not for its inputs or compute. That is safe because
+        the step's rows and the prefetched rows are protected from eviction: the copies touch
+        only pages this step's compute does not.
         Until 2026-12-07 the prefetch was queued before the step's own inputs, and the step's
         slot copy (synchronous, from pageable memory) waited behind its whole contexts on the
         host-to-device path: on one H100 the swapping step at microbatch 16 took 17.5 ms that
@@ -434,7 +435,12 @@ class StageEngine:
                 return self._forward_in_parts(kind, entries, x, prefetch)
             self.swap.ensure(rows)
             if prefetch:
-                def start_prefetch(before):
+                # What the prefetch's copies wait for: the work queued before this step's.
+                before = torch.cuda.Event() if self.device.type == "cuda" else None
+                if before is not None:
+                    before.record()
+
+                def start_prefetch():
                     self.swap.prefetch(prefetch, after=before)
         pool, dev = self.pool, self.device
         segs, pos, slots = [], [], []
@@ -454,7 +460,9 @@ class StageEngine:
         decode = all(p1 - p0 == 1 for _, p0, p1, _ in segs)
         slots_t = torch.tensor(slots, device=dev)
         if decode and self.graphs is not None:
-            x = self.graphs.run(x, [(r, p1) for r, _, p1, _ in segs], slots, beside=start_prefetch)
+            x = self.graphs.run(x, [(r, p1) for r, _, p1, _ in segs], slots)
+            if start_prefetch is not None:
+                start_prefetch()
             return self._decoded(entries, segs, slots_t, x)
         if self.is_first:
             x = self.model.embed_tokens(x)
@@ -501,10 +509,6 @@ class StageEngine:
             for e, (r, p0, _, _) in zip(entries, segs):
                 if p0 == 0 and e.get("step", 0) > 0:
                     writer.drop(r)  # a re-prefill replaces whatever replica the holder keeps
-        before = None
-        if start_prefetch is not None and self.device.type == "cuda":
-            before = torch.cuda.Event()
-            before.record()
         nb = len(self.model.blocks)
         for i in range(nb):
             x = self.model.block_forward(i, x, cos, sin, attend)
@@ -517,7 +521,7 @@ class StageEngine:
                                       vf[slots_t[r0:r0 + p1 - p0]], last=i == nb - 1,
                                       layers=(self.first, self.end), step=e.get("step", 0))
         if start_prefetch is not None:
-            start_prefetch(before)
+            start_prefetch()
         if decode:
             return self._decoded(entries, segs, slots_t, x)
         for r, _, p1, _ in segs:
