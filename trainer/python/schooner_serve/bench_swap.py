@@ -43,6 +43,7 @@ import time
 
 import torch
 
+from . import gcpause
 from .bench_disagg import pct
 from .config import CONFIGS
 from .engine import StageEngine
@@ -82,7 +83,7 @@ def serve(engine: StageEngine, reqs: list[dict], count: int, size: int, sync, ea
     2026-12-07), so a step's time also holds the next step's prefetch."""
     rec = {r["request"]: {"times": [], "tokens": []} for r in reqs}
     mb = Microbatches(engine, count, size)
-    steps = []
+    steps, starts = [], []
     for g, group in enumerate(mb.admit(reqs)):
         if group:
             for r, t in zip(group, mb.prefill(g, group)):
@@ -95,14 +96,15 @@ def serve(engine: StageEngine, reqs: list[dict], count: int, size: int, sync, ea
             sync()
         t1 = clock()
         steps.append(t1 - t0)
+        starts.append(t0)
         for r, _k, t, _done in out:
             rec[r]["times"].append(t1)
             rec[r]["tokens"].append(t)
     sync()
-    return {"requests": rec, "decode_steps": steps}
+    return {"requests": rec, "decode_steps": steps, "step_starts": starts}
 
 
-def summarize(run: dict, t0: float) -> dict:
+def summarize(run: dict, t0: float, pauses=None) -> dict:
     ttft, gaps, tpot, last, tokens = [], [], [], t0, 0
     for r in run["requests"].values():
         ts = r["times"]
@@ -126,16 +128,21 @@ def summarize(run: dict, t0: float) -> dict:
                                # A gap between tokens spans a round of `depth` steps, so one slow
                                # step lengthens a gap of every request: a handful of them set the
                                # TBT p99. How many took over 1.5x the median, and their extra time.
-                               "slow": slow_steps(st, 1.5)}}
+                               "slow": slow_steps(st, 1.5, run.get("step_starts"), pauses)}}
 
 
-def slow_steps(st: list[float], over: float) -> dict:
-    """Steps longer than over × the median step: how many, and their time beyond the median."""
+def slow_steps(st: list[float], over: float, starts: list[float] | None = None, pauses=None) -> dict:
+    """Steps longer than over × the median step: how many, their time beyond the median, which
+    steps (the first 64, to see a period) and, given the steps' start times and the collector's
+    pauses, how many of them had a generation 1 or 2 collection begin inside."""
     if not st:
-        return {"count": 0, "extra_ms": 0.0}
+        return {"count": 0, "extra_ms": 0.0, "at": []}
     med = pct(st, .5)
-    slow = [x - med for x in st if x > over * med]
-    return {"count": len(slow), "extra_ms": round(1e3 * sum(slow), 3)}
+    at = [i for i, x in enumerate(st) if x > over * med]
+    out = {"count": len(at), "extra_ms": round(1e3 * sum(st[i] - med for i in at), 3), "at": at[:64]}
+    if starts is not None and pauses is not None:
+        out["with_collection"] = sum(pauses.inside(starts[i], starts[i] + st[i]) for i in at)
+    return out
 
 
 def run_mode(a, model, swap: bool, m: int, sz: dict) -> dict:
@@ -163,18 +170,23 @@ def run_mode(a, model, swap: bool, m: int, sz: dict) -> dict:
         for k in engine.swap.stats:
             engine.swap.stats[k] = type(engine.swap.stats[k])(0)
     reqs = make_requests(a, a.depth * m)
+    if not a.no_gc_freeze:
+        gcpause.freeze()  # as the serving worker does after its warm-up
     sync()
+    pauses = gcpause.Pauses().install()
     t0 = clock()
     out = serve(engine, reqs, a.depth, m, sync, each_step=a.sync_steps)
-    res = {"swap": swap, "microbatch": m, "batch": len(reqs), **summarize(out, t0)}
+    pauses.remove()
+    res = {"swap": swap, "microbatch": m, "batch": len(reqs), **summarize(out, t0, pauses), "gc": pauses.summary()}
     if swap:
         res["swap_stats"] = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in engine.swap.stats.items()}
         res["host_gib"] = round(host / (1 << 30), 3)
     res["tokens"] = {r: x["tokens"] for r, x in out["requests"].items()}
     engine.close()
     # The decode graphs hold the engine (a cycle): collect it, so its KV pool is free before the
-    # next mode makes its own.
+    # next mode makes its own (frozen, the cycle would never be collected).
     del engine
+    gc.unfreeze()
     gc.collect()
     if cuda:
         torch.cuda.empty_cache()
@@ -201,6 +213,9 @@ def main(argv=None) -> dict:
     p.add_argument("--sync-steps", action="store_true",
                    help="wait for the whole device after each decode step, swap-ins for the next step included "
                         "(how this bench timed until 2026-12-07); by default a token counts once the host has it")
+    p.add_argument("--no-gc-freeze", action="store_true",
+                   help="leave Python's collector walking the warm-up's objects (the worker freezes them, "
+                        "gcpause.py; since 2026-12-07)")
     p.add_argument("--block", type=int, default=16)
     p.add_argument("--device", default="", help="cpu or cuda[:n]; default cuda when there is one")
     p.add_argument("--dtype", default="", help="float32 or bfloat16; default bf16 on GPU, f32 on CPU")

@@ -33,6 +33,7 @@ import uuid
 import torch
 
 from . import frame
+from . import gcpause
 from . import preload as preload_mod
 from .config import add_model_args, config_from_args
 from .decode_graphs import MIN_CONTEXT
@@ -90,6 +91,9 @@ class Worker:
         self.first, self.last = self.engine.is_first, self.engine.is_last
         self._capture_graphs()
         self._warm_prefill()
+        # What start-up made lives as long as the process: out of the collector's full walks, so
+        # no decode step stalls on one (gcpause.py).
+        print(f"schooner_serve: {gcpause.freeze()} start-up objects frozen for the collector", file=sys.stderr, flush=True)
         if (a.stage == 0) != self.first or (a.stage == a.depth - 1) != self.last:
             raise SystemExit(f"stage {a.stage} of {a.depth} with layers {first}:{end} of {self.cfg.layers}: "
                              "the first stage must hold layer 0 and the last the final layer")

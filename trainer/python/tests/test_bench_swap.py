@@ -80,6 +80,28 @@ def test_a_step_waits_for_the_whole_device_only_with_sync_steps(tmp_path, monkey
 
 def test_slow_steps_counts_the_steps_over_the_factor_of_the_median_and_their_extra_time():
     st = [0.010] * 9 + [0.016, 0.030]
-    assert bench_swap.slow_steps(st, 1.5) == {"count": 2, "extra_ms": 26.0}
-    assert bench_swap.slow_steps([0.010] * 5, 1.5) == {"count": 0, "extra_ms": 0.0}
-    assert bench_swap.slow_steps([], 1.5) == {"count": 0, "extra_ms": 0.0}
+    assert bench_swap.slow_steps(st, 1.5) == {"count": 2, "extra_ms": 26.0, "at": [9, 10]}
+    assert bench_swap.slow_steps([0.010] * 5, 1.5) == {"count": 0, "extra_ms": 0.0, "at": []}
+    assert bench_swap.slow_steps([], 1.5) == {"count": 0, "extra_ms": 0.0, "at": []}
+
+
+def test_a_slow_step_counts_as_with_collection_when_an_older_generations_collection_began_inside():
+    class Spans:
+        spans = [(10.5, 0.002, 2), (20.0, 0.001, 1)]
+        inside = __import__("schooner_serve.gcpause", fromlist=["Pauses"]).Pauses.inside
+    st = [1.0] * 4 + [2.0, 2.0]
+    starts = [0.0, 1.0, 2.0, 3.0, 10.0, 12.0]
+    s = bench_swap.slow_steps(st, 1.5, starts, Spans())
+    assert (s["at"], s["with_collection"]) == ([4, 5], 1)
+
+
+def test_each_run_reports_the_collectors_pauses_and_the_engine_is_still_freed_after_a_freeze(tmp_path):
+    import gc
+    res = bench_swap.main(["--smoke", "--out", str(tmp_path / "s.json")])
+    assert gc.get_freeze_count() == 0  # unfrozen again once a mode's engine is dropped
+    for r in res["runs"]:
+        assert set(r["gc"]["collections"]) == {"gen0", "gen1", "gen2"}
+        assert r["gc"]["frozen_objects"] > 0
+        assert "with_collection" in r["decode_step_ms"]["slow"]
+    res = bench_swap.main(["--smoke", "--no-gc-freeze", "--out", str(tmp_path / "n.json")])
+    assert all(r["gc"]["frozen_objects"] == 0 for r in res["runs"])
