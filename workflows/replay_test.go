@@ -33,10 +33,12 @@ var originalIDs = map[string]string{
 	"training_job_deadline.json":                 "train-deadline-test01",
 	"training_job_deadline_before_baseline.json": "train-deadline-test01",
 	"fleet.json": "train-complete-test01-fleet-1-0-0",
-	// The lost-stage test's deployment (integration/serving_test.go), recorded with the noticed
-	// machine released once its worker ended (release-after-handover), and before that change.
-	"serving_deployment.json":                 "serve-tiny-test01",
-	"serving_deployment_before_handover.json": "serve-tiny-test01",
+	// The lost-stage test's deployment (integration/serving_test.go), recorded with the meter
+	// counting only billed machines (serving-meter-from-boot), before that change, and before
+	// the noticed machine was released once its worker ended (release-after-handover).
+	"serving_deployment.json":                   "serve-tiny-test01",
+	"serving_deployment_before_meter_boot.json": "serve-tiny-test01",
+	"serving_deployment_before_handover.json":   "serve-tiny-test01",
 	// The lost-stage run as a client could have started it before the prefill pool existed:
 	// serving_deployment.json with "prefill_replicas": 1 added to its input, which that code
 	// ignored (its Spec had no such field), so its history is that run's. Replayed, the

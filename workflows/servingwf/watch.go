@@ -388,7 +388,7 @@ func (d *dep) confirm(ctx workflow.Context, ids []string) error {
 	if err != nil {
 		return err
 	}
-	d.notePrices(ctx, got)
+	d.noteDescribed(ctx, got)
 	for _, in := range got {
 		v := cloud.VerdictOf(in)
 		if v == cloud.VerdictAlive {

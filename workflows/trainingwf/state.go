@@ -3,7 +3,6 @@ package trainingwf
 import (
 	"fmt"
 	"maps"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -142,9 +141,7 @@ func newJob(ctx workflow.Context, in training.JobInput) *job {
 func (j *job) accrue(now time.Time) {
 	held := j.held
 	if j.meterFromBoot {
-		held = slices.DeleteFunc(slices.Clone(j.held), func(in cloud.Instance) bool {
-			return in.State == cloud.StatePending || (j.meterSkipsGone && in.State.Gone())
-		})
+		held = jobwf.Billed(j.held, j.meterSkipsGone)
 	}
 	hours := j.meter.Accrue(now, j.scale, held, j.odPrice, &j.status.CostUSD, &j.status.HoldingOnDemandCostUSD)
 	for _, in := range held {
@@ -169,13 +166,7 @@ func (j *job) noteStates(ctx workflow.Context, got []cloud.Instance) {
 	j.accrue(workflow.Now(ctx)) // what was held until now, at the states and prices it had
 	j.meterFromBoot = true
 	j.meterSkipsGone = workflow.GetVersion(ctx, versionMeterSkipsGone, workflow.DefaultVersion, 1) == 1
-	for _, in := range got {
-		for i := range j.held {
-			if j.held[i].ID == in.ID && in.State != "" {
-				j.held[i].State = in.State
-			}
-		}
-	}
+	jobwf.TakeDescribedStates(j.held, got)
 	if workflow.GetVersion(ctx, jobwf.VersionMeterCurrentPrice, workflow.DefaultVersion, 1) == 1 {
 		jobwf.TakeDescribedPrices(j.held, got)
 	}

@@ -1,6 +1,7 @@
 package jobwf
 
 import (
+	"slices"
 	"time"
 
 	"github.com/schooner-ml/schooner/cloud"
@@ -52,6 +53,28 @@ func TakeDescribedPrices(held, got []cloud.Instance) {
 		for i := range held {
 			if held[i].ID == in.ID {
 				held[i].PricePerHour = in.PricePerHour
+			}
+		}
+	}
+}
+
+// Billed is the held machines a provider bills for now, as far as the last describes tell: not
+// one still booting (the clouds, and the simulated market, bill from running), nor, with
+// skipGone, one the provider said is gone (it stays held while the job winds it down). A
+// machine's state is the one it was acquired in until TakeDescribedStates updates it.
+func Billed(held []cloud.Instance, skipGone bool) []cloud.Instance {
+	return slices.DeleteFunc(slices.Clone(held), func(in cloud.Instance) bool {
+		return in.State == cloud.StatePending || (skipGone && in.State.Gone())
+	})
+}
+
+// TakeDescribedStates sets each held machine's state to the one a describe gave for it.
+// Accrue what was held until now first: the new states count from now on.
+func TakeDescribedStates(held, got []cloud.Instance) {
+	for _, in := range got {
+		for i := range held {
+			if held[i].ID == in.ID && in.State != "" {
+				held[i].State = in.State
 			}
 		}
 	}
