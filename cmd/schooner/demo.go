@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -49,7 +50,8 @@ At the end it prints a summary (cost against the job on its best on-demand plan,
 the same machines at on-demand prices; goodput, time lost to preemptions, checkpoints, plan
 history), checks the final checkpoint bit for bit against an
 uninterrupted run, lists any instance still tagged with the job, and writes demo-report.md and
-demo-timeline.svg into --out. The exit status is non-zero if the job did not complete, the
+demo-timeline.svg into --out, with the simulated market's bill, a JSON line per machine that
+ran (demo-usage.jsonl). The exit status is non-zero if the job did not complete, the
 state is not verified or an instance leaked.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -63,7 +65,7 @@ state is not verified or an instance leaked.`,
 	f.addDemoFlags(fs, demoFlagDefaults{
 		dataDirHelp:  "directory for the Temporal database and the checkpoint store (default: a temporary directory, removed at the end)",
 		outDir:       "schooner-demo",
-		outHelp:      "where to write demo-report.md and demo-timeline.svg",
+		outHelp:      "where to write demo-report.md, demo-timeline.svg and the market's bill (demo-usage.jsonl)",
 		specHelp:     "run this job spec instead of the bundled examples/demo.yaml",
 		noFaultsHelp: "inject no faults: only the market's own preemptions",
 		timeScale:    60,
@@ -110,6 +112,13 @@ func runDemo(ctx context.Context, f *demoFlags, log zerolog.Logger, out io.Write
 	if err != nil {
 		return report.Summary{}, err
 	}
+	usagePath := filepath.Join(f.outDir, "demo-usage.jsonl")
+	usage, err := createUsageReport(usagePath)
+	if err != nil {
+		return report.Summary{}, err
+	}
+	defer usage.Close() // after the stack stops (deferred below): its market writes here until then
+	o.Usage = usage
 	s, err := startDemoStack(ctx, o, log, out, "schooner demo")
 	if err != nil {
 		return report.Summary{}, err
@@ -174,6 +183,7 @@ func runDemo(ctx context.Context, f *demoFlags, log zerolog.Logger, out io.Write
 		return sum, err
 	}
 	printDemoSummary(out, sum, files)
+	printUsageReport(out, usagePath, s.Market)
 	switch {
 	case werr != nil:
 		return sum, fmt.Errorf("demo job %s: %w", id, werr)

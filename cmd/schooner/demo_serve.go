@@ -290,10 +290,7 @@ func runDemoServe(ctx context.Context, f *demoServeFlags, log zerolog.Logger, ou
 		return sum, err
 	}
 	printServeSummary(out, sum, files)
-	fmt.Fprintf(out, "                 %s (the market's bill: a line per machine that ran)\n", usagePath)
-	if n := s.Market.UsageErrors(); n > 0 {
-		fmt.Fprintf(out, "  warning        %d lines of the market's bill could not be written: it is incomplete\n", n)
-	}
+	printUsageReport(out, usagePath, s.Market)
 	if !sum.OK {
 		return sum, fmt.Errorf("demo serve: %s", strings.Join(sum.Problems, "; "))
 	}

@@ -4,8 +4,11 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/schooner-ml/schooner/cloud/sim"
 )
 
 // createUsageReport creates (or empties) the file the demo's simulated market writes its usage
@@ -21,4 +24,13 @@ func createUsageReport(path string) (*os.File, error) {
 		return nil, fmt.Errorf("creating the market's usage report: %w", err)
 	}
 	return f, nil
+}
+
+// printUsageReport says where the market's bill is, and warns when lines of it could not be
+// written (the file is then incomplete).
+func printUsageReport(out io.Writer, path string, market *sim.Market) {
+	fmt.Fprintf(out, "                 %s (the market's bill: a line per machine that ran)\n", path)
+	if n := market.UsageErrors(); n > 0 {
+		fmt.Fprintf(out, "  warning        %d lines of the market's bill could not be written: it is incomplete\n", n)
+	}
 }
