@@ -113,12 +113,11 @@ func runDemo(ctx context.Context, f *demoFlags, log zerolog.Logger, out io.Write
 		return report.Summary{}, err
 	}
 	usagePath := filepath.Join(f.outDir, "demo-usage.jsonl")
-	usage, err := createUsageReport(usagePath)
+	usage, err := useUsageReport(&o, usagePath)
 	if err != nil {
 		return report.Summary{}, err
 	}
-	defer usage.Close() // after the stack stops (deferred below): its market writes here until then
-	o.Usage = usage
+	defer usage.Close() // after the stack stops (deferred below)
 	s, err := startDemoStack(ctx, o, log, out, "schooner demo")
 	if err != nil {
 		return report.Summary{}, err

@@ -200,12 +200,11 @@ func runDemoServe(ctx context.Context, f *demoServeFlags, log zerolog.Logger, ou
 	fast := sim.ProviderParams{BootTime: f.bootTime, NoticePeriod: f.notice}
 	o.Params = map[string]sim.ProviderParams{"aws": fast, "gcp": fast}
 	usagePath := filepath.Join(f.outDir, "demo-serve-usage.jsonl")
-	usage, err := createUsageReport(usagePath)
+	usage, err := useUsageReport(&o, usagePath)
 	if err != nil {
 		return report.ServeSummary{}, err
 	}
-	defer usage.Close() // after the stack stops (deferred below): its market writes here until then
-	o.Usage = usage
+	defer usage.Close() // after the stack stops (deferred below)
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
 	s, err := startDemoStack(ctx, o, log, out, "schooner demo serve")

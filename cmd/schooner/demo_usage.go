@@ -9,13 +9,15 @@ import (
 	"path/filepath"
 
 	"github.com/schooner-ml/schooner/cloud/sim"
+	"github.com/schooner-ml/schooner/devserver/stack"
 )
 
-// createUsageReport creates (or empties) the file the demo's simulated market writes its usage
-// report to (sim.UsageRecord, a JSON line per machine that ran), and its directory: the
-// machine-by-machine bill behind the summary's cost, so a difference between two runs' costs
-// (or between the stack and the trace-replay simulator) can be traced to the machines.
-func createUsageReport(path string) (*os.File, error) {
+// useUsageReport creates (or empties) the file the demo's simulated market writes its usage
+// report to (sim.UsageRecord, a JSON line per machine that ran), and its directory, and sets
+// it in o: the machine-by-machine bill behind the summary's cost, so a difference between two
+// runs' costs (or between the stack and the trace-replay simulator) can be traced to the
+// machines. Close it after the stack stops: the market writes to it until then.
+func useUsageReport(o *stack.Options, path string) (*os.File, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("creating the report directory for the market's usage report: %w", err)
 	}
@@ -23,6 +25,7 @@ func createUsageReport(path string) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the market's usage report: %w", err)
 	}
+	o.Usage = f
 	return f, nil
 }
 
