@@ -145,6 +145,14 @@ def slow_steps(st: list[float], over: float, starts: list[float] | None = None, 
     return out
 
 
+def allocator_counts(dev) -> dict:
+    """The CUDA caching allocator's device-level calls so far (empty off CUDA)."""
+    if dev.type != "cuda":
+        return {}
+    st = torch.cuda.memory_stats(dev)
+    return {k: int(st.get(k, 0)) for k in ("num_device_alloc", "num_device_free", "num_alloc_retries", "num_sync_all_streams")}
+
+
 def run_mode(a, model, swap: bool, m: int, sz: dict) -> dict:
     """One mode at microbatch size m: an engine over the shared weights, a warm-up (one
     microbatch through prefill and a few decode steps, decode graphs captured), then the timed
@@ -174,10 +182,15 @@ def run_mode(a, model, swap: bool, m: int, sz: dict) -> dict:
         gcpause.freeze()  # as the serving worker does after its warm-up
     sync()
     pauses = gcpause.Pauses().install()
+    alloc0 = allocator_counts(dev)
     t0 = clock()
     out = serve(engine, reqs, a.depth, m, sync, each_step=a.sync_steps)
     pauses.remove()
     res = {"swap": swap, "microbatch": m, "batch": len(reqs), **summarize(out, t0, pauses), "gc": pauses.summary()}
+    if alloc0:
+        # cudaMalloc/cudaFree calls and retries during the timed batch: each can stall a step
+        # (a retry frees the cache and synchronises the device).
+        res["allocator"] = {k: v - alloc0[k] for k, v in allocator_counts(dev).items()}
     if swap:
         res["swap_stats"] = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in engine.swap.stats.items()}
         res["host_gib"] = round(host / (1 << 30), 3)
