@@ -113,10 +113,7 @@ func runDemo(ctx context.Context, f *demoFlags, log zerolog.Logger, out io.Write
 		return report.Summary{}, err
 	}
 	usagePath := filepath.Join(f.outDir, "demo-usage.jsonl")
-	usage, err := useUsageReport(&o, usagePath)
-	if err != nil {
-		return report.Summary{}, err
-	}
+	usage := useUsageReport(&o, usagePath)
 	defer usage.Close() // after the stack stops (deferred below)
 	s, err := startDemoStack(ctx, o, log, out, "schooner demo")
 	if err != nil {
@@ -182,7 +179,7 @@ func runDemo(ctx context.Context, f *demoFlags, log zerolog.Logger, out io.Write
 		return sum, err
 	}
 	printDemoSummary(out, sum, files)
-	printUsageReport(out, usagePath, s.Market)
+	printUsageReport(out, usage, s.Market.UsageErrors())
 	switch {
 	case werr != nil:
 		return sum, fmt.Errorf("demo job %s: %w", id, werr)

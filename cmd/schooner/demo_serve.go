@@ -200,10 +200,7 @@ func runDemoServe(ctx context.Context, f *demoServeFlags, log zerolog.Logger, ou
 	fast := sim.ProviderParams{BootTime: f.bootTime, NoticePeriod: f.notice}
 	o.Params = map[string]sim.ProviderParams{"aws": fast, "gcp": fast}
 	usagePath := filepath.Join(f.outDir, "demo-serve-usage.jsonl")
-	usage, err := useUsageReport(&o, usagePath)
-	if err != nil {
-		return report.ServeSummary{}, err
-	}
+	usage := useUsageReport(&o, usagePath)
 	defer usage.Close() // after the stack stops (deferred below)
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
@@ -289,7 +286,7 @@ func runDemoServe(ctx context.Context, f *demoServeFlags, log zerolog.Logger, ou
 		return sum, err
 	}
 	printServeSummary(out, sum, files)
-	printUsageReport(out, usagePath, s.Market)
+	printUsageReport(out, usage, s.Market.UsageErrors())
 	if !sum.OK {
 		return sum, fmt.Errorf("demo serve: %s", strings.Join(sum.Problems, "; "))
 	}
