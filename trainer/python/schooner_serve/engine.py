@@ -428,7 +428,9 @@ class StageEngine:
         slot copy (synchronous, from pageable memory) waited behind its whole contexts on the
         host-to-device path: on one H100 the swapping step at microbatch 16 took 17.5 ms that
         way, 14.8 with the prefetch after the inputs and 13.6-14.1 as now (BENCHMARKS.md)."""
-        start_prefetch = None
+        # The next step's prefetch, queued once this step's compute is: (its rows, the event its
+        # copies wait for).
+        deferred = None
         if self.swap is not None:
             rows = [(e["request"], e["positions"][1]) for e in entries]
             if len(entries) > 1 and self.swap.blocks_for(rows) > self.pool.num_blocks:
@@ -439,9 +441,7 @@ class StageEngine:
                 before = torch.cuda.Event() if self.device.type == "cuda" else None
                 if before is not None:
                     before.record()
-
-                def start_prefetch():
-                    self.swap.prefetch(prefetch, after=before)
+                deferred = (prefetch, before)
         pool, dev = self.pool, self.device
         segs, pos, slots = [], [], []
         row = 0
@@ -461,8 +461,8 @@ class StageEngine:
         slots_t = torch.tensor(slots, device=dev)
         if decode and self.graphs is not None:
             x = self.graphs.run(x, [(r, p1) for r, _, p1, _ in segs], slots)
-            if start_prefetch is not None:
-                start_prefetch()
+            if deferred is not None:
+                self.swap.prefetch(deferred[0], after=deferred[1])
             return self._decoded(entries, segs, slots_t, x)
         if self.is_first:
             x = self.model.embed_tokens(x)
@@ -520,8 +520,8 @@ class StageEngine:
                     writer.put_prompt(r, self.first + i, p0, p1, kf[slots_t[r0:r0 + p1 - p0]],
                                       vf[slots_t[r0:r0 + p1 - p0]], last=i == nb - 1,
                                       layers=(self.first, self.end), step=e.get("step", 0))
-        if start_prefetch is not None:
-            start_prefetch()
+        if deferred is not None:
+            self.swap.prefetch(deferred[0], after=deferred[1])
         if decode:
             return self._decoded(entries, segs, slots_t, x)
         for r, _, p1, _ in segs:
