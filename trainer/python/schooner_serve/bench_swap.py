@@ -40,6 +40,7 @@ import json
 import random
 import sys
 import time
+import weakref
 
 import torch
 
@@ -198,9 +199,13 @@ def run_mode(a, model, swap: bool, m: int, sz: dict) -> dict:
     engine.close()
     # The decode graphs hold the engine (a cycle): collect it, so its KV pool is free before the
     # next mode makes its own (frozen, the cycle would never be collected).
+    freed = weakref.ref(engine)
     del engine
     gc.unfreeze()
     gc.collect()
+    # Checked here rather than by gc.get_freeze_count(): Python 3.12's collector moves
+    # immortal objects to the permanent generation, so that count is not 0 after unfreeze.
+    res["gc"]["engine_freed"] = freed() is None
     if cuda:
         torch.cuda.empty_cache()
     return res

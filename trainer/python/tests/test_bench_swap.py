@@ -96,10 +96,9 @@ def test_a_slow_step_counts_as_with_collection_when_an_older_generations_collect
 
 
 def test_each_run_reports_the_collectors_pauses_and_the_engine_is_still_freed_after_a_freeze(tmp_path):
-    import gc
     res = bench_swap.main(["--smoke", "--out", str(tmp_path / "s.json")])
-    assert gc.get_freeze_count() == 0  # unfrozen again once a mode's engine is dropped
     for r in res["runs"]:
+        assert r["gc"]["engine_freed"]  # unfrozen again, so the engine's cycle is collected
         assert set(r["gc"]["collections"]) == {"gen0", "gen1", "gen2"}
         assert r["gc"]["frozen_objects"] > 0
         assert "with_collection" in r["decode_step_ms"]["slow"]
