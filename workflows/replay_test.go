@@ -26,6 +26,9 @@ func newReplayer(t *testing.T) worker.WorkflowReplayer {
 // records them (integration/training_test.go).
 var originalIDs = map[string]string{
 	"training_job.json": "train-complete-test01",
+	// The same run recorded before the meter followed the machines' states from the run's
+	// start (meter-from-start).
+	"training_job_before_meter_start.json": "train-complete-test01",
 	// The same run recorded with the look for returned capacity (scale-up-on-returned-capacity).
 	"training_job_scale_up.json": "train-complete-test01",
 	// A job with a deadline, whose spot decisions come from the deadline policy, recorded with

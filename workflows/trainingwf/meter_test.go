@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/schooner-ml/schooner/cloud"
+	"github.com/schooner-ml/schooner/training"
 	"github.com/schooner-ml/schooner/workflows/internal/jobwf"
 )
 
@@ -78,4 +79,21 @@ func TestTheMeterStopsAtAConfirmedLoss(t *testing.T) {
 		return j.status.CostUSD, nil
 	})
 	assert.InDelta(t, 4, cost, 1e-9)
+}
+
+// A run skips machines still booting from its start, not from its first describe: the first
+// epoch's machines are bought booting, and until that describe they were counted.
+func TestTheMeterSkipsBootingMachinesBeforeTheFirstDescribe(t *testing.T) {
+	cost := meterRun(t, func(ctx workflow.Context) (float64, error) {
+		j := newJob(ctx, training.JobInput{})
+		j.scale = 60
+		j.held = []cloud.Instance{{ID: "up", State: cloud.StateRunning, PricePerHour: 1},
+			{ID: "booting", State: cloud.StatePending, PricePerHour: 2}}
+		if err := workflow.Sleep(ctx, time.Minute); err != nil { // one simulated hour
+			return 0, err
+		}
+		j.accrue(workflow.Now(ctx))
+		return j.status.CostUSD, nil
+	})
+	assert.InDelta(t, 1, cost, 1e-9)
 }

@@ -110,6 +110,9 @@ func newJob(ctx workflow.Context, in training.JobInput) *job {
 	j.status = training.JobStatus{JobID: j.id, Name: in.Spec.Name, Phase: training.PhasePlanning, Iterations: in.Spec.Iterations,
 		LastCheckpoint: -1, Budget: in.Spec.Budget, StartedAt: now, UpdatedAt: now, GPUs: map[string]int{}}
 	j.lastCounted = -1
+	if workflow.GetVersion(ctx, versionMeterFromStart, workflow.DefaultVersion, 1) == 1 {
+		j.meterFromBoot, j.meterSkipsGone = true, true
+	}
 	if c := in.Carried; c != nil {
 		j.status = c.Status
 		j.status.JobID = j.id
@@ -152,6 +155,12 @@ func (j *job) accrue(now time.Time) {
 // versionMeterFromBoot: the held machines' states follow every describe, and the cost meter
 // skips machines still booting; runs recorded before counted them from the acquisition.
 const versionMeterFromBoot = "meter-from-boot"
+
+// versionMeterFromStart: the meter follows the held machines' states from the run's start;
+// runs recorded before began at their first describe, so the first epoch's machines, bought
+// booting, were counted from their acquisition until then (the demo's job 1.5% over the
+// market's bill: each of the four machines of its first epoch one simulated minute).
+const versionMeterFromStart = "meter-from-start"
 
 // versionMeterSkipsGone: the meter stops counting a held machine once a describe says it is
 // gone; runs recorded before counted it until the job dropped it.
