@@ -3,11 +3,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 
 	"github.com/schooner-ml/schooner/devserver/stack"
 )
@@ -38,11 +41,15 @@ func (u *usageReport) Write(p []byte) (int, error) {
 }
 
 // Close closes the file, if a line made it; call it after the stack stops (its market
-// writes until then).
+// writes until then). If none did, it removes an earlier run's bill at the path: beside this
+// run's report it would read as this run's.
 func (u *usageReport) Close() error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.f == nil {
+		if err := os.Remove(u.path); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+			return fmt.Errorf("removing an earlier run's usage report: %w", err)
+		}
 		return nil
 	}
 	return u.f.Close()

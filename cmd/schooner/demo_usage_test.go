@@ -52,3 +52,15 @@ func TestAUsageReportThatCannotBeCreatedIsReportedIncomplete(t *testing.T) {
 	assert.Contains(t, out.String(), "creating the report directory")
 	require.NoError(t, u.Close())
 }
+
+// A run that billed nothing leaves no earlier run's bill in --out: beside this run's report it
+// would read as this run's.
+func TestARunThatBilledNothingRemovesAnEarlierRunsBill(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "demo-usage.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte("{\"instance\":\"i-old\"}\n"), 0o644))
+	var o stack.Options
+	u := useUsageReport(&o, path)
+	require.NoError(t, u.Close())
+	assert.NoFileExists(t, path)
+	require.NoError(t, useUsageReport(&o, path).Close(), "nothing to remove is no error")
+}
