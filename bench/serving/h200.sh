@@ -7,7 +7,7 @@
 # against re-prefill and restart) at 2k and 8k context, batch 1 and 8, then 32k context, then
 # the two-process pipeline failover (bench_pipeline), then prompt–token disaggregation against a
 # colocated engine under a Poisson load (bench_disagg; DISAGG_RATE, DISAGG_REQUESTS,
-# DISAGG_PROMPT, DISAGG_OUTPUT, DISAGG_MODEL). STEPS picks some of them, in this order
+# DISAGG_PROMPT, DISAGG_OUTPUT, DISAGG_MODEL, DISAGG_SPLITS, DISAGG_PROMPT_SHARE). STEPS picks some of them, in this order
 # (default "pytest fetch 2k8k 32k b32 pipeline disagg preload swap"; preload: a standby's pause at the
 # switch, cold against fetching the replicas before it, bench_preload, PRELOAD_CONTEXTS; swap:
 # microbatch swapping against none at the largest microbatch each fits, bench_swap, SWAP_DEPTH,
@@ -53,8 +53,18 @@ wants 2k8k && step failover-2k8k "${FAILOVER_LIMIT:-240}" --model 8b --contexts 
 wants 32k && step failover-32k "${LONG_LIMIT:-150}" --model 8b --contexts 32768 --batches 1 --generated 32 --steps 16 --out "$out/failover-32k.json"
 wants b32 && step failover-b32 "${WIDE_LIMIT:-150}" --model 8b --contexts 2048 --batches 32 --generated 32 --steps 16 --out "$out/failover-b32.json"
 wants pipeline && pipeline pipeline-2k8k "${PIPELINE_LIMIT:-420}" --model 8b --contexts "${PIPELINE_CONTEXTS:-2048,8192}" --batches "${PIPELINE_BATCHES:-1,8}" --generated 32 --out "$out/pipeline-2k8k.json"
-# a prompt engine and a token engine as two processes on the one GPU, against one colocated engine
-wants disagg && run disagg "${DISAGG_LIMIT:-480}" bench_disagg --model "${DISAGG_MODEL:-8b}" --rate "${DISAGG_RATE:-2}" --requests "${DISAGG_REQUESTS:-64}" --prompt "${DISAGG_PROMPT:-2048}" --output "${DISAGG_OUTPUT:-128}" --out "$out/disagg.json"
+# a prompt engine and a token engine as two processes on the one GPU, against one colocated engine;
+# DISAGG_SPLITS (default time-slice) lists how the two share the GPU (bench_disagg --split), one
+# run each: the first with the colocated baseline (disagg.json), the others without (disagg-SPLIT.json)
+wants disagg && {
+  modes=colocated,disaggregated; name=disagg
+  for split in ${DISAGG_SPLITS:-time-slice}; do
+    run "$name" "${DISAGG_LIMIT:-480}" bench_disagg --model "${DISAGG_MODEL:-8b}" --rate "${DISAGG_RATE:-2}" --requests "${DISAGG_REQUESTS:-64}" \
+      --prompt "${DISAGG_PROMPT:-2048}" --output "${DISAGG_OUTPUT:-128}" --split "$split" --prompt-share "${DISAGG_PROMPT_SHARE:-0.5}" \
+      --modes "$modes" --out "$out/$name.json"
+    modes=disaggregated; name=disagg-$split
+  done
+}
 # a standby started on a notice: the pause at the switch, cold against preloaded (one engine of all layers)
 wants preload && run preload "${PRELOAD_LIMIT:-180}" bench_preload --model 8b --device cuda --contexts "${PRELOAD_CONTEXTS:-2048,8192}" --batches 1,8 --repeats 2 --out "$out/preload.json"
 # microbatch swapping against none (one stage of a SWAP_DEPTH-deep pipeline emulated by one engine

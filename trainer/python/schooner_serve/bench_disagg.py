@@ -17,11 +17,14 @@ mean gap after token 0), p50 and p99, and whether each request's tokens are the 
 Two processes, not two CUDA streams of one: the pools are separate workers in DéjàVu's design
 and in a deployment, the holder is their transport on the real path (a waiting get across
 processes), and one process would put both loops under one Python interpreter lock, so a
-prefill's kernel launches would hold up the decode loop's. On one GPU without MPS or green
-contexts the two processes' kernels do not run at the same time: the GPU time-slices between
-them. So what one GPU shows is the scheduling (decode steps no longer wait behind whole
-prefills in one loop) and the transfer's cost; not the added capacity of a separate token
-pool on its own GPUs, which is where DéjàVu's up-to-2× comes from. On a CPU each process has
+prefill's kernel launches would hold up the decode loop's. On one GPU without MPS the two
+processes' kernels do not run at the same time: the GPU time-slices between them (--split
+time-slice, the default). --split mps and --split green run both under one private MPS server,
+each pool limited to its share of the GPU (--prompt-share; gpu_split.py), so a prefill and a
+decode step run side by side on disjoint parts of it. Either way one GPU shows the scheduling
+(decode steps no longer wait behind whole prefills in one loop), the transfer's cost and, split,
+what each pool does with part of a GPU; not the added capacity of a separate token pool on
+its own GPUs, which is where DéjàVu's up-to-2× comes from. On a CPU each process has
 --threads threads (1), so the disaggregated run has twice the cores: a smoke run checks the
 loops and the tokens, not the speed.
 
@@ -35,6 +38,7 @@ Without --holder it starts the Python FakeHolder test double (TCP on 127.0.0.1) 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import multiprocessing as mp
@@ -44,7 +48,7 @@ import time
 import uuid
 
 from .config import CONFIGS
-from . import disagg_loops
+from . import disagg_loops, gpu_split
 
 
 def schedule(a) -> list[dict]:
@@ -79,10 +83,11 @@ def spec(a, holder: str) -> dict:
                           "prompt": blocks(max(a.max_prefill_tokens, a.prompt), a.block) + per}}
 
 
-def run(mode: str, roles: list[str], sp: dict, sched: list[dict], timeout: float) -> dict:
+def run(mode: str, roles: list[str], sp: dict, sched: list[dict], timeout: float, envs: dict | None = None) -> dict:
     """The roles as processes (spawned: CUDA does not survive a fork), started together once
-    all are ready; returns each role's record. Each mode has a deployment of its own at the
-    holder, so no replica of one run meets the other's."""
+    all are ready, each with its envs entry added to its environment; returns each role's
+    record. Each mode has a deployment of its own at the holder, so no replica of one run
+    meets the other's."""
     sp = {**sp, "deployment": f"{sp['deployment']}-{mode}"}
     ctx = mp.get_context("spawn")
     handoffs = ctx.Queue() if "prompt" in roles else None
@@ -90,7 +95,8 @@ def run(mode: str, roles: list[str], sp: dict, sched: list[dict], timeout: float
     for role in roles:
         mine, theirs = ctx.Pipe()
         p = ctx.Process(target=disagg_loops.child, args=(role, sp, sched, theirs, handoffs), name=f"bench-{role}")
-        p.start()
+        with gpu_split.started_with((envs or {}).get(role, {})):
+            p.start()
         procs[role], ctls[role] = p, mine
     try:
         ready = {r: _expect(ctls[r], "ready", timeout, r) for r in roles}
@@ -184,6 +190,13 @@ def main(argv=None) -> dict:
     p.add_argument("--restore-wait", type=float, default=10.0, help="seconds a token engine's get waits for a prompt")
     p.add_argument("--colocated-replicate", choices=("on", "off"), default="on")
     p.add_argument("--modes", default="colocated,disaggregated")
+    p.add_argument("--split", default="time-slice", choices=gpu_split.SPLITS,
+                   help="how the disaggregated pools share the GPU (gpu_split.py): time-slice (no MPS), mps "
+                        "(one private MPS server, each pool its share of the threads) or green (the same server, "
+                        "each pool on a green context of its share of the SMs); the colocated run always has the "
+                        "whole GPU")
+    p.add_argument("--prompt-share", type=float, default=0.5,
+                   help="the prompt pool's share of the GPU with --split mps or green; the token pool gets the rest")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds for each process to get ready, and to finish")
     p.add_argument("--out", default="bench_disagg.json")
     a = p.parse_args(argv)
@@ -194,6 +207,16 @@ def main(argv=None) -> dict:
             setattr(a, k, v)
     if a.smoke and not a.device:
         a.device = "cpu"
+    import torch
+    device = a.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    why = gpu_split.unavailable(a.split, device)
+    if why:
+        p.error(why)
+    try:
+        sms = torch.cuda.get_device_properties(device).multi_processor_count if a.split == "green" else 0
+        shares = gpu_split.shares(a.split, a.prompt_share, sms)
+    except ValueError as e:
+        p.error(str(e))
 
     holder, fake = a.holder, None
     if not holder:
@@ -203,7 +226,8 @@ def main(argv=None) -> dict:
     sp, sched = spec(a, holder), schedule(a)
     modes = [m for m in a.modes.split(",") if m]
     res = {"config": {k: v for k, v in vars(a).items() if k not in ("out",)}, "holder": a.holder or "fake",
-           "processes": "one per role, spawned; the disaggregated roles share the device", "device": sp["device"]}
+           "processes": "one per role, spawned; the disaggregated roles share the device", "device": sp["device"],
+           "split": {"kind": a.split, "shares": shares, "colocated": "the whole device, no MPS"}}
     tokens = {}
     try:
         if "colocated" in modes:
@@ -214,7 +238,10 @@ def main(argv=None) -> dict:
             res.setdefault("raw", {})["colocated"] = raw(out["colocated"]["requests"], out["t0"])
             tokens["colocated"] = {r: x["tokens"] for r, x in out["colocated"]["requests"].items()}
         if "disaggregated" in modes:
-            out = run("disaggregated", ["prompt", "token"], sp, sched, a.timeout)
+            with contextlib.ExitStack() as stack:
+                server = stack.enter_context(gpu_split.MpsServer()) if a.split != "time-slice" else None
+                envs = {r: gpu_split.role_env(a.split, shares.get(r, {}), server) for r in ("prompt", "token")}
+                out = run("disaggregated", ["prompt", "token"], {**sp, "shares": shares}, sched, a.timeout, envs)
             reqs = merged(out["prompt"], out["token"])
             res["disaggregated"] = summarize(reqs, sched, out["t0"])
             te = out["token"]["token_engine"]

@@ -13,12 +13,14 @@ the time each token was sampled (the host has the token, so the device work is d
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import queue
 import time
 
 import torch
 
+from . import gpu_split
 from .config import CONFIGS
 from .disagg import Handoff, PromptEngine, TokenEngine
 from .engine import StageEngine
@@ -176,21 +178,24 @@ def child(role: str, spec: dict, schedule: list[dict], ctl, handoffs=None) -> No
     """A process of the bench: builds and warms its engine, says ready, takes t0, serves, and
     sends back what it recorded."""
     try:
-        engine = make_engine(spec, role)
-        warm(engine, spec, role)
-        ctl.send(("ready", {"device": str(engine.device), "dtype": str(engine.dtype),
-                            "kv_blocks": engine.pool.num_blocks}))
-        t0 = ctl.recv()
-        if role == "colocated":
-            out = serve_colocated(engine, spec, schedule, t0)
-        elif role == "prompt":
-            out = serve_prompt(engine, spec, schedule, t0, handoffs)
-        else:
-            out = serve_token(engine, spec, handoffs)
-        if engine.writer is not None:
-            engine.writer.flush(60)  # what the replicas cost, whole, in the writer's stats
-            out["writer"] = engine.writer.stats()
-        engine.close()
+        with contextlib.ExitStack() as stack:
+            runs_on = gpu_split.enter_green(stack, spec.get("shares", {}).get(role, {}), spec["device"])
+            engine = make_engine(spec, role)
+            warm(engine, spec, role)
+            ctl.send(("ready", {"device": str(engine.device), "dtype": str(engine.dtype),
+                                "kv_blocks": engine.pool.num_blocks, **runs_on,
+                                "mps_thread_pct": os.environ.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")}))
+            t0 = ctl.recv()
+            if role == "colocated":
+                out = serve_colocated(engine, spec, schedule, t0)
+            elif role == "prompt":
+                out = serve_prompt(engine, spec, schedule, t0, handoffs)
+            else:
+                out = serve_token(engine, spec, handoffs)
+            if engine.writer is not None:
+                engine.writer.flush(60)  # what the replicas cost, whole, in the writer's stats
+                out["writer"] = engine.writer.stats()
+            engine.close()
         ctl.send(("done", out))
     except BaseException as e:  # noqa: BLE001 — the parent reports it and stops the others
         import traceback

@@ -56,3 +56,23 @@ def test_a_prefill_takes_what_fits_its_tokens_the_batch_and_the_kv_pool():
     assert [r["request"] for r in take(waiting, pool, 0, 8, 100, lambda r: 12)] == ["r0", "r1", "r2"]  # 3 blocks each
     assert [r["request"] for r in take(waiting, pool, 0, 8, 10, lambda r: 4)] == ["r3"]  # tokens: one at least
     assert take(waiting, pool, 8, 8, 100, lambda r: 4) == [] and len(waiting) == 1  # the batch is full
+
+
+@pytest.mark.parametrize("split", ["mps", "green"])
+def test_split_pools_on_one_gpu_serve_every_request_with_the_colocated_tokens(tmp_path, split):
+    import torch
+    from schooner_serve import gpu_split
+    why = gpu_split.unavailable(split, "cuda" if torch.cuda.is_available() else "cpu")
+    if why:
+        pytest.skip(why)
+    out = tmp_path / "d.json"
+    res = bench_disagg.main(["--smoke", "--device", "cuda", "--dtype", "float32", "--split", split,
+                             "--prompt-share", "0.25", "--out", str(out)])
+    n = res["config"]["requests"]
+    assert res["same_tokens"] == f"{n}/{n}" and res["split"]["kind"] == split
+    assert res["disaggregated"]["handoff"]["restored"] == n
+    prompt, token = res["engines"]["prompt"], res["engines"]["token"]
+    if split == "mps":
+        assert (prompt["mps_thread_pct"], token["mps_thread_pct"]) == ("25", "75")
+    else:
+        assert prompt["green_context_sms"] + token["green_context_sms"] == torch.cuda.get_device_properties(0).multi_processor_count
