@@ -59,10 +59,11 @@ wants pipeline && pipeline pipeline-2k8k "${PIPELINE_LIMIT:-420}" --model 8b --c
 wants disagg && {
   modes=colocated,disaggregated; name=disagg
   for split in ${DISAGG_SPLITS:-time-slice}; do
+    [ "$modes" = disaggregated ] && name=disagg-$split
     run "$name" "${DISAGG_LIMIT:-480}" bench_disagg --model "${DISAGG_MODEL:-8b}" --rate "${DISAGG_RATE:-2}" --requests "${DISAGG_REQUESTS:-64}" \
       --prompt "${DISAGG_PROMPT:-2048}" --output "${DISAGG_OUTPUT:-128}" --split "$split" --prompt-share "${DISAGG_PROMPT_SHARE:-0.5}" \
       --modes "$modes" --out "$out/$name.json"
-    modes=disaggregated; name=disagg-$split
+    modes=disaggregated
   done
 }
 # a standby started on a notice: the pause at the switch, cold against preloaded (one engine of all layers)

@@ -135,7 +135,14 @@ def enter_green(stack: contextlib.ExitStack, share: dict, device: str) -> dict:
         return {}
     import torch
     dev = torch.device(device)
+    # The primary context first: a green context made without one had torch create it on the
+    # way, and the process's first allocation then failed with "context is destroyed" (H100,
+    # torch 2.11, under MPS).
+    torch.empty(1, device=dev)
     ctx = torch.cuda.green_contexts.GreenContext.create(num_sms=share["sms"], device_id=dev.index or 0)
+    # Held until the stack closes, after its stream's work: a green context nothing refers to is
+    # destroyed, and the next allocation on its stream fails ("context is destroyed").
+    stack.callback(lambda: ctx)
     stack.enter_context(torch.cuda.stream(ctx.Stream()))
     stack.callback(lambda: torch.cuda.synchronize(dev))  # its work done before the context goes
     return {"green_context_sms": share["sms"]}
