@@ -273,7 +273,7 @@ func (j *job) withQueuedLosses(ctx workflow.Context, out outcome) outcome {
 // those whose loss reports are queued. A zone's machines go at one instant but their agents'
 // reports come when they come: at the bundled trace's 178 h start two of four machines taken
 // together had none queued yet, and the job stopped the epoch, billing them, for eleven wall
-// seconds (+7% over the market's bill) before a poll found them gone, and replanned twice.
+// seconds (+7% over the market's bill) before a poll found them gone.
 const versionLossDescribesAll = "loss-describes-all"
 
 // holds reports whether the job holds the instance.
