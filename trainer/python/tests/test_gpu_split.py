@@ -36,6 +36,7 @@ def test_a_split_needs_a_gpu_and_says_so():
 
 
 def test_the_bench_refuses_a_split_this_machine_cannot_run_before_it_starts_anything(capsys):
+    pytest.importorskip("torch")
     from schooner_serve import bench_disagg
     with pytest.raises(SystemExit):
         bench_disagg.main(["--smoke", "--split", "mps", "--out", os.devnull])
