@@ -7,7 +7,7 @@
 // once into a temporary directory, so the comparison runs exactly what users run. Raw
 // results go to -out.
 //
-//	go run ./bench/policystack [-starts 5] [-time-scale 60] [-out bench/policy/data/DATE/fullstack]
+//	go run ./bench/policystack [-starts 5] [-time-scale 60] [-sim-restart 4m] [-out bench/policy/data/DATE/fullstack]
 package main
 
 import (
@@ -52,17 +52,18 @@ func run(args []string, w io.Writer) error {
 	scale := fs.Float64("time-scale", 60, "the stack's simulated seconds per wall second (60: at 240 the stack's own latencies cost simulated time; see BENCHMARKS.md)")
 	iterations := fs.Int("iterations", 600, "iterations of the demo's job")
 	deadline := fs.String("deadline", "24h", "the job's deadline")
+	restart := fs.Duration("sim-restart", policy.DefaultRestart, "the simulator's --restart: training stopped per change of machines, boot included (the stack's simulated trainers relaunch in about a simulated minute after the 2-minute boot at 60x: 3m compares like with like)")
 	out := fs.String("out", filepath.Join("bench", "policy", "data", time.Now().Format("2006-01-02"), "fullstack"), "directory for the raw JSON")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	return compare(w, *starts, *scale, *iterations, *deadline, *out)
+	return compare(w, *starts, *scale, *iterations, *deadline, *restart, *out)
 }
 
 // compare runs both sides from each start and writes the raw JSON and the table.
-func compare(w io.Writer, starts int, scale float64, iterations int, deadline, out string) error {
-	if starts < 1 || scale <= 0 || iterations < 1 {
-		return fmt.Errorf("-starts, -time-scale and -iterations must be positive")
+func compare(w io.Writer, starts int, scale float64, iterations int, deadline string, restart time.Duration, out string) error {
+	if starts < 1 || scale <= 0 || iterations < 1 || restart <= 0 {
+		return fmt.Errorf("-starts, -time-scale, -iterations and -sim-restart must be positive")
 	}
 	tmp, err := os.MkdirTemp("", "policystack")
 	if err != nil {
@@ -78,7 +79,8 @@ func compare(w io.Writer, starts int, scale float64, iterations int, deadline, o
 	}
 	evalFile := filepath.Join(out, "policy-eval.json")
 	if err := command(bin, "policy", "eval", "--spec", "examples/demo.yaml", "--iterations", fmt.Sprint(iterations),
-		"--deadlines", deadline, "--starts", fmt.Sprint(starts), "--policies", "schooner-deadline", "--json", "--out", evalFile).Run(); err != nil {
+		"--deadlines", deadline, "--starts", fmt.Sprint(starts), "--policies", "schooner-deadline", "--restart", restart.String(),
+		"--json", "--out", evalFile).Run(); err != nil {
 		return fmt.Errorf("policy eval: %w", err)
 	}
 	var ev policy.Result
@@ -109,7 +111,7 @@ func compare(w io.Writer, starts int, scale float64, iterations int, deadline, o
 		fmt.Fprintf(os.Stderr, "start %s: simulator $%.3f, stack $%.3f (%+.1f%%), billed by the market $%.3f\n", s, r.SimCostUSD, r.StackCostUSD, r.DiffPct, r.StackBilledUSD)
 	}
 	if err := cli.WriteJSON(filepath.Join(out, "comparison.json"), map[string]any{"time_scale": scale, "iterations": iterations,
-		"deadline": deadline, "machine": machine.Line(), "rows": rows}); err != nil {
+		"deadline": deadline, "sim_restart_ns": restart, "machine": machine.Line(), "rows": rows}); err != nil {
 		return err
 	}
 	printTable(w, rows)
