@@ -70,9 +70,8 @@ def blocks(tokens: int, block: int) -> int:
 def spec(a, holder: str) -> dict:
     """What every process builds its engine from. KV pools: the colocated and the token engine
     hold --max-batch requests of prompt + output (and one more: a warm-up's), the prompt engine
-    one prefill's worth."""
-    import torch
-    device = a.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    one prefill's worth (a.device as main resolved it)."""
+    device = a.device
     per = blocks(a.prompt + a.output + 1, a.block)
     return {"model": a.model, "seed": a.seed, "device": device, "dtype": a.dtype, "block": a.block,
             "holder": holder, "deployment": f"bench-disagg-{uuid.uuid4().hex[:8]}", "restore_wait": a.restore_wait,
@@ -208,12 +207,12 @@ def main(argv=None) -> dict:
     if a.smoke and not a.device:
         a.device = "cpu"
     import torch
-    device = a.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    why = gpu_split.unavailable(a.split, device)
+    a.device = a.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    why = gpu_split.unavailable(a.split, a.device)
     if why:
         p.error(why)
     try:
-        sms = torch.cuda.get_device_properties(device).multi_processor_count if a.split == "green" else 0
+        sms = torch.cuda.get_device_properties(a.device).multi_processor_count if a.split == "green" else 0
         shares = gpu_split.shares(a.split, a.prompt_share, sms)
     except ValueError as e:
         p.error(str(e))
