@@ -25,17 +25,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 import torch
 
 from . import child, counters, measure, workloads
+from .mps import CONTROL, MpsServer
 
 HERE = child.ROOT
 
@@ -87,8 +86,8 @@ class Executor:
                 return f"{m.get('setting')} SMs is not fewer than the GPU's {sms}"
             return ""
         if kind == "mps":
-            if shutil.which("nvidia-cuda-mps-control") is None:
-                return "nvidia-cuda-mps-control is not installed"
+            if shutil.which(CONTROL) is None:
+                return f"{CONTROL} is not installed"
             return ""
         return f"unknown mechanism {kind!r}"
 
@@ -200,20 +199,13 @@ class Executor:
         return json.loads(out.strip().splitlines()[-1])
 
     def _mps(self, lc_name: str, be_name: str, pct: int, req: dict):
-        """Both sides as clients of an MPS daemon started for this run (private pipe and log
-        folders, so nothing else on the machine joins it), the best-effort side limited to pct%
-        of the SMs' threads; the daemon is shut down whatever happens."""
-        with tempfile.TemporaryDirectory(prefix="schooner-mps-") as d:
-            env = {"CUDA_MPS_PIPE_DIRECTORY": os.path.join(d, "pipe"), "CUDA_MPS_LOG_DIRECTORY": os.path.join(d, "log")}
-            for v in env.values():
-                os.makedirs(v)
-            denv = dict(os.environ, **env)
-            subprocess.run(["nvidia-cuda-mps-control", "-d"], env=denv, check=True, timeout=30)
-            try:
-                return self._with_child_be(be_name, {**env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": str(pct)},
-                                           lambda: self._lc_child(lc_name, env, req))
-            finally:
-                subprocess.run(["nvidia-cuda-mps-control"], input="quit\n", text=True, env=denv, timeout=30)
+        """Both sides as clients of an MPS daemon started for this run (mps.MpsServer: private
+        pipe and log folders, shut down whatever happens), the best-effort side limited to
+        pct% of the SMs' threads."""
+        with MpsServer() as server:
+            env = server.env()
+            return self._with_child_be(be_name, {**env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": str(pct)},
+                                       lambda: self._lc_child(lc_name, env, req))
 
     def nvml(self) -> dict:
         if not self.cuda:

@@ -24,11 +24,10 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import subprocess
-import tempfile
+
+from schooner_interfere.mps import CONTROL, MpsServer
 
 SPLITS = ("time-slice", "mps", "green")
-CONTROL = "nvidia-cuda-mps-control"
 
 
 def shares(split: str, prompt_share: float, sms: int = 0) -> dict:
@@ -67,39 +66,6 @@ def unavailable(split: str, device: str) -> str:
         if getattr(getattr(torch.cuda, "green_contexts", None), "GreenContext", None) is None:
             return f"--split green needs torch's green contexts (torch 2.11 has them; this is {torch.__version__})"
     return ""
-
-
-class MpsServer:
-    """A private MPS control daemon for the life of a with-block: env() is what a client
-    process needs in its environment to join it."""
-
-    def __init__(self):
-        self._dir = tempfile.TemporaryDirectory(prefix="schooner-mps-")
-        self.pipe = os.path.join(self._dir.name, "pipe")
-        self.log = os.path.join(self._dir.name, "log")
-
-    def env(self) -> dict:
-        return {"CUDA_MPS_PIPE_DIRECTORY": self.pipe, "CUDA_MPS_LOG_DIRECTORY": self.log}
-
-    def _control(self, *args: str, stdin: str | None = None) -> None:
-        subprocess.run([CONTROL, *args], input=stdin, text=True, env=dict(os.environ, **self.env()),
-                       check=True, timeout=30)
-
-    def __enter__(self) -> "MpsServer":
-        os.makedirs(self.pipe)
-        os.makedirs(self.log)
-        try:
-            self._control("-d")
-        except BaseException:
-            self._dir.cleanup()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        try:
-            self._control(stdin="quit\n")
-        finally:
-            self._dir.cleanup()
 
 
 def role_env(split: str, share: dict, server: MpsServer | None) -> dict:

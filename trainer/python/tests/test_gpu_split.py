@@ -1,6 +1,6 @@
 """gpu_split: how bench_disagg's prompt and token pools share one GPU. The shares, the refusals
-and the private MPS server's life run on CPU (the server through a stand-in control program on
-PATH); the split itself needs a GPU (bench/serving, on the GPU machine)."""
+and each pool's environment run on CPU (the MPS server through a stand-in control program on
+PATH; its own tests are test_interfere_mps.py); the split itself needs a GPU (bench/serving, on the GPU machine)."""
 
 import contextlib
 import os
@@ -8,6 +8,8 @@ import os
 import pytest
 
 from schooner_serve import gpu_split
+
+from .fake_mps import control  # noqa: F401 (a fixture)
 
 
 def test_mps_gives_each_pool_its_share_of_the_threads_and_the_token_pool_the_rest():
@@ -43,31 +45,7 @@ def test_the_bench_refuses_a_split_this_machine_cannot_run_before_it_starts_anyt
     assert "--split mps needs a CUDA GPU" in capsys.readouterr().err
 
 
-@pytest.fixture
-def control(tmp_path, monkeypatch):
-    """A stand-in nvidia-cuda-mps-control that logs its arguments, stdin and pipe folder."""
-    log = tmp_path / "calls.log"
-    prog = tmp_path / "bin" / gpu_split.CONTROL
-    prog.parent.mkdir()
-    prog.write_text(f'#!/bin/sh\nin=$(cat)\necho "$* | $in | $CUDA_MPS_PIPE_DIRECTORY" >> {log}\n')
-    prog.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{prog.parent}{os.pathsep}{os.environ['PATH']}")
-    return log
-
-
-def test_the_mps_server_is_private_and_shut_down_even_when_the_run_fails(control):
-    with pytest.raises(RuntimeError), gpu_split.MpsServer() as server:
-        env = server.env()
-        assert os.path.isdir(env["CUDA_MPS_PIPE_DIRECTORY"]) and os.path.isdir(env["CUDA_MPS_LOG_DIRECTORY"])
-        assert "schooner-mps-" in env["CUDA_MPS_PIPE_DIRECTORY"]
-        raise RuntimeError("the run failed")
-    start, stop = control.read_text().splitlines()
-    assert start.startswith("-d |") and start.endswith(env["CUDA_MPS_PIPE_DIRECTORY"])
-    assert stop.startswith(" | quit") and stop.endswith(env["CUDA_MPS_PIPE_DIRECTORY"])
-    assert not os.path.exists(env["CUDA_MPS_PIPE_DIRECTORY"]), "its folders are removed"
-
-
-def test_each_pool_joins_the_server_and_an_mps_split_limits_its_threads(control):
+def test_each_pool_joins_the_server_and_an_mps_split_limits_its_threads(control):  # noqa: F811
     with gpu_split.MpsServer() as server:
         mps = gpu_split.role_env("mps", {"thread_pct": 30}, server)
         green = gpu_split.role_env("green", {"sms": 64}, server)

@@ -1,0 +1,35 @@
+"""The private MPS server of the interference study and bench_disagg, on CPU through a stand-in
+control program: started with folders of its own, shut down and its folders removed whatever
+happens in the run."""
+
+import os
+
+import pytest
+
+from schooner_interfere.mps import MpsServer
+
+from .fake_mps import control  # noqa: F401 (a fixture)
+
+
+def test_the_mps_server_is_private_and_shut_down_even_when_the_run_fails(control):  # noqa: F811
+    with pytest.raises(RuntimeError), MpsServer() as server:
+        env = server.env()
+        assert os.path.isdir(env["CUDA_MPS_PIPE_DIRECTORY"]) and os.path.isdir(env["CUDA_MPS_LOG_DIRECTORY"])
+        assert "schooner-mps-" in env["CUDA_MPS_PIPE_DIRECTORY"]
+        raise RuntimeError("the run failed")
+    start, stop = control.read_text().splitlines()
+    assert start.startswith("-d |") and start.endswith(env["CUDA_MPS_PIPE_DIRECTORY"])
+    assert stop.startswith(" | quit") and stop.endswith(env["CUDA_MPS_PIPE_DIRECTORY"])
+    assert not os.path.exists(env["CUDA_MPS_PIPE_DIRECTORY"]), "its folders are removed"
+
+
+def test_a_server_whose_daemon_does_not_start_leaves_no_folders(tmp_path, monkeypatch):
+    prog = tmp_path / "bin" / "nvidia-cuda-mps-control"
+    prog.parent.mkdir()
+    prog.write_text("#!/bin/sh\nexit 3\n")
+    prog.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{prog.parent}{os.pathsep}{os.environ['PATH']}")
+    server = MpsServer()
+    with pytest.raises(Exception):
+        server.__enter__()
+    assert not os.path.exists(server.pipe)
