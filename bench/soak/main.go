@@ -14,7 +14,10 @@
 //
 // With -compare the table puts an earlier run (another build, e.g. before a fix) beside this
 // one; -show <json> -compare <json> prints two recorded runs and runs nothing. -profiles
-// writes heap, goroutine and idle-CPU profiles for `go tool pprof`.
+// writes heap, goroutine and idle-CPU profiles for `go tool pprof`. -heapdump FILE writes the
+// runtime's heap dumps at start and after, with every allocation's stack; `go run
+// ./bench/soak/spans FILE` then says whose objects keep the partly used heap spans (the
+// memory an idle process cannot give back).
 //
 // Each sample also says where the memory is: RssAnon, RssFile and RssShmem of
 // /proc/self/status (file-backed pages are mostly the ~280 MB binary's code touched so far,
@@ -52,9 +55,14 @@ func main() {
 	flag.StringVar(&o.jsonPath, "json", "", "write the raw results here (default bench/soak/data/soak-<time>.json)")
 	flag.StringVar(&o.compare, "compare", "", "an earlier run's JSON to show beside this one (the baseline)")
 	flag.StringVar(&o.profiles, "profiles", "", "directory for heap profiles (at start, after each round, at the end), goroutines and idle CPU (none when empty); heap allocations are then sampled every 64 KiB instead of 512")
+	flag.StringVar(&o.heapDump, "heapdump", "", "write heap dumps (runtime/debug.WriteHeapDump) of the idle process at start (FILE.start) and after the last round (FILE), with the stack of every allocation from then on recorded (MemProfileRate 1: slow; run with GODEBUG=memprofilerate=1 to record package initialisation too); `go run ./bench/soak/spans FILE` says which allocations keep partly used spans")
 	show := flag.String("show", "", "print the table of this earlier run's JSON (beside -compare's) and run nothing")
 	flag.Parse()
-	if o.profiles != "" {
+	if o.heapDump != "" {
+		// Every object's allocation stack, so the dump ties each span's live objects to
+		// where they were allocated (the dump records an object's stack only if sampled).
+		runtime.MemProfileRate = 1
+	} else if o.profiles != "" {
 		// A round keeps a few MiB at most; at the default one sample per 512 KiB allocated, a
 		// diff between two rounds' profiles is mostly sampling noise.
 		runtime.MemProfileRate = 64 << 10

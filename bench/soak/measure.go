@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"runtime"
 	"runtime/debug"
 	"time"
@@ -89,4 +90,16 @@ func measureIdle(window time.Duration, during func()) idleCPU {
 	time.Sleep(time.Until(t0.Add(window)))
 	wall, cpu := time.Since(t0).Seconds(), process.CPUSeconds()-c0
 	return idleCPU{WallSeconds: wall, CPUSeconds: cpu, Percent: 100 * cpu / wall}
+}
+
+// writeHeapDump writes the runtime's heap dump of the process to path, after a collection so
+// that every object in it is live.
+func writeHeapDump(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	debug.WriteHeapDump(f.Fd())
+	return f.Close()
 }

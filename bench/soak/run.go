@@ -30,6 +30,7 @@ type options struct {
 	idle, settle      time.Duration
 	label, jsonPath   string
 	compare, profiles string
+	heapDump          string
 }
 
 // result is one soak run, as the JSON in bench/soak/data keeps it.
@@ -203,6 +204,11 @@ func run(ctx context.Context, o options) (result, error) {
 		writeProfile(filepath.Join(o.profiles, "heap-start.pprof"), "heap", 0)
 	}
 	r.IdleStart = measureIdle(o.idle, nil)
+	if o.heapDump != "" { // the idle process at start, to compare the one after with
+		if err := writeHeapDump(o.heapDump + ".start"); err != nil {
+			return r, err
+		}
+	}
 	fmt.Printf("start: RSS %.0f MiB, heap %.0f MiB, %d goroutines, idle CPU %.1f%%\n",
 		r.Start.RSSMiB, r.Start.HeapInuseMiB, r.Start.Goroutines, r.IdleStart.Percent)
 
@@ -233,6 +239,11 @@ func run(ctx context.Context, o options) (result, error) {
 			rnd, rnd*o.jobs, after.RSSMiB, after.RSSFreedMiB, after.HeapInuseMiB, after.HeapLiveMiB, after.Goroutines, idle.Percent)
 	}
 	r.JobsWall = time.Since(began).Seconds()
+	if o.heapDump != "" {
+		if err := writeHeapDump(o.heapDump); err != nil {
+			return r, err
+		}
+	}
 	r.PeakRSSMiB = float64(process.PeakRSSKiB()) / 1024
 	if o.profiles != "" {
 		writeProfile(filepath.Join(o.profiles, "heap.pprof"), "heap", 0)

@@ -1,0 +1,47 @@
+// Command spans reads a Go heap dump (runtime/debug.WriteHeapDump, as `bench/soak -heapdump`
+// writes one) and says where the heap's fragmentation is: which allocations keep spans that
+// are mostly empty. The soak's idle process keeps tens of MiB of heap/unused after its jobs —
+// free slots in spans that still hold a live object, which Go's non-moving collector cannot
+// give back — and runtime/metrics says how much but not whose.
+//
+//	go run ./bench/soak/spans [-top 25] [-frames 6] FILE
+//
+// The dump lists every live object span by span with its size, and, when the process ran
+// with runtime.MemProfileRate = 1, the allocation stack of each. The spans themselves are not
+// in it, so they are rebuilt: an object of a one-page size class lies in the span of its 8 KiB
+// page; objects of a larger class that follow each other in the dump at a multiple of their
+// size, within the class's span length, share one. Each span's free bytes are then shared
+// among its live objects, and summed by allocation site: a site that leaves one small object
+// in an otherwise empty span is charged nearly the whole span.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+)
+
+func main() {
+	top := flag.Int("top", 25, "allocation sites to list")
+	frames := flag.Int("frames", 6, "stack frames to print for each site")
+	flag.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: go run ./bench/soak/spans [-top N] [-frames N] HEAPDUMP")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if flag.NArg() != 1 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	d, err := readDump(flag.Arg(0))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "spans:", err)
+		os.Exit(1)
+	}
+	classes, err := sizeClasses()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "spans:", err)
+		os.Exit(1)
+	}
+	report(os.Stdout, analyse(d, classes), *top, *frames)
+}
