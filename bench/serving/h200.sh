@@ -7,7 +7,8 @@
 # against re-prefill and restart) at 2k and 8k context, batch 1 and 8, then 32k context, then
 # the two-process pipeline failover (bench_pipeline), then prompt–token disaggregation against a
 # colocated engine under a Poisson load (bench_disagg; DISAGG_RATE, DISAGG_REQUESTS,
-# DISAGG_PROMPT, DISAGG_OUTPUT, DISAGG_MODEL, DISAGG_SPLITS, DISAGG_PROMPT_SHARE). STEPS picks some of them, in this order
+# DISAGG_PROMPT, DISAGG_OUTPUT, DISAGG_MODEL, DISAGG_SPLITS, DISAGG_PROMPT_SHARE; DISAGG_BASELINE=0 leaves out the
+# colocated run, for a second share against a baseline already measured). STEPS picks some of them, in this order
 # (default "pytest fetch 2k8k 32k b32 pipeline disagg preload swap"; preload: a standby's pause at the
 # switch, cold against fetching the replicas before it, bench_preload, PRELOAD_CONTEXTS; swap:
 # microbatch swapping against none at the largest microbatch each fits, bench_swap, SWAP_DEPTH,
@@ -58,6 +59,7 @@ wants pipeline && pipeline pipeline-2k8k "${PIPELINE_LIMIT:-420}" --model 8b --c
 # run each: the first with the colocated baseline (disagg.json), the others without (disagg-SPLIT.json)
 wants disagg && {
   modes=colocated,disaggregated; name=disagg
+  [ "${DISAGG_BASELINE:-1}" = 0 ] && modes=disaggregated
   for split in ${DISAGG_SPLITS:-time-slice}; do
     [ "$modes" = disaggregated ] && name=disagg-$split
     run "$name" "${DISAGG_LIMIT:-480}" bench_disagg --model "${DISAGG_MODEL:-8b}" --rate "${DISAGG_RATE:-2}" --requests "${DISAGG_REQUESTS:-64}" \
