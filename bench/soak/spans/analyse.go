@@ -65,17 +65,17 @@ type span struct {
 // spansOf rebuilds the spans from the dump's objects, which it lists span by span.
 func spansOf(objs []object, classes map[uint64]uint64) []span {
 	var out []span
-	var cur *span
-	var first uint64 // the current span's first live object (multi-page classes)
+	cur := -1        // the span being filled (an index into out), -1 after a large object
+	var first uint64 // its first live object's address
 	for i, o := range objs {
 		npages, small := classes[o.size]
 		if !small { // a large object: a span of its own, rounded up to whole pages
 			out = append(out, span{bytes: (o.size + pageSize - 1) / pageSize * pageSize, objects: []int{i}})
-			cur = nil
+			cur = -1
 			continue
 		}
 		spanBytes := npages * pageSize
-		same := cur != nil && objs[cur.objects[0]].size == o.size && o.addr > first
+		same := cur >= 0 && objs[out[cur].objects[0]].size == o.size && o.addr > first
 		if same && npages == 1 {
 			same = o.addr/pageSize == first/pageSize
 		} else if same {
@@ -83,9 +83,9 @@ func spansOf(objs []object, classes map[uint64]uint64) []span {
 		}
 		if !same {
 			out = append(out, span{bytes: spanBytes})
-			cur, first = &out[len(out)-1], o.addr
+			cur, first = len(out)-1, o.addr
 		}
-		cur.objects = append(cur.objects, i)
+		out[cur].objects = append(out[cur].objects, i)
 	}
 	return out
 }

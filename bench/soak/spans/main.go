@@ -22,7 +22,7 @@ import (
 )
 
 func main() {
-	top := flag.Int("top", 25, "allocation sites to list")
+	top := flag.Int("top", 25, "size classes and allocation sites to list (0: the owners only)")
 	frames := flag.Int("frames", 6, "stack frames to print for each site")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: go run ./bench/soak/spans [-top N] [-frames N] HEAPDUMP")
