@@ -16,32 +16,37 @@
 package main
 
 import (
-	"flag"
 	"fmt"
-	"os"
+	"io"
+
+	"github.com/schooner-ml/schooner/bench/internal/cli"
 )
 
-func main() {
-	top := flag.Int("top", 25, "size classes and allocation sites to list (0: the owners only)")
-	frames := flag.Int("frames", 6, "stack frames to print for each site")
-	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: go run ./bench/soak/spans [-top N] [-frames N] HEAPDUMP")
-		flag.PrintDefaults()
+func main() { cli.Main("spans", run) }
+
+func run(args []string, out io.Writer) error {
+	fs := cli.FlagSet("spans", out)
+	top := fs.Int("top", 25, "size classes and allocation sites to list (0: the owners only)")
+	frames := fs.Int("frames", 6, "stack frames to print for each site")
+	fs.Usage = func() {
+		fmt.Fprintln(out, "usage: go run ./bench/soak/spans [-top N] [-frames N] HEAPDUMP")
+		fs.PrintDefaults()
 	}
-	flag.Parse()
-	if flag.NArg() != 1 {
-		flag.Usage()
-		os.Exit(2)
+	if err := fs.Parse(args); err != nil {
+		return err
 	}
-	d, err := readDump(flag.Arg(0))
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return fmt.Errorf("one heap dump to read, got %d arguments", fs.NArg())
+	}
+	d, err := readDump(fs.Arg(0))
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "spans:", err)
-		os.Exit(1)
+		return err
 	}
 	classes, err := sizeClasses()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "spans:", err)
-		os.Exit(1)
+		return err
 	}
-	report(os.Stdout, analyse(d, classes), *top, *frames)
+	report(out, analyse(d, classes), *top, *frames)
+	return nil
 }

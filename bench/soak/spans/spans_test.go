@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -39,6 +40,11 @@ func TestASiteThatLeavesOneObjectASpanIsChargedTheSpansFreeBytes(t *testing.T) {
 	require.NoError(t, err)
 	debug.WriteHeapDump(f.Fd())
 	require.NoError(t, f.Close())
+
+	var out bytes.Buffer
+	require.NoError(t, run([]string{"-top", "3", path}, &out))
+	require.Contains(t, out.String(), "by owner")
+	require.Contains(t, out.String(), "spans.scatter", "the report names the site among the top three")
 
 	d, err := readDump(path)
 	require.NoError(t, err)
@@ -96,4 +102,10 @@ func TestASiteIsOwnedByItsSchoonerPackageOrItsModule(t *testing.T) {
 	require.Equal(t, "google.golang.org/grpc", owner("google.golang.org/grpc/encoding/proto.(*codecV2).Unmarshal"))
 	require.Equal(t, "context", owner("context.WithValue"))
 	require.Equal(t, "regexp", owner("regexp.(*Regexp).ReplaceAllString"))
+}
+
+func TestRunWantsOneHeapDump(t *testing.T) {
+	var out bytes.Buffer
+	require.ErrorContains(t, run(nil, &out), "one heap dump to read")
+	require.Contains(t, out.String(), "usage:")
 }
