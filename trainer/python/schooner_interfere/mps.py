@@ -38,8 +38,13 @@ class MpsServer:
             raise
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, exc, tb) -> None:
         try:
             self._control(stdin="quit\n")
+        except Exception:
+            # A run that failed says more than the daemon's quit failing after it: keep its
+            # error; after a run that went well, a daemon that would not quit is the error.
+            if exc_type is None:
+                raise
         finally:
             self._dir.cleanup()

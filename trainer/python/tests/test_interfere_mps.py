@@ -3,6 +3,7 @@ control program: started with folders of its own, shut down and its folders remo
 happens in the run."""
 
 import os
+import subprocess
 
 import pytest
 
@@ -33,3 +34,27 @@ def test_a_server_whose_daemon_does_not_start_leaves_no_folders(tmp_path, monkey
     with pytest.raises(Exception):
         server.__enter__()
     assert not os.path.exists(server.pipe)
+
+
+def _failing_quit(tmp_path, monkeypatch):
+    """A control program that starts but fails to quit."""
+    prog = tmp_path / "bin" / "nvidia-cuda-mps-control"
+    prog.parent.mkdir()
+    prog.write_text('#!/bin/sh\nin=$(cat)\n[ "$in" = quit ] && exit 4\nexit 0\n')
+    prog.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{prog.parent}{os.pathsep}{os.environ['PATH']}")
+
+
+def test_a_failed_run_keeps_its_own_error_when_the_daemon_will_not_quit(tmp_path, monkeypatch):
+    _failing_quit(tmp_path, monkeypatch)
+    with pytest.raises(RuntimeError, match="the run failed"), MpsServer():
+        raise RuntimeError("the run failed")
+
+
+def test_a_daemon_that_will_not_quit_after_a_good_run_is_an_error(tmp_path, monkeypatch):
+    _failing_quit(tmp_path, monkeypatch)
+    server = MpsServer()
+    with pytest.raises(subprocess.CalledProcessError):
+        with server:
+            pass
+    assert not os.path.exists(server.pipe), "its folders are removed either way"
