@@ -9,7 +9,7 @@ import pytest
 
 from schooner_interfere.mps import MpsServer
 
-from .fake_mps import control  # noqa: F401 (a fixture)
+from .fake_mps import control, put_control  # noqa: F401 (control: a fixture)
 
 
 def test_the_mps_server_is_private_and_shut_down_even_when_the_run_fails(control):  # noqa: F811
@@ -25,11 +25,7 @@ def test_the_mps_server_is_private_and_shut_down_even_when_the_run_fails(control
 
 
 def test_a_server_whose_daemon_does_not_start_leaves_no_folders(tmp_path, monkeypatch):
-    prog = tmp_path / "bin" / "nvidia-cuda-mps-control"
-    prog.parent.mkdir()
-    prog.write_text("#!/bin/sh\nexit 3\n")
-    prog.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{prog.parent}{os.pathsep}{os.environ['PATH']}")
+    put_control(tmp_path, monkeypatch, "exit 3\n")
     server = MpsServer()
     with pytest.raises(Exception):
         server.__enter__()
@@ -38,11 +34,7 @@ def test_a_server_whose_daemon_does_not_start_leaves_no_folders(tmp_path, monkey
 
 def _failing_quit(tmp_path, monkeypatch):
     """A control program that starts but fails to quit."""
-    prog = tmp_path / "bin" / "nvidia-cuda-mps-control"
-    prog.parent.mkdir()
-    prog.write_text('#!/bin/sh\nin=$(cat)\n[ "$in" = quit ] && exit 4\nexit 0\n')
-    prog.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{prog.parent}{os.pathsep}{os.environ['PATH']}")
+    put_control(tmp_path, monkeypatch, 'in=$(cat)\n[ "$in" = quit ] && exit 4\nexit 0\n')
 
 
 def test_a_failed_run_keeps_its_own_error_when_the_daemon_will_not_quit(tmp_path, monkeypatch):
