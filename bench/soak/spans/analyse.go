@@ -121,6 +121,8 @@ type analysis struct {
 	sites                          []*site
 	classes                        []classRow
 	lowSpanBytes, lowSpanLiveBytes uint64
+	// unsampledBySize counts the objects with no recorded allocation stack by slot size.
+	unsampledBySize map[uint64]int
 }
 
 // skipFrame says whether a frame only passes an allocation on (allocator, reflection,
@@ -148,7 +150,8 @@ func siteKey(stack []frame) string {
 }
 
 func analyse(d *dump, classes map[uint64]uint64) analysis {
-	a := analysis{objects: len(d.objects), heapInuse: d.heapInuse, heapAlloc: d.heapAlloc, goVersion: d.goVersion}
+	a := analysis{objects: len(d.objects), heapInuse: d.heapInuse, heapAlloc: d.heapAlloc, goVersion: d.goVersion,
+		unsampledBySize: map[uint64]int{}}
 	spans := spansOf(d.objects, classes)
 	a.spans = len(spans)
 	bySite := map[string]*site{}
@@ -188,6 +191,8 @@ func analyse(d *dump, classes map[uint64]uint64) analysis {
 			stack := d.stacks[bucket]
 			if ok {
 				a.sampled++
+			} else {
+				a.unsampledBySize[o.size]++
 			}
 			k := siteKey(stack)
 			st := bySite[k]

@@ -19,6 +19,9 @@ func report(w io.Writer, a analysis, top, frames int) {
 	if a.objects > 0 {
 		fmt.Fprintf(w, "objects with an allocation stack: %d of %d (%.0f%%)\n", a.sampled, a.objects, 100*float64(a.sampled)/float64(a.objects))
 	}
+	if len(a.unsampledBySize) > 0 {
+		fmt.Fprintf(w, "objects without one, by slot size: %s\n", topSizes(a.unsampledBySize, 6))
+	}
 
 	fmt.Fprintf(w, "\nby owner (schooner's packages, other modules, the standard library), free span bytes charged:\n")
 	for _, g := range groups(a.sites) {
@@ -52,6 +55,25 @@ func report(w io.Writer, a analysis, top, frames int) {
 			fmt.Fprintf(w, "      %s  %s:%d\n", f.fn, shortPath(f.file), f.line)
 		}
 	}
+}
+
+// topSizes lists the n slot sizes with the most objects, with their counts.
+func topSizes(by map[uint64]int, n int) string {
+	sizes := make([]uint64, 0, len(by))
+	for sz := range by {
+		sizes = append(sizes, sz)
+	}
+	sort.Slice(sizes, func(i, j int) bool {
+		return by[sizes[i]] > by[sizes[j]] || by[sizes[i]] == by[sizes[j]] && sizes[i] < sizes[j]
+	})
+	var parts []string
+	for i, sz := range sizes {
+		if i == n {
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%d B ×%d", sz, by[sz]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // groups sums the sites by owner (owner), most charged first.
