@@ -213,12 +213,16 @@ func analyse(d *dump, classes map[uint64]uint64) analysis {
 		a.sites = append(a.sites, s)
 	}
 	countHolders(d.objects, objSite)
-	sort.Slice(a.sites, func(i, j int) bool { return a.sites[i].charged > a.sites[j].charged })
+	sort.Slice(a.sites, func(i, j int) bool {
+		x, y := a.sites[i], a.sites[j]
+		return x.charged > y.charged || x.charged == y.charged && x.key < y.key
+	})
 	for _, c := range byClass {
 		a.classes = append(a.classes, *c)
 	}
 	sort.Slice(a.classes, func(i, j int) bool {
-		return a.classes[i].spanBytes-a.classes[i].live > a.classes[j].spanBytes-a.classes[j].live
+		fi, fj := a.classes[i].spanBytes-a.classes[i].live, a.classes[j].spanBytes-a.classes[j].live
+		return fi > fj || fi == fj && a.classes[i].size < a.classes[j].size
 	})
 	return a
 }

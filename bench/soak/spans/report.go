@@ -94,7 +94,9 @@ func groups(sites []*site) []site {
 	for _, g := range by {
 		out = append(out, *g)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].charged > out[j].charged })
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].charged > out[j].charged || out[i].charged == out[j].charged && out[i].key < out[j].key
+	})
 	return out
 }
 
