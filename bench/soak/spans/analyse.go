@@ -146,7 +146,7 @@ func siteKey(stack []frame) string {
 	if len(stack) > 0 {
 		return stack[0].fn
 	}
-	return "(no stack: allocated before the profile rate was set, or not sampled)"
+	return "(no recorded allocation stack)"
 }
 
 func analyse(d *dump, classes map[uint64]uint64) analysis {
