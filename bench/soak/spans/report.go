@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"sort"
@@ -20,7 +21,7 @@ func report(w io.Writer, a analysis, top, frames int) {
 		fmt.Fprintf(w, "objects with an allocation stack: %d of %d (%.0f%%)\n", a.sampled, a.objects, 100*float64(a.sampled)/float64(a.objects))
 	}
 	if len(a.unsampledBySize) > 0 {
-		fmt.Fprintf(w, "objects without one, by slot size: %s\n", topSizes(a.unsampledBySize, 6))
+		fmt.Fprintf(w, "objects without one, by slot size: %s\n", topCounts(a.unsampledBySize, 6, func(size uint64, n int) string { return fmt.Sprintf("%d B ×%d", size, n) }, ", "))
 	}
 
 	fmt.Fprintf(w, "\nby owner (schooner's packages, other modules, the standard library), free span bytes charged:\n")
@@ -46,7 +47,7 @@ func report(w io.Writer, a analysis, top, frames int) {
 		fmt.Fprintf(w, "%2d. %7.2f MiB free charged, %7.2f MiB live, %7d objects (%d in ≤¼-full spans)  %s\n",
 			i+1, s.charged/mib, s.live/mib, s.objects, s.lonely, s.key)
 		if len(s.holders) > 0 {
-			fmt.Fprintf(w, "      held by: %s\n", topHolders(s.holders, 3))
+			fmt.Fprintf(w, "      held by: %s\n", topCounts(s.holders, 3, func(site string, n int) string { return fmt.Sprintf("%s (%d)", site, n) }, "; "))
 		}
 		for j, f := range s.stack {
 			if j == frames {
@@ -57,23 +58,24 @@ func report(w io.Writer, a analysis, top, frames int) {
 	}
 }
 
-// topSizes lists the n slot sizes with the most objects, with their counts.
-func topSizes(by map[uint64]int, n int) string {
-	sizes := make([]uint64, 0, len(by))
-	for sz := range by {
-		sizes = append(sizes, sz)
+// topCounts lists the n keys of by with the largest counts (ties by key), each as item
+// formats it with its count, joined by sep.
+func topCounts[K cmp.Ordered](by map[K]int, n int, item func(K, int) string, sep string) string {
+	keys := make([]K, 0, len(by))
+	for k := range by {
+		keys = append(keys, k)
 	}
-	sort.Slice(sizes, func(i, j int) bool {
-		return by[sizes[i]] > by[sizes[j]] || by[sizes[i]] == by[sizes[j]] && sizes[i] < sizes[j]
+	sort.Slice(keys, func(i, j int) bool {
+		return by[keys[i]] > by[keys[j]] || by[keys[i]] == by[keys[j]] && keys[i] < keys[j]
 	})
 	var parts []string
-	for i, sz := range sizes {
+	for i, k := range keys {
 		if i == n {
 			break
 		}
-		parts = append(parts, fmt.Sprintf("%d B ×%d", sz, by[sz]))
+		parts = append(parts, item(k, by[k]))
 	}
-	return strings.Join(parts, ", ")
+	return strings.Join(parts, sep)
 }
 
 // groups sums the sites by owner (owner), most charged first.
@@ -123,23 +125,6 @@ func owner(fn string) string {
 		parts = parts[:2]
 	}
 	return strings.Join(parts, "/")
-}
-
-// topHolders lists the n sites that hold the most objects, with their counts.
-func topHolders(h map[string]int, n int) string {
-	keys := make([]string, 0, len(h))
-	for k := range h {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return h[keys[i]] > h[keys[j]] || h[keys[i]] == h[keys[j]] && keys[i] < keys[j] })
-	var parts []string
-	for i, k := range keys {
-		if i == n {
-			break
-		}
-		parts = append(parts, fmt.Sprintf("%s (%d)", k, h[k]))
-	}
-	return strings.Join(parts, "; ")
 }
 
 // shortPath keeps a source path's last three elements.
