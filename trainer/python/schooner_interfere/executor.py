@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import signal
 import subprocess
 import sys
@@ -34,7 +33,7 @@ import time
 import torch
 
 from . import child, counters, measure, workloads
-from .mps import CONTROL, MpsServer
+from . import mps
 
 HERE = child.ROOT
 
@@ -86,9 +85,7 @@ class Executor:
                 return f"{m.get('setting')} SMs is not fewer than the GPU's {sms}"
             return ""
         if kind == "mps":
-            if shutil.which(CONTROL) is None:
-                return f"{CONTROL} is not installed"
-            return ""
+            return mps.unavailable()
         return f"unknown mechanism {kind!r}"
 
     def alone(self, name: str, req: dict) -> dict:
@@ -202,7 +199,7 @@ class Executor:
         """Both sides as clients of an MPS daemon started for this run (mps.MpsServer: private
         pipe and log folders, shut down whatever happens), the best-effort side limited to
         pct% of the SMs' threads."""
-        with MpsServer() as server:
+        with mps.MpsServer() as server:
             env = server.env()
             return self._with_child_be(be_name, {**env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": str(pct)},
                                        lambda: self._lc_child(lc_name, env, req))

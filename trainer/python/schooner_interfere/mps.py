@@ -6,10 +6,16 @@ machine joins it, and a machine's own MPS setup is never touched (nor MIG)."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import tempfile
 
 CONTROL = "nvidia-cuda-mps-control"
+
+
+def unavailable() -> str:
+    """Why no private MPS server can start on this machine ("" when one can)."""
+    return f"{CONTROL} is not installed" if shutil.which(CONTROL) is None else ""
 
 
 class MpsServer:

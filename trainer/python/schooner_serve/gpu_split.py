@@ -23,9 +23,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 
-from schooner_interfere.mps import CONTROL, MpsServer
+from schooner_interfere import mps
 
 SPLITS = ("time-slice", "mps", "green")
 
@@ -59,8 +58,8 @@ def unavailable(split: str, device: str) -> str:
         return ""
     if not device.startswith("cuda"):
         return f"--split {split} needs a CUDA GPU (the device is {device})"
-    if shutil.which(CONTROL) is None:
-        return f"--split {split} needs an MPS server: {CONTROL} is not installed"
+    if why := mps.unavailable():
+        return f"--split {split} needs an MPS server: {why}"
     if split == "green":
         import torch
         if getattr(getattr(torch.cuda, "green_contexts", None), "GreenContext", None) is None:
@@ -68,7 +67,7 @@ def unavailable(split: str, device: str) -> str:
     return ""
 
 
-def role_env(split: str, share: dict, server: MpsServer | None) -> dict:
+def role_env(split: str, share: dict, server: mps.MpsServer | None) -> dict:
     """The environment a role's process starts with: the MPS server's, and its thread share."""
     if split == "time-slice" or server is None:
         return {}

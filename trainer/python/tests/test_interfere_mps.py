@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from schooner_interfere.mps import MpsServer
+from schooner_interfere.mps import MpsServer, unavailable
 
 from .fake_mps import control, put_control  # noqa: F401 (control: a fixture)
 
@@ -50,3 +50,10 @@ def test_a_daemon_that_will_not_quit_after_a_good_run_is_an_error(tmp_path, monk
         with server:
             pass
     assert not os.path.exists(server.pipe), "its folders are removed either way"
+
+
+def test_a_machine_without_the_control_program_is_told_why(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert unavailable() == "nvidia-cuda-mps-control is not installed"
+    put_control(tmp_path, monkeypatch, "exit 0\n")
+    assert unavailable() == ""
