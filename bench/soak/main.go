@@ -56,6 +56,7 @@ func main() {
 	flag.StringVar(&o.compare, "compare", "", "an earlier run's JSON to show beside this one (the baseline)")
 	flag.StringVar(&o.profiles, "profiles", "", "directory for heap profiles (at start, after each round, at the end), goroutines and idle CPU (none when empty); heap allocations are then sampled every 64 KiB instead of 512")
 	flag.StringVar(&o.heapDump, "heapdump", "", "write heap dumps (runtime/debug.WriteHeapDump) of the idle process at start (FILE.start) and after the last round (FILE), with the stack of every allocation from then on recorded (MemProfileRate 1: slow; run with GODEBUG=memprofilerate=1 to record package initialisation too); `go run ./bench/soak/spans FILE` says which allocations keep partly used spans")
+	flag.BoolVar(&o.restartServer, "restart-server", false, "after the last round, stop the embedded Temporal server, start it again on the same data and measure the idle process once more")
 	show := flag.String("show", "", "print the table of this earlier run's JSON (beside -compare's) and run nothing")
 	flag.Parse()
 	if o.heapDump != "" {

@@ -31,6 +31,7 @@ type options struct {
 	label, jsonPath   string
 	compare, profiles string
 	heapDump          string
+	restartServer     bool
 }
 
 // result is one soak run, as the JSON in bench/soak/data keeps it.
@@ -56,6 +57,10 @@ type result struct {
 	// process): a leak per job grows round after round; a one-time warm-up (caches filling to
 	// their bounds, heap spans the allocator keeps) does not. After is the last round's.
 	Rounds []round `json:"rounds,omitempty"`
+	// AfterServerRestart is the idle process once more, after the embedded Temporal server
+	// was stopped and started again on the same data (-restart-server): what the server's
+	// own objects kept, against what the rest of the process keeps.
+	AfterServerRestart *sample `json:"after_server_restart,omitempty"`
 
 	Completed  int      `json:"completed"`
 	Verified   int      `json:"state_verified"`
@@ -244,12 +249,36 @@ func run(ctx context.Context, o options) (result, error) {
 			return r, err
 		}
 	}
-	r.PeakRSSMiB = float64(process.PeakRSSKiB()) / 1024
 	if o.profiles != "" {
 		writeProfile(filepath.Join(o.profiles, "heap.pprof"), "heap", 0)
 		writeProfile(filepath.Join(o.profiles, "goroutines.txt"), "goroutine", 1)
 	}
+	if o.restartServer {
+		if err := afterServerRestart(s, o, &r); err != nil {
+			return r, err
+		}
+	}
+	r.PeakRSSMiB = float64(process.PeakRSSKiB()) / 1024
 	return r, gracefulStop(ctx, s, o, &r, &stopped)
+}
+
+// afterServerRestart stops the embedded Temporal server, starts it again on the same data (as
+// Stack.RestartServer does in the tests), lets the workers reconnect and samples the idle
+// process once more: the memory the server's own objects kept is given back by the restart,
+// what the rest of the process keeps is not.
+func afterServerRestart(s *soakStack, o options, r *result) error {
+	if err := s.RestartServer(); err != nil {
+		return fmt.Errorf("restarting the server: %w", err)
+	}
+	time.Sleep(30 * time.Second) // the workers reconnect and poll again
+	again := s.sample(true)
+	r.AfterServerRestart = &again
+	fmt.Printf("after a server restart: RSS %.0f MiB (%.0f with free pages returned, anon %.1f), heap %.0f MiB (live %.0f), %d goroutines\n",
+		again.RSSMiB, again.RSSFreedMiB, again.RSSAnonMiB, again.HeapInuseMiB, again.HeapLiveMiB, again.Goroutines)
+	if o.heapDump == "" {
+		return nil
+	}
+	return writeHeapDump(o.heapDump + ".restarted") // what outlives the restart
 }
 
 // runRound runs -jobs jobs, -batch at a time, recording each batch and every job that did not

@@ -71,6 +71,13 @@ func printTable(w io.Writer, r result, base *result) {
 		}
 		return out
 	})
+	row("after the embedded server's restart (-restart-server): RssAnon / heap unused / live heap", func(x result) string {
+		a := x.AfterServerRestart
+		if a == nil || a.Classes == nil {
+			return "not restarted"
+		}
+		return fmt.Sprintf("%.1f / %.1f / %.1f MiB", a.RSSAnonMiB, a.Classes.HeapUnused, a.HeapLiveMiB)
+	})
 	row("peak RSS", func(x result) string { return fmt.Sprintf("%.0f MiB", x.PeakRSSMiB) })
 	row("graceful stop, a batch running", func(x result) string {
 		if x.StopErr != "" {
