@@ -17,7 +17,9 @@
 // writes heap, goroutine and idle-CPU profiles for `go tool pprof`. -heapdump FILE writes the
 // runtime's heap dumps at start and after, with every allocation's stack; `go run
 // ./bench/soak/spans FILE` then says whose objects keep the partly used heap spans (the
-// memory an idle process cannot give back).
+// memory an idle process cannot give back). -restart-server then stops the embedded Temporal
+// server, starts it again on the same data and measures once more: what a restart of the
+// server alone would give back.
 //
 // Each sample also says where the memory is: RssAnon, RssFile and RssShmem of
 // /proc/self/status (file-backed pages are mostly the ~280 MB binary's code touched so far,
