@@ -244,6 +244,7 @@ func run(ctx context.Context, o options) (result, error) {
 			rnd, rnd*o.jobs, after.RSSMiB, after.RSSFreedMiB, after.HeapInuseMiB, after.HeapLiveMiB, after.Goroutines, idle.Percent)
 	}
 	r.JobsWall = time.Since(began).Seconds()
+	r.PeakRSSMiB = float64(process.PeakRSSKiB()) / 1024
 	if o.heapDump != "" {
 		if err := writeHeapDump(o.heapDump); err != nil {
 			return r, err
@@ -258,7 +259,6 @@ func run(ctx context.Context, o options) (result, error) {
 			return r, err
 		}
 	}
-	r.PeakRSSMiB = float64(process.PeakRSSKiB()) / 1024
 	return r, gracefulStop(ctx, s, o, &r, &stopped)
 }
 
