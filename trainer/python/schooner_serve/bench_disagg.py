@@ -47,6 +47,8 @@ import sys
 import time
 import uuid
 
+from schooner_interfere import mps
+
 from .config import CONFIGS
 from . import disagg_loops, gpu_split
 
@@ -238,7 +240,7 @@ def main(argv=None) -> dict:
             tokens["colocated"] = {r: x["tokens"] for r, x in out["colocated"]["requests"].items()}
         if "disaggregated" in modes:
             with contextlib.ExitStack() as stack:
-                server = stack.enter_context(gpu_split.mps.MpsServer()) if a.split != "time-slice" else None
+                server = stack.enter_context(mps.MpsServer()) if a.split != "time-slice" else None
                 envs = {r: gpu_split.role_env(a.split, shares.get(r, {}), server) for r in ("prompt", "token")}
                 out = run("disaggregated", ["prompt", "token"], {**sp, "shares": shares}, sched, a.timeout, envs)
             reqs = merged(out["prompt"], out["token"])

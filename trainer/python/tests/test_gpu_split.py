@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+from schooner_interfere import mps
 from schooner_serve import gpu_split
 
 from .fake_mps import control  # noqa: F401 (a fixture)
@@ -46,10 +47,10 @@ def test_the_bench_refuses_a_split_this_machine_cannot_run_before_it_starts_anyt
 
 
 def test_each_pool_joins_the_server_and_an_mps_split_limits_its_threads(control):  # noqa: F811
-    with gpu_split.mps.MpsServer() as server:
-        mps = gpu_split.role_env("mps", {"thread_pct": 30}, server)
+    with mps.MpsServer() as server:
+        limited = gpu_split.role_env("mps", {"thread_pct": 30}, server)
         green = gpu_split.role_env("green", {"sms": 64}, server)
-    assert mps == {**server.env(), "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "30"}
+    assert limited == {**server.env(), "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "30"}
     assert green == server.env()
     assert gpu_split.role_env("time-slice", {}, None) == {}
 
