@@ -181,8 +181,9 @@ func (f *planServeFlags) check() (planner.Architecture, error) {
 	if !a.Rotary && f.prompt+f.output > a.SeqLen {
 		bad("--prompt + --output is %d tokens, more than %s's %d learned positions", f.prompt+f.output, a.Name, a.SeqLen)
 	}
-	if f.ttft < 0 || f.tpot < 0 {
-		bad("--ttft and --tpot must not be negative")
+	// A zero target would quietly become the default in the planner: refuse it here.
+	if f.ttft <= 0 || f.tpot <= 0 {
+		bad("--ttft and --tpot must be positive durations (p99 targets), got %s and %s", f.ttft, f.tpot)
 	}
 	if f.maxGPUs < 1 {
 		bad("--max-gpus must be at least 1, got %d", f.maxGPUs)

@@ -66,5 +66,9 @@ func (e *UnreachableError) Error() string {
 const gib = 1 << 30
 
 func secs(s float64) string {
-	return time.Duration(s * float64(time.Second)).Round(10 * time.Microsecond).String()
+	d := time.Duration(s * float64(time.Second))
+	if d < time.Millisecond {
+		return d.String() // a target under a millisecond is shown as given, not rounded to 0s
+	}
+	return d.Round(10 * time.Microsecond).String()
 }
