@@ -55,6 +55,10 @@ type Result struct {
 	Deadlines []float64      `json:"deadline_factors"`
 	Baselines []OnDemandPlan `json:"on_demand_baselines"`
 	Summaries []Summary      `json:"summaries"`
+	// Bounds are the least any policy could pay at each deadline (LowerBound), summarised
+	// as the runs are, and BoundRuns every start's bound.
+	Bounds    []BoundSummary `json:"bounds"`
+	BoundRuns []Bound        `json:"bound_runs"`
 	Runs      []Run          `json:"runs"`
 	Elapsed   time.Duration  `json:"elapsed_ns"`
 }
@@ -135,8 +139,42 @@ func Eval(job Job, m *Market, g Grid) (*Result, error) {
 			res.Summaries = append(res.Summaries, summarise(mk.Name, f, runs, res.Baselines[fi]))
 		}
 	}
+	for fi, f := range g.Deadlines {
+		dl := time.Duration(f * float64(res.SpotOnly))
+		var bounds []Bound
+		for _, s := range res.Starts {
+			bounds = append(bounds, LowerBound(job, m, s, dl))
+		}
+		res.BoundRuns = append(res.BoundRuns, bounds...)
+		res.Bounds = append(res.Bounds, summariseBounds(f, bounds, res.Baselines[fi]))
+	}
 	res.Elapsed = time.Since(t0)
 	return res, nil
+}
+
+// BoundSummary is the omniscient bound at one deadline over every start: the cost no policy
+// could go below (relative to the best on-demand plan), and how many starts no policy could
+// finish from by the deadline.
+type BoundSummary struct {
+	Deadline    float64 `json:"deadline_factor"`
+	MedianRatio float64 `json:"median_cost_ratio"`
+	P90Ratio    float64 `json:"p90_cost_ratio"`
+	Infeasible  int     `json:"infeasible"`
+}
+
+func summariseBounds(factor float64, bounds []Bound, base OnDemandPlan) BoundSummary {
+	s := BoundSummary{Deadline: factor}
+	var ratios []float64
+	for _, b := range bounds {
+		if !b.Feasible {
+			s.Infeasible++
+			continue
+		}
+		ratios = append(ratios, b.CostUSD/base.CostUSD)
+	}
+	sort.Float64s(ratios)
+	s.MedianRatio, s.P90Ratio = quantile(ratios, 0.5), quantile(ratios, 0.9)
+	return s
 }
 
 func (g Grid) withDefaults() Grid {

@@ -142,6 +142,15 @@ func print(c benchCase, m *policy.Market, res *policy.Result) {
 		}
 		fmt.Println("| " + strings.Join(cells, " | ") + " |")
 	}
+	cells := []string{"*omniscient bound* (no policy that keeps the deadline pays less)"}
+	for _, b := range res.Bounds {
+		cell := fmt.Sprintf("%.2f / %.2f", b.MedianRatio, b.P90Ratio)
+		if b.Infeasible > 0 {
+			cell += fmt.Sprintf(" (%d starts no policy can finish from in time)", b.Infeasible)
+		}
+		cells = append(cells, cell)
+	}
+	fmt.Println("| " + strings.Join(cells, " | ") + " |")
 	var base []string
 	for i, b := range res.Baselines {
 		base = append(base, fmt.Sprintf("%.1f×: %d GPUs, %.1f h, $%.2f", res.Deadlines[i],

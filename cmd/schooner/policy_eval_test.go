@@ -22,6 +22,7 @@ func TestPolicyEvalPrintsATablePerDeadline(t *testing.T) {
 	assert.Contains(t, out, "schooner-deadline")
 	assert.Contains(t, out, "simulated 16 of 16 runs")
 	assert.NotContains(t, out, "cant-be-late-uniform", "--policies picks")
+	assert.Regexp(t, `omniscient bound +█* *\| +0\.\d\d +0\.\d\d +100%`, out, "the bound's row, every start feasible")
 }
 
 func TestPolicyEvalTakesTheJobFromASpecAndWritesEveryRun(t *testing.T) {

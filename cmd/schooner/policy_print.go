@@ -51,12 +51,25 @@ func printPolicyEval(w io.Writer, f *policyEvalFlags, job policy.Job, m *policy.
 				100*s.Attainment, 100*s.OnDemandShare, s.Unfinished)
 			unfinished = unfinished || s.Unfinished > 0
 		}
+		if i < len(res.Bounds) {
+			b := res.Bounds[i]
+			fmt.Fprintf(tw, "  omniscient bound\t%s\t%.2f\t%.2f\t%s\t\t\n", costBar(b.MedianRatio), b.MedianRatio, b.P90Ratio, boundNote(b, len(res.Starts)))
+		}
 		tw.Flush()
 	}
 	fmt.Fprintln(w, "\ncost is relative to the best on-demand plan for the deadline; simulated, not measured on a cloud")
+	fmt.Fprintln(w, "omniscient bound: the least any policy could pay from each start if it knew the whole trace and its changes cost nothing; no policy that keeps every deadline has a median or p90 below it")
 	if unfinished {
 		fmt.Fprintln(w, "median and p90 are over the runs that finished: a run still unfinished at 4x its deadline did not do the job, and its bill is left out")
 	}
+}
+
+// boundNote says from how many starts the deadline can be kept at all.
+func boundNote(b policy.BoundSummary, starts int) string {
+	if b.Infeasible == 0 {
+		return "100%"
+	}
+	return fmt.Sprintf("%.0f%% at most", 100*float64(starts-b.Infeasible)/float64(starts))
 }
 
 func missNote(p policy.OnDemandPlan) string {
