@@ -25,7 +25,7 @@ type Bound struct {
 // problem's linear relaxation: in each step of the window the controller may hold n
 // instances, the cheapest spot instances there are (any zone) and on-demand for the rest,
 // at the pace of the fastest placement of n instances in one zone (a placement spread over
-// zones is no faster: its links are slower, bench/policy's test checks this on the bundled
+// zones is no faster: its links are slower; a test beside this file checks it on the bundled
 // traces), or a fraction of a step on them; the cheapest progress (cost per iteration along
 // each step's lower convex hull) is bought first until the iterations are covered. The
 // job's first restart is the one time that cannot be avoided: training starts Restart after
