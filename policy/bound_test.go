@@ -61,12 +61,7 @@ func TestLowerBoundPrefersTheEfficientSizeWhenTheDeadlineAllows(t *testing.T) {
 // No policy's run that keeps its deadline costs less than the bound of its start: checked
 // for every policy from every start of a market with droughts.
 func TestNoRunThatKeepsItsDeadlineCostsLessThanTheBound(t *testing.T) {
-	hourly := map[string][]int{"us-east-2b": {}, "us-west-2a": {}}
-	for h := 0; h < 24*10; h++ {
-		hourly["us-east-2b"] = append(hourly["us-east-2b"], []int{4, 4, 2, 0, 0, 4}[h%6])
-		hourly["us-west-2a"] = append(hourly["us-west-2a"], []int{0, 1, 4, 4, 2, 0}[h%6])
-	}
-	m := steps(t, hourly)
+	m := cycling(t)
 	j := job()
 	j.Throughput = sublinear{}
 	res, err := Eval(j, m, Grid{Starts: 9, Deadlines: []float64{1.2, 2}})

@@ -8,12 +8,7 @@ import (
 )
 
 func TestEvalRunsEveryPolicyFromEveryStartAndSummarises(t *testing.T) {
-	hourly := map[string][]int{"us-east-2b": {}, "us-west-2a": {}}
-	for h := 0; h < 24*10; h++ {
-		hourly["us-east-2b"] = append(hourly["us-east-2b"], []int{4, 4, 2, 0, 0, 4}[h%6])
-		hourly["us-west-2a"] = append(hourly["us-west-2a"], []int{0, 1, 4, 4, 2, 0}[h%6])
-	}
-	m := steps(t, hourly)
+	m := cycling(t)
 	g := Grid{Starts: 7, Deadlines: []float64{1.5, 3}}
 	res, err := Eval(job(), m, g)
 	require.NoError(t, err)

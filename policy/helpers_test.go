@@ -41,3 +41,15 @@ func steps(t *testing.T, hourly map[string][]int) *Market {
 func job() Job {
 	return Job{Iterations: 720, CheckpointEvery: 36, MaxGPUs: 4, Restart: 10 * time.Minute, Throughput: perfectScaling{}}
 }
+
+// cycling is a 10-day market of two zones whose capacity cycles every 6 hours, each zone dry
+// for part of the cycle.
+func cycling(t *testing.T) *Market {
+	t.Helper()
+	hourly := map[string][]int{"us-east-2b": {}, "us-west-2a": {}}
+	for h := 0; h < 24*10; h++ {
+		hourly["us-east-2b"] = append(hourly["us-east-2b"], []int{4, 4, 2, 0, 0, 4}[h%6])
+		hourly["us-west-2a"] = append(hourly["us-west-2a"], []int{0, 1, 4, 4, 2, 0}[h%6])
+	}
+	return steps(t, hourly)
+}
