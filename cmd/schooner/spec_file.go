@@ -35,7 +35,11 @@ func loadSpecFile[S checkedSpec[S]](path, kind string, parse func([]byte, specfi
 			for _, p := range problems {
 				fmt.Fprintf(errOut, "  %s\n", p)
 			}
-			return spec, fmt.Errorf("%s: %d problems, nothing started", path, len(problems))
+			noun := "problems"
+			if len(problems) == 1 {
+				noun = "problem"
+			}
+			return spec, fmt.Errorf("%s: %d %s, nothing started", path, len(problems), noun)
 		}
 		return spec, err
 	}

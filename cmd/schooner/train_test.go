@@ -26,6 +26,15 @@ func TestLoadSpecPrintsEveryProblem(t *testing.T) {
 	}
 }
 
+func TestLoadSpecCountsOneProblemInTheSingular(t *testing.T) {
+	demo, err := os.ReadFile(filepath.Join("..", "..", "examples", "demo.yaml"))
+	require.NoError(t, err)
+	path := specFile(t, strings.Replace(string(demo), "spot: spot-with-fallback", "spot: cheap", 1))
+	_, err = loadSpec(path, &bytes.Buffer{})
+	require.Error(t, err)
+	assert.ErrorContains(t, err, ": 1 problem, nothing started")
+}
+
 func TestLoadSpecAcceptsTheExamples(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "*.yaml"))
 	require.NoError(t, err)

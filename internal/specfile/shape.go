@@ -37,7 +37,7 @@ func checkShape(data []byte) error {
 			return err
 		}
 		if !emptyDocument(&next) {
-			return fmt.Errorf("line %d: a second document: a spec file holds one job", next.Line)
+			return fmt.Errorf("line %d: a second document: a spec file holds one spec", next.Line)
 		}
 	}
 	return duplicateKeys(&doc, "")
