@@ -174,7 +174,12 @@ func printColocation(w io.Writer, r colocation.Result) {
 		fmt.Fprintf(w, "BE waits held first by: HP work not complemented %d, the SM limit %d, the budget %d, a pause %d\n",
 			by.HP, by.SMs, by.Budget, by.Paused)
 	}
-	fmt.Fprintf(w, "GPU: %d SMs, MPS %v", r.SMs, r.MPS)
+	if r.SMs == 0 && r.HPKernels == 0 && r.BEKernels == 0 {
+		// No shim opened a device: a machine without a GPU, or programs that never ran CUDA.
+		fmt.Fprint(w, "GPU: none seen, neither program launched a kernel, so nothing was gated")
+	} else {
+		fmt.Fprintf(w, "GPU: %d SMs, MPS %v", r.SMs, r.MPS)
+	}
 	if r.Note != "" {
 		fmt.Fprintf(w, " (%s)", r.Note)
 	}
