@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	neturl "net/url"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -45,7 +48,15 @@ func openCkptSource(cmd *cobra.Command, g *globals, url string) (src checkpoint.
 		if !filepath.IsAbs(rest) {
 			return nil, nil, log, fmt.Errorf("store URL %q: the path must be absolute, as in local:///var/lib/schooner/ckpt", url)
 		}
+		if err := storeDirExists(url, rest); err != nil {
+			return nil, nil, log, err
+		}
 		return checkpoint.LocalRoot(rest, log), nil, log, nil
+	}
+	if u, perr := neturl.Parse(url); perr == nil && u.Scheme == "file" && u.Host == "" && filepath.IsAbs(u.Path) {
+		if err := storeDirExists(url, u.Path); err != nil {
+			return nil, nil, log, err
+		}
 	}
 	s, err := store.Open(cmd.Context(), url, store.WithLogger(log))
 	if err != nil {
@@ -54,6 +65,21 @@ func openCkptSource(cmd *cobra.Command, g *globals, url string) (src checkpoint.
 	// Retain < 0: these commands only read, and must never prune.
 	r := &checkpoint.Remote{Store: s, Retain: -1, Logger: log}
 	return r, r, log, nil
+}
+
+// storeDirExists refuses a directory store that is not there: these commands only read, and
+// "no checkpoints" for a mistyped path reads like an empty store.
+func storeDirExists(url, dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("store %q: %s does not exist (nothing was ever checkpointed there; check the path)", url, dir)
+	case err != nil:
+		return fmt.Errorf("store %q: %w", url, err)
+	case !fi.IsDir():
+		return fmt.Errorf("store %q: %s is not a directory", url, dir)
+	}
+	return nil
 }
 
 func newCkptLsCommand(g *globals) *cobra.Command {

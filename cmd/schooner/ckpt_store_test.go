@@ -179,6 +179,14 @@ func TestCkptStoreErrors(t *testing.T) {
 	assert.Contains(t, out, "no checkpoints")
 	_, _, err = runCkpt(t, "ls", "--store", "local://relative")
 	assert.ErrorContains(t, err, "must be absolute")
+	// A mistyped directory is not an empty store.
+	missing := filepath.Join(t.TempDir(), "no-such-dir")
+	for _, cmd := range [][]string{{"ls"}, {"verify", "--step", "3"}, {"restore", "--to", t.TempDir()}} {
+		for _, url := range []string{"file://" + missing, "local://" + missing} {
+			_, _, err = runCkpt(t, append(cmd, "--store", url)...)
+			assert.ErrorContains(t, err, missing+" does not exist", "%v %s", cmd, url)
+		}
+	}
 }
 
 func TestCkptStoreLocalRoot(t *testing.T) {
