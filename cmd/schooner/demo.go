@@ -96,7 +96,7 @@ func demoSpec(f *demoFlags, store string, errOut io.Writer) (training.Spec, erro
 func runDemo(ctx context.Context, f *demoFlags, log zerolog.Logger, out io.Writer) (report.Summary, error) {
 	began := time.Now()
 	o := f.stack
-	if err := positiveTimeScale(o.TimeScale); err != nil {
+	if err := f.check(); err != nil {
 		return report.Summary{}, err
 	}
 	cleanup, err := demoDataDir(&o, "schooner-demo-")

@@ -54,6 +54,17 @@ func (c *demoCommonFlags) addDemoFlags(fs *pflag.FlagSet, d demoFlagDefaults) {
 	fs.DurationVar(&c.timeout, "timeout", d.timeout, d.timeoutHelp)
 }
 
+// check refuses shared flags a demo cannot run with, before anything starts.
+func (c *demoCommonFlags) check() error {
+	if err := positiveTimeScale(c.stack.TimeScale); err != nil {
+		return err
+	}
+	if c.timeout <= 0 {
+		return fmt.Errorf("invalid --timeout %s: must be positive (wall time before the demo gives up)", c.timeout)
+	}
+	return nil
+}
+
 // runDemoCommand is the RunE of a demo: it quiets the log to level unless --log-level is set,
 // runs the demo until it ends or is interrupted and, with --json, prints its summary as one
 // JSON object on stdout (progress then goes to stderr) once started says the demo got going.

@@ -76,6 +76,18 @@ func TestDemoTimeoutSaysItIsTheDemosLimit(t *testing.T) {
 	assert.NotContains(t, err.Error(), "context deadline exceeded")
 }
 
+// A demo's --timeout of zero or less is refused before the stack starts (it started the
+// stack, then failed with "context deadline exceeded").
+func TestDemoTimeoutMustBePositive(t *testing.T) {
+	t.Parallel()
+	for _, cmd := range []func(*globals) *cobra.Command{newDemoCommand, newDemoServeCommand} {
+		for _, v := range []string{"0s", "-1s"} {
+			_, err := executeFresh(cmd, "--headless", "--timeout", v, "--data-dir", t.TempDir())
+			assert.ErrorContains(t, err, "invalid --timeout "+v+": must be positive")
+		}
+	}
+}
+
 func TestTraceStartMustNotBeNegative(t *testing.T) {
 	t.Parallel()
 	err := checkTraceDir(stack.Options{TraceStart: -time.Hour}, io.Discard)

@@ -145,7 +145,7 @@ func demoServeSpec(f *demoServeFlags, errOut io.Writer) (serving.Spec, error) {
 }
 
 func (f *demoServeFlags) check() error {
-	if err := positiveTimeScale(f.stack.TimeScale); err != nil {
+	if err := f.demoCommonFlags.check(); err != nil {
 		return err
 	}
 	if err := f.load.check(); err != nil {
