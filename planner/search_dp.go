@@ -322,6 +322,14 @@ func (w *worker) offer(t *mbsTables, nl label, units []int16, n, d int, caps []i
 				worst, ws = i, sc
 			}
 		}
+		if kept[worst] == idx {
+			// The new suffix is the one the beam drops: it was appended last and nothing
+			// points at it, so it is taken back. On offers where most suffixes are dropped at
+			// once (small global batches, every class able to hold a stage) keeping them grew
+			// the label store to gigabytes within one task.
+			w.labels = w.labels[:idx]
+			w.units = w.units[:int(idx)*K]
+		}
 		kept = append(kept[:worst], kept[worst+1:]...)
 	}
 	w.lists[key] = kept

@@ -20,6 +20,9 @@ type search struct {
 	params  [][]float64 // params[tp][k]: parameters of layers 0..k-1, floats
 	top     *topK
 	merged  bool
+	// peakLabels is the most suffixes one task's programme held at once: what the search's
+	// memory grows with (tests read it).
+	peakLabels atomic.Int64
 }
 
 func newSearch(req Request) (*search, error) {
@@ -213,6 +216,11 @@ func (s *search) explore() int {
 						break // sorted by bound: no later task can do better either
 					}
 					w.solve(tasks[i].t, tasks[i].d)
+					for n := int64(len(w.labels)); ; {
+						if p := s.peakLabels.Load(); n <= p || s.peakLabels.CompareAndSwap(p, n) {
+							break
+						}
+					}
 				}
 				evaluated.Add(w.eval)
 			}()
