@@ -14,9 +14,10 @@ import (
 )
 
 // A suffix the search's beam drops the moment it is offered is not kept. With a global batch
-// of 4 every class can hold any stage, and over the whole catalog (the offers `plan search`
-// sees on the simulated market) one task's programme kept millions of such suffixes: `plan
-// search --model OPT-350M --global-batch 4` ran past 60 s and 9 GB before.
+// of 4 every class can hold any stage, and on the offers `plan search` sees on the simulated
+// market (395 of them, 10,513 GPUs) one task's programme kept 16.2 million such suffixes:
+// `plan search --model OPT-350M --global-batch 4` ran past 60 s and 9 GB before; 131 thousand
+// after.
 func TestSearchKeepsNoSuffixTheBeamDrops(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a whole-catalog search")
