@@ -85,7 +85,23 @@ func (f *cloudFlags) provider(ctx context.Context, needLive bool) (p cloud.Provi
 }
 
 func (f *cloudFlags) awsProvider(ctx context.Context, endpoint string) (cloud.Provider, error) {
+	if err := checkEndpoint("--aws-endpoint", endpoint, defaultSimEC2Addr); err != nil {
+		return nil, err
+	}
 	return aws.New(ctx, aws.Options{Regions: f.awsRegions, Endpoint: endpoint})
+}
+
+// checkEndpoint refuses an endpoint override that is not an http(s) URL with a host: the SDKs
+// take any string and fail only after their retries, with a message about an empty scheme.
+func checkEndpoint(flag, endpoint, example string) error {
+	if endpoint == "" {
+		return nil
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("invalid %s %q: want an http or https URL with a host, e.g. http://%s", flag, endpoint, example)
+	}
+	return nil
 }
 
 func (f *cloudFlags) gcpProvider(ctx context.Context, endpoint string) (cloud.Provider, error) {
@@ -95,6 +111,9 @@ func (f *cloudFlags) gcpProvider(ctx context.Context, endpoint string) (cloud.Pr
 	}
 	if project == "" {
 		return nil, fmt.Errorf("--gcp-project is required for GCP")
+	}
+	if err := checkEndpoint("--gcp-endpoint", endpoint, defaultSimGCEAddr); err != nil {
+		return nil, err
 	}
 	return gcp.New(ctx, gcp.Options{Project: project, Zones: f.gcpZones, Endpoint: endpoint})
 }

@@ -117,4 +117,8 @@ func TestKeyFiles(t *testing.T) {
 	}
 	_, err = NewKeyring(k1, k1)
 	assert.ErrorContains(t, err, "appears twice")
+
+	// A directory is not a key file (its mode was reported instead).
+	_, err = LoadKeyFile(dir)
+	assert.ErrorContains(t, err, "is a directory")
 }

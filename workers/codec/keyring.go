@@ -91,6 +91,9 @@ func LoadKeyFile(path string) (*Keyring, error) {
 	if err != nil {
 		return nil, fmt.Errorf("codec key file: %w", err)
 	}
+	if st.IsDir() {
+		return nil, fmt.Errorf("codec key file %s is a directory: give the file 'schooner codec keygen' lines were written to", path)
+	}
 	if st.Mode().Perm()&0o077 != 0 {
 		return nil, fmt.Errorf("codec key file %s: mode %04o lets other users read or write it: chmod 600 it", path, st.Mode().Perm())
 	}
