@@ -71,6 +71,8 @@ and release their machines on that cloud. Run as many as you like against one cl
 	})
 	cmd.Flags().BoolVar(&ensureSA, "ensure-search-attributes", true, "register schooner's search attributes at start (needs operator rights)")
 	addControlJobFlags(cmd.Flags(), &jobs)
+	// A bad --cloud or endpoint is refused before anything connects.
+	cmd.PreRunE = func(*cobra.Command, []string) error { return jobs.check() }
 	return cmd
 }
 

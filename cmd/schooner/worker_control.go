@@ -100,6 +100,20 @@ func (f *controlJobFlags) relayGCEPreemptions(ctx context.Context, c client.Clie
 
 // options are the control worker's: with a cloud, the training, fleet and serving activities
 // on it.
+// check refuses a --cloud or endpoint the worker could not use, before it connects to
+// Temporal (which it may wait minutes for).
+func (f *controlJobFlags) check() error {
+	switch f.cloud.cloud {
+	case "", "sim", "aws", "gcp", "aws+gcp":
+	default:
+		return fmt.Errorf("invalid --cloud %q: want aws, gcp, aws+gcp or sim (or none, for workflows only)", f.cloud.cloud)
+	}
+	if err := checkEndpoint("--aws-endpoint", f.cloud.awsEndpoint, defaultSimEC2Addr); err != nil {
+		return err
+	}
+	return checkEndpoint("--gcp-endpoint", f.cloud.gcpEndpoint, defaultSimGCEAddr)
+}
+
 func (f *controlJobFlags) options(ctx context.Context, log zerolog.Logger) (workers.ControlOptions, string, error) {
 	if f.cloud.cloud == "" {
 		return workers.ControlOptions{}, "no --cloud: serving workflows only; training and serving jobs need a control worker with --cloud", nil

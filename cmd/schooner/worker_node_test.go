@@ -22,3 +22,19 @@ func TestWorkerNodeRefusesABadWatchBeforeConnecting(t *testing.T) {
 		assert.NotContains(t, err.Error(), "connecting to Temporal")
 	}
 }
+
+// A control worker's --cloud and endpoints are checked before it connects (it waited for
+// Temporal first, then failed on the cloud).
+func TestWorkerControlRefusesABadCloudBeforeConnecting(t *testing.T) {
+	t.Parallel()
+	for want, args := range map[string][]string{
+		"invalid --cloud \"azure\"":      {"--cloud", "azure"},
+		"invalid --aws-endpoint \"bad\"": {"--cloud", "aws", "--aws-endpoint", "bad"},
+		"invalid --gcp-endpoint \"x:1\"": {"--cloud", "gcp", "--gcp-endpoint", "x:1"},
+	} {
+		_, err := executeFresh(newControlWorkerCommand, append(args, "--address", "127.0.0.1:1")...)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), want)
+		assert.NotContains(t, err.Error(), "connecting to Temporal")
+	}
+}
