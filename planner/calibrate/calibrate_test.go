@@ -129,4 +129,9 @@ func TestReadCaseFileChecksWhatItReads(t *testing.T) {
 	files, err := CaseFiles(dir)
 	require.NoError(t, err)
 	assert.Len(t, files, 2)
+	// a mistyped directory, or a file, is said to be one (it read "no case files in ...")
+	_, err = CaseFiles(filepath.Join(dir, "missing"))
+	assert.ErrorContains(t, err, "no such file or directory")
+	_, err = CaseFiles(good)
+	assert.ErrorContains(t, err, "is a file")
 }

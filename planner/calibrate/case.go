@@ -65,6 +65,11 @@ func ReadCaseFile(path string) (Case, error) {
 
 // CaseFiles lists dir's case files (*.json), sorted.
 func CaseFiles(dir string) ([]string, error) {
+	if fi, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("case directory: %w", err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("case directory %s is a file: give the directory of measured runs (*.json)", dir)
+	}
 	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil {
 		return nil, err
