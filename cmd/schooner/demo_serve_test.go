@@ -65,6 +65,6 @@ func TestServePoliciesShapeTheDeployment(t *testing.T) {
 	assert.Equal(t, fleet.OnDemandOnly, spec.Spot)
 
 	f := &demoServeFlags{policy: "cheap", refConcurrency: 1, load: loadOptions{Rate: 1, Duration: time.Second, MinTokens: 1, MaxTokens: 1}}
-	f.stack.TimeScale = 20
+	f.stack.TimeScale, f.timeout = 20, time.Minute
 	assert.ErrorContains(t, f.check(), `invalid --policy "cheap"`)
 }
