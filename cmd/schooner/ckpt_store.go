@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	neturl "net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -53,8 +52,8 @@ func openCkptSource(cmd *cobra.Command, g *globals, url string) (src checkpoint.
 		}
 		return checkpoint.LocalRoot(rest, log), nil, log, nil
 	}
-	if u, perr := neturl.Parse(url); perr == nil && u.Scheme == "file" && u.Host == "" && filepath.IsAbs(u.Path) {
-		if err := storeDirExists(url, u.Path); err != nil {
+	if u, perr := store.ParseURL(url); perr == nil && u.Scheme == store.SchemeFile {
+		if err := storeDirExists(url, u.Dir); err != nil {
 			return nil, nil, log, err
 		}
 	}
