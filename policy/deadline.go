@@ -17,6 +17,9 @@ import (
 //     deferMargin of room) fits after one more step and would not take the job's bill past
 //     its best on-demand plan's: the purchase waits for spot to return;
 //   - spot plus the fewest on-demand GPUs that keep the deadline;
+//   - without the margin, the cheapest placement that keeps the deadline and whose spot
+//     could be replaced by the fastest on-demand finish in time at any step
+//     (cheapestRecoverable);
 //   - the fastest placement it can get.
 //
 // It keeps what it holds while that still fits and nothing is a tenth cheaper (a change costs
@@ -24,7 +27,7 @@ import (
 // their preemptions in the last day, then price, then capacity; spot runtimes are inflated by
 // the zones' recent preemptions, so a job in a zone that keeps preempting buys its margin
 // earlier. Its safety net (safetyNet) moves the job to on-demand alone, for good, once a
-// preemption could no longer be recovered on spot before the deadline.
+// preemption of its spot could no longer be recovered before the deadline (recoverable).
 func DeadlineAware() Maker {
 	return Maker{Name: "schooner-deadline", About: "schooner: cheapest placement that keeps the deadline, least on-demand",
 		New: func() Policy { return &deadlineAware{} }}
@@ -125,23 +128,34 @@ func (d *deadlineAware) Decide(v *View) Request {
 	case ok:
 		return d.request(best, zones, why)
 	}
+	// Nothing keeps the deadline with the margin, yet a preemption could still be recovered
+	// (the safety net has not fired): the cheapest placement that keeps the deadline without
+	// the margin, what is held while it does and nothing is much cheaper; only when none
+	// keeps it, the fastest. (The fastest alone bought max_gpus on-demand where fewer kept
+	// the deadline, 1.11x the best on-demand plan's bill.)
+	const atRisk = "deadline at risk: the cheapest placement that keeps it, on-demand where spot is short"
+	rushed := fastest(d.onDemandOptions(v, zones))
+	tight, fits := d.cheapestRecoverable(v, cands, rushed)
+	switch {
+	case holding && d.keepsFallback(v, held, rushed) && (!fits || tight.costUSD > switchGain*held.costUSD):
+		return d.request(held, zones, "")
+	case fits:
+		return d.request(tight, zones, atRisk)
+	}
 	return d.request(fastest(cands), zones, "deadline at risk: the fastest placement, on-demand where spot is short")
 }
 
-// safetyNet moves the job to on-demand alone, for good, once the time left is no more than
-// the fastest on-demand placement's runtime plus a restart and a step: from then on a
-// preemption could not be recovered from on spot in time. The on-demand placement is the
+// safetyNet moves the job to on-demand alone, for good, once holding the spot there is for
+// one more step would leave a preemption that the fastest on-demand placement could not
+// recover from in time (recoverable). The on-demand placement is the
 // cheapest that still fits; once critical the policy keeps what it bought.
 func (d *deadlineAware) safetyNet(v *View, zones []string) (Request, bool) {
 	slack := v.Job.Restart + v.Market.Gap
-	var fastest, cheapest, tight option
+	var cheapest, tight option
 	found, fits := false, false
-	step := v.Market.GPUsPerInst
-	for total := step; total <= v.Job.MaxGPUs; total += step {
-		o := d.evaluate(v, Placement{}, d.onDemandBeside(v.OnDemand, zones, total))
-		if fastest.runtime == 0 || o.runtime < fastest.runtime {
-			fastest = o
-		}
+	ods := d.onDemandOptions(v, zones)
+	rushed := fastest(ods)
+	for _, o := range ods {
 		if o.runtime+slack <= v.TimeLeft() && (!found || o.costUSD < cheapest.costUSD) {
 			cheapest, found = o, true
 		}
@@ -152,19 +166,90 @@ func (d *deadlineAware) safetyNet(v *View, zones []string) (Request, bool) {
 	if d.critical && v.OnDemand.GPUs() > 0 && v.Spot.GPUs() == 0 {
 		return Request{OnDemand: v.OnDemand.GPUs(), Zones: zones, Why: "safety net"}, true
 	}
-	if v.TimeLeft() > fastest.runtime+slack {
+	if d.recoverable(v, fill(Request{Spot: v.Job.MaxGPUs, Zones: zones}, v.Spot, v.Capacity), Placement{}, rushed) {
 		return Request{}, false
 	}
 	d.critical = true
 	// The cheapest on-demand placement that keeps the deadline with room for a restart,
 	// else the cheapest that keeps it at all (a short job has no room), else the fastest.
-	pick := fastest
+	pick := rushed
 	if found {
 		pick = cheapest
 	} else if fits {
 		pick = tight
 	}
 	return d.request(pick, zones, "safety net: a preemption now could not be recovered on spot before the deadline"), true
+}
+
+// recoverable reports whether the job can hold spot (beside od on-demand GPUs) for one more
+// step: a preemption of all of that spot, now or at the step's end, could still be recovered
+// by the fastest on-demand placement (fastest, priced now with its restart) before the
+// deadline. At the step's end the job has trained a step on what it holds, at its
+// risk-inflated pace (less a restart when that is not what it holds now), so the rushed
+// finish is shorter by that progress. A preemption within the step is no worse than one at
+// either end (the finish time moves linearly between them); the step ends early for a job
+// that finishes within it. Crediting that progress is what
+// lets a job whose deadline has little slack start on spot at all: without it the test asked
+// for a restart and a step more than the rushed finish takes, and a job at 1.2x its
+// spot-only duration went to on-demand from its first step.
+func (d *deadlineAware) recoverable(v *View, spot, od Placement, fastest option) bool {
+	if fastest.runtime > v.TimeLeft() || fastest.runtime >= never {
+		return false
+	}
+	span, progress := v.Market.Gap, 0.0
+	held := spot.Plus(od)
+	if pace := v.Pace(held) * (1 + d.risk(v, spot)); spot.GPUs() > 0 && !math.IsInf(pace, 1) {
+		pause := time.Duration(0)
+		if !equal(spot, v.Spot) || !equal(od, v.OnDemand) || v.Restarting {
+			pause = v.Job.Restart
+		}
+		// a job that finishes within the step can only be preempted before its end
+		span = min(span, pause+seconds(v.Left()*pace))
+		progress = min(max((span-pause).Seconds(), 0)/pace, v.Left())
+	}
+	after := v.Job.Restart + seconds((v.Left()-progress)*v.Pace(fastest.od))
+	return span+after <= v.TimeLeft()
+}
+
+// onDemandOptions are the on-demand placements of every size up to max_gpus, in whole
+// instances, beside the on-demand GPUs held.
+func (d *deadlineAware) onDemandOptions(v *View, zones []string) []option {
+	var out []option
+	step := v.Market.GPUsPerInst
+	for total := step; total <= v.Job.MaxGPUs; total += step {
+		out = append(out, d.evaluate(v, Placement{}, d.onDemandBeside(v.OnDemand, zones, total)))
+	}
+	return out
+}
+
+// cheapestRecoverable is the cheapest candidate that keeps the deadline without the margin
+// and keeps the on-demand fallback (keepsFallback).
+func (d *deadlineAware) cheapestRecoverable(v *View, cands []option, rushed option) (option, bool) {
+	var best option
+	found := false
+	for _, o := range cands {
+		if (!found || o.costUSD < best.costUSD) && d.keepsFallback(v, o, rushed) {
+			best, found = o, true
+		}
+	}
+	return best, found
+}
+
+// keepsFallback reports whether holding o keeps the deadline without the margin and, if o
+// holds spot, keeps a preemption recoverable by the rushed on-demand finish for the whole
+// run: now and after the next step (recoverable), and at its end, with room for the restart
+// a preemption just before it would cost. Between those ends the room changes linearly, so
+// they are the whole test. A spot placement slower than the rushed finish loses ground on it
+// every step: held for one step's test alone, it had the safety net buy max_gpus on-demand
+// two steps later.
+func (d *deadlineAware) keepsFallback(v *View, o option, rushed option) bool {
+	if o.runtime > v.TimeLeft() {
+		return false
+	}
+	if o.spot.GPUs() == 0 {
+		return true
+	}
+	return o.runtime+v.Job.Restart <= v.TimeLeft() && d.recoverable(v, o.spot, o.od, rushed)
 }
 
 // switchGain is how much cheaper (over the rest of the run) another placement must be for
