@@ -102,3 +102,24 @@ func TestBuiltinDimensions(t *testing.T) {
 	own := Model{Layers: 2, Hidden: 8, Heads: 2, KVHeads: 1, FFN: 16, Vocab: 10}
 	assert.Equal(t, own, own.Dims())
 }
+
+// A count whose absence means its default is refused when the file gives it as 0: a user who
+// writes "replicas: 0" wants no replicas, not the default one. Every such count is named at
+// once, in YAML and JSON alike; a 0 where 0 means off (prefill_replicas) still parses.
+func TestParseSpecRefusesAZeroCountThatWouldMeanItsDefault(t *testing.T) {
+	_, err := ParseSpec([]byte("name: chat\nmodel: {name: tiny}\nreplicas: 0\nqueue: 0.0\nprefill_replicas: 0\n"), specfile.FormatYAML)
+	require.Error(t, err)
+	problems := specfile.Problems(err)
+	require.Len(t, problems, 2, "%v", err)
+	assert.Equal(t, "replicas", problems[0].Field)
+	assert.Contains(t, problems[0].Problem, "leave replicas out for its default (1)")
+	assert.Equal(t, "queue", problems[1].Field)
+
+	_, err = ParseSpec([]byte(`{"name":"chat","model":{"name":"tiny"},"stages":0}`), specfile.FormatJSON)
+	require.Error(t, err)
+	assert.Equal(t, "stages", specfile.Problems(err)[0].Field)
+
+	s, err := ParseSpec([]byte("name: chat\nmodel: {name: tiny}\nprefill_replicas: 0\nreplicas: 2\n"), specfile.FormatYAML)
+	require.NoError(t, err)
+	assert.Equal(t, 2, s.Replicas)
+}
