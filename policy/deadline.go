@@ -147,8 +147,8 @@ func (d *deadlineAware) Decide(v *View) Request {
 
 // safetyNet moves the job to on-demand alone, for good, once holding the spot there is for
 // one more step would leave a preemption that the fastest on-demand placement could not
-// recover from in time (recoverable). The on-demand placement is the
-// cheapest that still fits; once critical the policy keeps what it bought.
+// recover from in time (recoverable). The on-demand placement is the cheapest that still
+// fits; once critical the policy keeps what it bought.
 func (d *deadlineAware) safetyNet(v *View, zones []string) (Request, bool) {
 	slack := v.Job.Restart + v.Market.Gap
 	var cheapest, tight option
@@ -188,10 +188,10 @@ func (d *deadlineAware) safetyNet(v *View, zones []string) (Request, bool) {
 // risk-inflated pace (less a restart when that is not what it holds now), so the rushed
 // finish is shorter by that progress. A preemption within the step is no worse than one at
 // either end (the finish time moves linearly between them); the step ends early for a job
-// that finishes within it. Crediting that progress is what
-// lets a job whose deadline has little slack start on spot at all: without it the test asked
-// for a restart and a step more than the rushed finish takes, and a job at 1.2x its
-// spot-only duration went to on-demand from its first step.
+// that finishes within it. Crediting that progress is what lets a job whose deadline has
+// little slack start on spot at all: without it the test asked for a restart and a step more
+// than the rushed finish takes, and a job at 1.2x its spot-only duration went to on-demand
+// from its first step.
 func (d *deadlineAware) recoverable(v *View, spot, od Placement, fastest option) bool {
 	if fastest.runtime > v.TimeLeft() || fastest.runtime >= never {
 		return false
