@@ -206,7 +206,8 @@ func (d *deadlineAware) recoverable(v *View, spot, od Placement, fastest option)
 	held := spot.Plus(od)
 	if pace := v.Pace(held) * (1 + d.risk(v, spot)); spot.GPUs() > 0 && !math.IsInf(pace, 1) {
 		pause := time.Duration(0)
-		if !equal(spot, v.Spot) || !equal(od, v.OnDemand) || v.Restarting {
+		if !equal(spot, v.Spot) || !equal(od, v.OnDemand) || v.Restarting || len(v.Preempted) > 0 {
+			// a change, a restart in progress, or survivors of a preemption relaunching
 			pause = v.Job.Restart
 		}
 		// a job that finishes within the step can only be preempted before its end

@@ -76,3 +76,23 @@ func TestWithNoMarginTheJobBuysTheCheapestPlacementThatKeepsTheDeadline(t *testi
 	assert.Len(t, run.Purchases, 1, "held to the end: %+v", run.Purchases)
 	assert.Less(t, run.GPUHours, 4*720*33.0/3600, "four GPUs were never held")
 }
+
+// A preemption that takes one of four spot GPUs an hour in: the three survivors relaunch
+// (a restart) before they train again, so the step after it trains nothing. With 4 h 23 min
+// left for 600 iterations (4 h 10 min on four on-demand GPUs, plus a 10-minute restart), a
+// preemption at the end of that step could no longer be recovered: the safety net buys the
+// on-demand finish at once. It used to credit the survivors with a step of training and
+// bought it a step too late, missing the deadline.
+func TestThePreemptionsStepTrainsNothingWhenTheSafetyNetLooksAhead(t *testing.T) {
+	tr := &sim.Trace{Source: "us-east-2b", Unit: sim.Instances, Gap: 5 * time.Minute}
+	for i := range 24 * 12 {
+		tr.Steps = append(tr.Steps, sim.Step{At: time.Duration(i) * 5 * time.Minute, Count: map[bool]int{true: 4, false: 3}[i < 12]})
+	}
+	m, err := NewMarket("test", map[sim.Key]*sim.Trace{{Zone: "us-east-2b", InstanceType: "p3.2xlarge"}: tr})
+	require.NoError(t, err)
+	run, err := Simulate(job(), m, DeadlineAware(), 0, Options{Deadline: 323 * time.Minute})
+	require.NoError(t, err)
+	assert.True(t, run.Met, "finished at %s: %+v", run.Duration, run.Purchases)
+	require.NotEmpty(t, run.Purchases)
+	assert.Equal(t, time.Hour, run.Purchases[0].At, "%+v", run.Purchases)
+}
