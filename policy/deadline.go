@@ -437,10 +437,10 @@ func (d *deadlineAware) risk(v *View, spot Placement) float64 {
 
 // rateWindowFloor is the least time a preemption rate is measured over: a young job's first
 // preemptions count as if over this long, so one early event does not read as a storm. 3 h
-// was chosen among 1, 2, 3 and 6 h: on the random markets of random_markets_test.go 9 runs of
-// 500 paid more than 1.1x their best on-demand plan at 3 h against 11-12 at the others (the
-// worst 1.22-1.29x at all four), and the bench's bundled cases were as before at 3 and 6 h (1
-// and 2 h moved the bundled 6000-iteration job's median at 1.2x from 0.36 to 0.38 and 0.37).
+// was chosen among 1, 2, 3 and 6 h on the random markets of random_markets_test.go (worst run
+// 1.35, 1.34, 1.34 and 1.43x its best on-demand plan; 17 of 500 above 1.1x at 1-3 h) and the
+// bench's cases (1 and 2 h moved the bundled 6000-iteration job's median at 1.2x from 0.36 to
+// 0.38 and 0.37; 3 and 6 h left the bundled cases as they were).
 const rateWindowFloor = 3 * time.Hour
 
 // restartShare is how much longer a run takes when its zones preempt it n times over the
