@@ -120,11 +120,7 @@ func (d *deadlineAware) Decide(v *View) Request {
 	case holding && held.runtime <= budget && (!ok || best.costUSD > switchGain*held.costUSD):
 		// What is held still keeps the deadline and nothing is much cheaper: a change
 		// would cost a restart for little.
-		why := ""
-		if held.od.GPUs() > 0 {
-			why = "keeping the on-demand GPUs the deadline needed"
-		}
-		return d.request(held, zones, why)
+		return d.keep(held, zones)
 	case ok:
 		return d.request(best, zones, why)
 	}
@@ -138,7 +134,7 @@ func (d *deadlineAware) Decide(v *View) Request {
 	tight, fits := d.cheapestRecoverable(v, cands, rushed)
 	switch {
 	case holding && d.keepsFallback(v, held, rushed) && (!fits || tight.costUSD > switchGain*held.costUSD):
-		return d.request(held, zones, "")
+		return d.keep(held, zones)
 	case fits:
 		return d.request(tight, zones, atRisk)
 	}
@@ -476,6 +472,15 @@ func (d *deadlineAware) order(v *View) []string {
 	zones := byCapacity(v)
 	sort.SliceStable(zones, func(i, j int) bool { return recent[zones[i]] < recent[zones[j]] })
 	return zones
+}
+
+// keep asks for what is held, saying why where on-demand GPUs are among it.
+func (d *deadlineAware) keep(held option, zones []string) Request {
+	why := ""
+	if held.od.GPUs() > 0 {
+		why = "keeping the on-demand GPUs the deadline needed"
+	}
+	return d.request(held, zones, why)
 }
 
 func (d *deadlineAware) request(o option, zones []string, why string) Request {
