@@ -1,8 +1,6 @@
 package serving
 
-import (
-	"github.com/schooner-ml/schooner/internal/specfile"
-)
+import "github.com/schooner-ml/schooner/internal/specfile"
 
 // defaultedCounts are the counts a spec leaves out to get their defaults (WithDefaults), in
 // the order a problem list names them: given as 0 in the file they are refused, not
@@ -21,8 +19,9 @@ func ParseSpec(data []byte, format specfile.Format) (Spec, error) {
 		return spec, err
 	}
 	keys := make([]string, len(defaultedCounts))
+	defaults := make(map[string]int, len(defaultedCounts))
 	for i, d := range defaultedCounts {
-		keys[i] = d.key
+		keys[i], defaults[d.key] = d.key, d.def
 	}
 	zeros, err := specfile.ExplicitZeros(data, format, keys...)
 	if err != nil {
@@ -30,11 +29,7 @@ func ParseSpec(data []byte, format specfile.Format) (Spec, error) {
 	}
 	var c specfile.Collector
 	for _, z := range zeros {
-		for _, d := range defaultedCounts {
-			if d.key == z {
-				c.Add(z, "0 is not a count it takes: give at least 1, or leave %s out for its default (%d)", z, d.def)
-			}
-		}
+		c.Add(z, "0 is not allowed: give at least 1, or leave %s out for its default (%d)", z, defaults[z])
 	}
 	return spec, c.Err("serving")
 }
