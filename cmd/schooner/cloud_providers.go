@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -57,9 +59,29 @@ func addProviderFlags(fs *pflag.FlagSet, f *cloudFlags) {
 	fs.Float64Var(&f.simScale, "sim-time-scale", 1, "the --time-scale of the 'schooner dev' whose market --cloud sim reaches (its faces cannot tell)")
 }
 
+// cloudNames are the values --cloud takes, in the order errors list them.
+var cloudNames = []string{"sim", "aws", "gcp", "aws+gcp"}
+
+// checkCloud refuses a --cloud that names no provider (none is allowed where noneMeans says
+// what the command does without one).
+func (f *cloudFlags) checkCloud(noneMeans string) error {
+	if slices.Contains(cloudNames, f.cloud) || (f.cloud == "" && noneMeans != "") {
+		return nil
+	}
+	last := len(cloudNames) - 1
+	want := strings.Join(cloudNames[:last], ", ") + " or " + cloudNames[last]
+	if noneMeans != "" {
+		want += " (or none, " + noneMeans + ")"
+	}
+	return fmt.Errorf("invalid --cloud %q: want %s", f.cloud, want)
+}
+
 // provider builds the chosen provider. note is a line to show the user about where the
 // data comes from (empty when obvious).
 func (f *cloudFlags) provider(ctx context.Context, needLive bool) (p cloud.Provider, note string, err error) {
+	if err := f.checkCloud(""); err != nil {
+		return nil, "", err
+	}
 	switch f.cloud {
 	case "aws":
 		p, err = f.awsProvider(ctx, f.awsEndpoint)
@@ -77,10 +99,8 @@ func (f *cloudFlags) provider(ctx context.Context, needLive bool) (p cloud.Provi
 			return nil, "", err
 		}
 		return &cloud.Multi{Providers: []cloud.Provider{a, g}}, "", nil
-	case "sim":
+	default: // sim
 		return f.simProvider(ctx, needLive)
-	default:
-		return nil, "", fmt.Errorf("invalid --cloud %q: want sim, aws, gcp or aws+gcp", f.cloud)
 	}
 }
 

@@ -103,10 +103,8 @@ func (f *controlJobFlags) relayGCEPreemptions(ctx context.Context, c client.Clie
 // check refuses a --cloud or endpoint the worker could not use, before it connects to
 // Temporal (which it may wait minutes for).
 func (f *controlJobFlags) check() error {
-	switch f.cloud.cloud {
-	case "", "sim", "aws", "gcp", "aws+gcp":
-	default:
-		return fmt.Errorf("invalid --cloud %q: want aws, gcp, aws+gcp or sim (or none, for workflows only)", f.cloud.cloud)
+	if err := f.cloud.checkCloud("for workflows only"); err != nil {
+		return err
 	}
 	if err := checkEndpoint("--aws-endpoint", f.cloud.awsEndpoint, defaultSimEC2Addr); err != nil {
 		return err
