@@ -129,14 +129,17 @@ func (d *deadlineAware) Decide(v *View) Request {
 	// the margin, what is held while it does and nothing is much cheaper; only when none
 	// keeps it, the fastest. (The fastest alone bought max_gpus on-demand where fewer kept
 	// the deadline, 1.11x the best on-demand plan's bill.)
-	const atRisk = "deadline at risk: the cheapest placement that keeps it, on-demand where spot is short"
 	rushed := fastest(d.onDemandOptions(v, zones))
 	tight, fits := d.cheapestRecoverable(v, cands, rushed)
 	switch {
 	case holding && d.keepsFallback(v, held, rushed) && (!fits || tight.costUSD > switchGain*held.costUSD):
 		return d.keep(held, zones)
 	case fits:
-		return d.request(tight, zones, atRisk)
+		why := "deadline tight: the cheapest placement that keeps it"
+		if tight.od.GPUs() > 0 {
+			why += ", on-demand where spot is short"
+		}
+		return d.request(tight, zones, why)
 	}
 	last := fastest(cands)
 	if last.runtime >= never {

@@ -45,6 +45,9 @@ type Options struct {
 	Limit time.Duration
 	// Baseline is the best on-demand plan, shown to policies (zero GPUs: computed).
 	Baseline OnDemandPlan
+	// Observe, when set, sees every decision: what the policy was shown and what it asked
+	// for (schooner policy explain prints them).
+	Observe func(v *View, req Request)
 }
 
 // Simulate runs job from start (an offset into the market's traces) under a fresh policy of
@@ -123,6 +126,9 @@ func (s *state) step(t, start time.Duration, o Options) bool {
 		Capacity: capacity, Spot: clone(s.spot), OnDemand: clone(s.od), Preempted: preempted,
 		Restarting: t < s.pauseUntil, Baseline: o.Baseline, SpentUSD: s.run.CostUSD}
 	req := s.p.Decide(v)
+	if o.Observe != nil {
+		o.Observe(v, req)
+	}
 	spot := fill(req, s.spot, capacity)
 	od := s.onDemand(req, spot)
 	if added := od.GPUs() - s.od.GPUs(); added > 0 {

@@ -12,8 +12,9 @@ and EAGER_NEXT_REGION, Can't Be Late's uniform progress, all-spot and all-on-dem
 planner's throughput model and per-second billing. It is a simulation: nothing is launched.
 
   schooner policy eval
-  schooner policy eval --trace ~/spot-traces/availability/16-node/aws-08-27-2023 --spec job.yaml`,
+  schooner policy eval --trace ~/spot-traces/availability/16-node/aws-08-27-2023 --spec job.yaml
+  schooner policy explain --iterations 600 --deadline 1.2x --start 53h45m   # one run, step by step`,
 	}
-	cmd.AddCommand(newPolicyEvalCommand())
+	cmd.AddCommand(newPolicyEvalCommand(), newPolicyExplainCommand())
 	return cmd
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/schooner-ml/schooner/cloud/sim"
 	"github.com/schooner-ml/schooner/internal/atomicfile"
@@ -77,6 +78,18 @@ the catalog's typical ones, fixed.
 		RunE: func(cmd *cobra.Command, _ []string) error { return runPolicyEval(cmd, &f) },
 	}
 	fs := cmd.Flags()
+	addPolicyJobFlags(fs, &f)
+	fs.IntVar(&f.starts, "starts", 50, "start times, spread evenly over the trace")
+	fs.StringSliceVar(&f.deadlines, "deadlines", []string{"1.2x", "1.5x", "2x"}, "deadlines: multiples of the spot-only duration (1.5x) or durations (24h)")
+	fs.StringSliceVar(&f.policies, "policies", nil, "only these policies (default: all; see the table's names)")
+	fs.BoolVar(&f.asJSON, "json", false, "print the result (summaries and every run) as JSON")
+	fs.StringVar(&f.out, "out", "", "also write the result as JSON to this file")
+	return cmd
+}
+
+// addPolicyJobFlags registers the flags that say which trace and which job the policy
+// simulator runs (policy eval and policy explain alike).
+func addPolicyJobFlags(fs *pflag.FlagSet, f *policyEvalFlags) {
 	fs.StringVar(&f.trace, "trace", "", "spot-traces directory (default: the bundled "+sim.BundledTraceSet+" traces)")
 	fs.StringVar(&f.spec, "spec", "", "training spec (YAML or JSON) to take the job from; flags given override it")
 	fs.StringVar(&f.model, "model", "OPT-350", "built-in model")
@@ -86,31 +99,23 @@ the catalog's typical ones, fixed.
 	fs.Int64Var(&f.every, "checkpoint-every", 25, "iterations between checkpoints (with --no-notice-save a preemption redoes the rest)")
 	fs.StringSliceVar(&f.zones, "zones", nil, "only these zones of the trace (default: all)")
 	fs.StringSliceVar(&f.types, "instance-type", nil, "the instance type whose traces to replay, when the directory has several (the first of a list it has)")
-	fs.IntVar(&f.starts, "starts", 50, "start times, spread evenly over the trace")
-	fs.StringSliceVar(&f.deadlines, "deadlines", []string{"1.2x", "1.5x", "2x"}, "deadlines: multiples of the spot-only duration (1.5x) or durations (24h)")
 	fs.DurationVar(&f.restart, "restart", policy.DefaultRestart, "training time lost whenever the held machines change (boot, restore)")
 	fs.BoolVar(&f.noNotice, "no-notice-save", false, "the trainer does not checkpoint on a preemption notice: a preemption redoes the iterations since the last checkpoint")
-	fs.StringSliceVar(&f.policies, "policies", nil, "only these policies (default: all; see the table's names)")
 	fs.StringVar(&f.profiles, "profiles", "", "directory of model and network profiles (empty: the built-in ones)")
-	fs.BoolVar(&f.asJSON, "json", false, "print the result (summaries and every run) as JSON")
-	fs.StringVar(&f.out, "out", "", "also write the result as JSON to this file")
-	return cmd
 }
 
-func runPolicyEval(cmd *cobra.Command, f *policyEvalFlags) error {
+// jobAndMarket reads the trace and the job the flags name, checked: the job's model must fit
+// the trace's machines.
+func (f *policyEvalFlags) jobAndMarket(cmd *cobra.Command) (policy.Job, *policy.Market, error) {
 	if err := f.fromSpec(cmd); err != nil {
-		return err
+		return policy.Job{}, nil, err
 	}
 	market, err := loadPolicyMarket(f.trace, f.types, cmd)
 	if err != nil {
-		return err
+		return policy.Job{}, nil, err
 	}
 	if market, err = market.Only(f.zones); err != nil {
-		return err
-	}
-	makers, err := pickPolicies(f.policies)
-	if err != nil {
-		return err
+		return policy.Job{}, nil, err
 	}
 	ref := bridge.ModelRef{Name: f.model}
 	if f.dims.Layers > 0 {
@@ -118,15 +123,24 @@ func runPolicyEval(cmd *cobra.Command, f *policyEvalFlags) error {
 	}
 	mp, nw, err := (&bridge.Models{Dir: f.profiles}).Profile(ref)
 	if err != nil {
-		return err
+		return policy.Job{}, nil, err
 	}
 	tp := &policy.PlannerThroughput{Model: mp, Network: nw, GlobalBatch: f.globalBatch, Market: market}
 	if err := tp.Check(f.maxGPUs); err != nil {
-		return err
+		return policy.Job{}, nil, err
 	}
 	job := policy.Job{Iterations: f.iterations, CheckpointEvery: f.every, MaxGPUs: f.maxGPUs, Restart: f.restart,
 		IgnoresNotice: f.noNotice, Throughput: tp}
-	if err := job.Validate(); err != nil {
+	return job, market, job.Validate()
+}
+
+func runPolicyEval(cmd *cobra.Command, f *policyEvalFlags) error {
+	job, market, err := f.jobAndMarket(cmd)
+	if err != nil {
+		return err
+	}
+	makers, err := pickPolicies(f.policies)
+	if err != nil {
 		return err
 	}
 	factors, err := deadlineFactors(f.deadlines, policy.SpotOnlyDuration(job, market))
