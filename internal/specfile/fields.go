@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-
-	"sigs.k8s.io/yaml"
 )
 
 // ExplicitZeros names the keys among keys that the spec's top level gives as the number 0.
@@ -14,12 +12,9 @@ import (
 // none) from a file that leaves replicas out, once decoded; the file can, so the parse step
 // refuses the first rather than serve the default. Call it on a spec Parse accepted.
 func ExplicitZeros(data []byte, format Format, keys ...string) ([]string, error) {
-	js := data
-	if format != FormatJSON {
-		var err error
-		if js, err = yaml.YAMLToJSON(data); err != nil {
-			return nil, fmt.Errorf("reading YAML spec: %w", err)
-		}
+	js, err := asJSON(data, format)
+	if err != nil {
+		return nil, err
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(js, &top); err != nil {

@@ -45,12 +45,9 @@ func Parse[T any](data []byte, format Format) (T, error) {
 	if err := checkShape(data); err != nil {
 		return spec, fmt.Errorf("reading %s spec: %w", format, err)
 	}
-	js := data
-	if format == FormatYAML {
-		var err error
-		if js, err = yaml.YAMLToJSON(data); err != nil {
-			return spec, fmt.Errorf("reading YAML spec: %w", err)
-		}
+	js, err := asJSON(data, format)
+	if err != nil {
+		return spec, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.DisallowUnknownFields()
@@ -61,4 +58,16 @@ func Parse[T any](data []byte, format Format) (T, error) {
 		return spec, fmt.Errorf("reading %s spec: more than one document", format)
 	}
 	return spec, nil
+}
+
+// asJSON is a spec's text as JSON: YAML converted (JSON is YAML too), JSON as it is.
+func asJSON(data []byte, format Format) ([]byte, error) {
+	if format == FormatJSON {
+		return data, nil
+	}
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("reading YAML spec: %w", err)
+	}
+	return js, nil
 }
