@@ -93,8 +93,9 @@ func (d *deadlineAware) Decide(v *View) Request {
 	if v.Deadline <= 0 {
 		budget = never
 	}
+	ods := d.onDemandOptions(v, zones)
 	if v.Deadline > 0 {
-		if safe, ok := d.safetyNet(v, zones); ok {
+		if safe, ok := d.safetyNet(v, zones, ods); ok {
 			return safe
 		}
 	}
@@ -129,7 +130,7 @@ func (d *deadlineAware) Decide(v *View) Request {
 	// the margin, what is held while it does and nothing is much cheaper; only when none
 	// keeps it, the fastest. (The fastest alone bought max_gpus on-demand where fewer kept
 	// the deadline, 1.11x the best on-demand plan's bill.)
-	rushed := fastest(d.onDemandOptions(v, zones))
+	rushed := fastest(ods)
 	tight, fits := d.cheapestRecoverable(v, cands, rushed)
 	switch {
 	case holding && d.keepsFallback(v, held, rushed) && (!fits || tight.costUSD > switchGain*held.costUSD):
@@ -152,13 +153,13 @@ func (d *deadlineAware) Decide(v *View) Request {
 
 // safetyNet moves the job to on-demand alone, for good, once holding the spot there is for
 // one more step would leave a preemption that the fastest on-demand placement could not
-// recover from in time (recoverable). The on-demand placement is the cheapest that still
-// fits; once critical the policy keeps what it bought.
-func (d *deadlineAware) safetyNet(v *View, zones []string) (Request, bool) {
+// recover from in time (recoverable). ods are the on-demand placements it may buy
+// (onDemandOptions); the one bought is the cheapest that still fits; once critical the policy
+// keeps what it bought.
+func (d *deadlineAware) safetyNet(v *View, zones []string, ods []option) (Request, bool) {
 	slack := v.Job.Restart + v.Market.Gap
 	var cheapest, tight option
 	found, fits := false, false
-	ods := d.onDemandOptions(v, zones)
 	rushed := fastest(ods)
 	for _, o := range ods {
 		if o.runtime+slack <= v.TimeLeft() && (!found || o.costUSD < cheapest.costUSD) {
