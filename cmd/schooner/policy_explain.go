@@ -20,7 +20,7 @@ type policyExplainFlags struct {
 	start    time.Duration
 	deadline string
 	policy   string
-	every    bool
+	all      bool
 }
 
 func newPolicyExplainCommand() *cobra.Command {
@@ -47,7 +47,7 @@ Use it on a run whose cost in an eval table looks wrong: eval --json gives every
 	fs.DurationVar(&f.start, "start", 0, "where in the trace the run starts (e.g. 53h45m)")
 	fs.StringVar(&f.deadline, "deadline", "1.2x", "the deadline: a multiple of the spot-only duration (1.5x) or a duration (24h)")
 	fs.StringVar(&f.policy, "policy", "schooner-deadline", "the policy (a name eval's table shows)")
-	fs.BoolVar(&f.every, "all", false, "print every step, not only those where something happened")
+	fs.BoolVar(&f.all, "all", false, "print every step, not only those where something happened")
 	return cmd
 }
 
@@ -79,7 +79,7 @@ func runPolicyExplain(cmd *cobra.Command, f *policyExplainFlags) error {
 		holds := heldText(v.Spot, v.OnDemand)
 		asks := fmt.Sprintf("%d spot + %d on-demand", req.Spot, req.OnDemand)
 		now := holds + "|" + asks + "|" + req.Why
-		if !f.every && len(v.Preempted) == 0 && now == last {
+		if !f.all && len(v.Preempted) == 0 && now == last {
 			return
 		}
 		last = now

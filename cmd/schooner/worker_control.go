@@ -98,8 +98,6 @@ func (f *controlJobFlags) relayGCEPreemptions(ctx context.Context, c client.Clie
 	return startRelay(ctx, feed, "gce-operations", workers.NewReporter(c), log), nil
 }
 
-// options are the control worker's: with a cloud, the training, fleet and serving activities
-// on it.
 // check refuses a --cloud or endpoint the worker could not use, before it connects to
 // Temporal (which it may wait minutes for).
 func (f *controlJobFlags) check() error {
@@ -112,6 +110,8 @@ func (f *controlJobFlags) check() error {
 	return checkEndpoint("--gcp-endpoint", f.cloud.gcpEndpoint, defaultSimGCEAddr)
 }
 
+// options are the control worker's: with a cloud, the training, fleet and serving activities
+// on it.
 func (f *controlJobFlags) options(ctx context.Context, log zerolog.Logger) (workers.ControlOptions, string, error) {
 	if f.cloud.cloud == "" {
 		return workers.ControlOptions{}, "no --cloud: serving workflows only; training and serving jobs need a control worker with --cloud", nil
